@@ -1,0 +1,380 @@
+"""The Triton the fuzzer talks to: the embedded one from nvidia-pytriton, or an external one.
+
+EmbeddedTriton finds tritonserver, the Python backend and the stub for this Python inside an
+installed nvidia-pytriton, starts the server on a model repository, waits until the server and
+every model are ready, and stops it so that no tritonserver or stub process outlives it.
+ExternalTriton wraps a server someone else runs. Both answer `check_alive()`, which turns a dead
+server into a ServerDied finding (with the log tail, where there is a log) instead of a hang.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import weakref
+from pathlib import Path
+
+import attrs
+
+LOG_TAIL_LINES = 40
+_PR_SET_PDEATHSIG = 1
+
+
+class TritonError(Exception):
+    """Base of everything the harness reports."""
+
+
+class InstallNotFound(TritonError):
+    pass
+
+
+class ServerStartError(TritonError):
+    pass
+
+
+class ServerDied(TritonError):
+    """The server process ended (or stopped answering) while the fuzzer was using it: a finding."""
+
+
+@attrs.frozen
+class TritonInstall:
+    """Where the pieces of one Triton build live inside an nvidia-pytriton installation."""
+
+    server_bin: Path
+    python_backend: Path  # folder with libtriton_python.so and triton_python_backend_utils.py
+    stub: Path  # triton_python_backend_stub for the running Python version
+    libs: Path  # nvidia_pytriton.libs: the shared libraries the server and the stub link to
+
+    @classmethod
+    def find(cls, site_packages: str | os.PathLike | None = None) -> "TritonInstall":
+        """The install in `site_packages` (a folder holding pytriton/ and nvidia_pytriton.libs/,
+        e.g. from `pip install --target DIR nvidia-pytriton==0.5.0`), else the imported one."""
+        if site_packages is None:
+            try:
+                import pytriton
+            except ImportError:
+                raise InstallNotFound("nvidia-pytriton is not installed: pip install nvidia-pytriton") from None
+            root = Path(pytriton.__file__).resolve().parent.parent
+        else:
+            root = Path(site_packages).resolve()
+        server_root = root / "pytriton" / "tritonserver"
+        pyver = f"{sys.version_info.major}.{sys.version_info.minor}"
+        install = cls(
+            server_bin=server_root / "bin" / "tritonserver",
+            python_backend=server_root / "backends" / "python",
+            stub=server_root / "python_backend_stubs" / pyver / "triton_python_backend_stub",
+            libs=root / "nvidia_pytriton.libs",
+        )
+        for what, path in [("tritonserver binary", install.server_bin),
+                           ("Python backend", install.python_backend / "libtriton_python.so"),
+                           (f"Python {pyver} backend stub", install.stub),
+                           ("shared libraries", install.libs)]:
+            if not path.exists():
+                stubs = server_root / "python_backend_stubs"
+                have = sorted(p.name for p in stubs.iterdir()) if stubs.is_dir() else []
+                hint = f" (stubs present for Python {', '.join(have)})" if "stub" in what and have else ""
+                raise InstallNotFound(f"no {what} at {path}{hint}; is {root} an nvidia-pytriton installation?")
+        return install
+
+    def make_backend_dir(self, into: Path) -> Path:
+        """A backend directory whose python/ holds the backend and this Python's stub."""
+        python_dir = Path(into) / "python"
+        python_dir.mkdir(parents=True, exist_ok=True)
+        for src in [*self.python_backend.iterdir(), self.stub]:
+            if src.is_file():
+                link = python_dir / src.name
+                if not link.exists():
+                    link.symlink_to(src)
+        return Path(into)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False
+
+
+def _die_with_parent():
+    # Runs in the child between fork and exec: if the fuzzer is killed (even with SIGKILL) the
+    # kernel sends the server SIGKILL too; the stubs notice their parent is gone and exit.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+class _Base:
+    grpc_url: str
+    http_url: str | None
+
+    def client(self):
+        import tritonclient.grpc as grpcclient
+
+        return grpcclient.InferenceServerClient(self.grpc_url)
+
+    def server_version(self) -> str:
+        return self.client().get_server_metadata().version
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return ""
+
+    def check_alive(self) -> None:
+        raise NotImplementedError
+
+    def wait_models_ready(self, names, timeout: float = 30.0) -> None:
+        """Waits for every named model to be READY; a model that fails to load ends the wait."""
+        client = self.client()
+        deadline = time.monotonic() + timeout
+        pending = set(names)
+        while pending:
+            self.check_alive()
+            index = {m.name: m for m in client.get_model_repository_index().models}
+            for name in list(pending):
+                entry = index.get(name)
+                if entry is not None and entry.state == "READY":
+                    pending.discard(name)
+                elif entry is not None and entry.state == "UNAVAILABLE" and entry.reason:
+                    raise ServerStartError(f"model {name!r} failed to load: {entry.reason}{self._tail_block()}")
+            if pending and time.monotonic() > deadline:
+                missing = {n: (index[n].state if n in index else "not in repository") for n in sorted(pending)}
+                raise ServerStartError(f"models not ready after {timeout:.0f} s: {missing}{self._tail_block()}")
+            if pending:
+                time.sleep(0.1)
+
+    def _tail_block(self) -> str:
+        tail = self.log_tail()
+        return f"\n--- last lines of the server log ---\n{tail}" if tail else ""
+
+
+class EmbeddedTriton(_Base):
+    """A tritonserver process this harness starts and owns.
+
+    Use as a context manager, or call start() and stop(). stop() is also registered with atexit
+    and runs on SIGTERM, so an interrupted run leaves no server or stub behind.
+    """
+
+    def __init__(self, model_repository, *, install: TritonInstall | None = None, workdir=None,
+                 grpc_port: int | None = None, http_port: int | None = None,
+                 model_control_mode: str | None = None, extra_args=(), env=None,
+                 startup_timeout: float = 60.0, stop_grace: float = 10.0):
+        self.model_repository = Path(model_repository).resolve()
+        self.install = install or TritonInstall.find()
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="triton-seqfuzz-"))
+        self._fixed_ports = (grpc_port, http_port)
+        self.model_control_mode = model_control_mode
+        self.extra_args = tuple(extra_args)
+        self.env = dict(env or {})
+        self.startup_timeout = startup_timeout
+        self.stop_grace = stop_grace
+        self.process: subprocess.Popen | None = None
+        self.log_path = self.workdir / "tritonserver.log"
+        self.grpc_url = self.http_url = None
+        self.version: str | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def start(self) -> "EmbeddedTriton":
+        if self.process is not None:
+            raise TritonError("server already started")
+        if not (self.model_repository / ".").is_dir():
+            raise ServerStartError(f"model repository {self.model_repository} is not a folder")
+        grpc_port, http_port = self._fixed_ports
+        for name, port in [("gRPC", grpc_port), ("HTTP", http_port)]:
+            if port is not None and port_in_use(port):
+                raise ServerStartError(f"{name} port {port} is already in use; pick another or leave it unset "
+                                       "for a free one")
+        # A free port found now can be taken before the server binds it; retry on that race only.
+        for attempt in range(3):
+            self._launch(grpc_port or free_port(), http_port or free_port(), free_port())
+            try:
+                self._wait_ready()
+                return self
+            except ServerStartError as err:
+                self.stop()
+                if "address already in use" in str(err).lower() and None in self._fixed_ports and attempt < 2:
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def _launch(self, grpc_port: int, http_port: int, metrics_port: int) -> None:
+        backend_dir = self.install.make_backend_dir(self.workdir / "backends")
+        cmd = [str(self.install.server_bin),
+               f"--model-repository={self.model_repository}",
+               f"--backend-directory={backend_dir}",
+               "--grpc-address=127.0.0.1", f"--grpc-port={grpc_port}",
+               "--http-address=127.0.0.1", f"--http-port={http_port}",
+               "--metrics-address=127.0.0.1", f"--metrics-port={metrics_port}",
+               "--allow-cpu-metrics=false", "--allow-gpu-metrics=false",
+               "--log-verbose=0"]
+        if self.model_control_mode:
+            cmd.append(f"--model-control-mode={self.model_control_mode}")
+        cmd.extend(self.extra_args)
+        env = os.environ.copy()
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            p for p in [str(self.install.libs), env.get("LD_LIBRARY_PATH", "")] if p)
+        # The stub embeds Python and imports model.py in the interpreter it finds on PATH
+        # (PYTHONPATH is not honoured), so put this environment's interpreter first: numpy and
+        # anything the model imports must come from here.
+        scripts = sysconfig.get_path("scripts")
+        env["PATH"] = os.pathsep.join([scripts, os.path.dirname(sys.executable), env.get("PATH", "")])
+        env.update(self.env)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "wb")
+        try:
+            self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            env=env, start_new_session=True, preexec_fn=_die_with_parent)
+        finally:
+            log.close()
+        _LIVE.add(self)
+        self.grpc_port, self.http_port, self.metrics_port = grpc_port, http_port, metrics_port
+        self.grpc_url = f"127.0.0.1:{grpc_port}"
+        self.http_url = f"127.0.0.1:{http_port}"
+
+    def _wait_ready(self) -> None:
+        import tritonclient.grpc as grpcclient
+
+        client = grpcclient.InferenceServerClient(self.grpc_url)
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            if self.process.poll() is not None:
+                raise ServerStartError(f"tritonserver exited with status {self.process.returncode} during "
+                                       f"start-up (repository {self.model_repository}){self._tail_block()}")
+            try:
+                if client.is_server_ready():
+                    break
+            except Exception:
+                pass
+            if time.monotonic() > deadline:
+                raise ServerStartError(f"tritonserver not ready after {self.startup_timeout:.0f} s"
+                                       f"{self._tail_block()}")
+            time.sleep(0.1)
+        self.version = client.get_server_metadata().version
+        if not self.model_control_mode or self.model_control_mode == "none":
+            names = [m.name for m in client.get_model_repository_index().models]
+            self.wait_models_ready(names, timeout=max(1.0, deadline - time.monotonic()))
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group, SIGKILL after the grace period. Idempotent."""
+        proc, self.process = self.process, None
+        _LIVE.discard(self)
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=self.stop_grace)
+        except subprocess.TimeoutExpired:
+            pass
+        # The stubs share the server's process group; make sure none lingers.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def check_alive(self) -> None:
+        if self.process is None:
+            raise ServerDied("the embedded tritonserver is not running (stopped or never started)")
+        if self.process.poll() is not None:
+            raise ServerDied(f"tritonserver (pid {self.process.pid}) died with status {self.process.returncode} "
+                             f"while the fuzzer was using it{self._tail_block()}")
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __repr__(self):
+        state = f"running at {self.grpc_url}" if self.running else "stopped"
+        return f"<EmbeddedTriton {self.version or '?'} {state}, repository {self.model_repository}>"
+
+
+class ExternalTriton(_Base):
+    """A server someone else runs. check_alive() asks it; it cannot be stopped or restarted here."""
+
+    def __init__(self, grpc_url: str, http_url: str | None = None, *, timeout: float = 10.0):
+        self.grpc_url = grpc_url.removeprefix("grpc://")
+        self.http_url = http_url.removeprefix("http://") if http_url else None
+        self.version = None
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if self.client().is_server_live():
+                    break
+            except Exception as err:
+                if time.monotonic() > deadline:
+                    raise ServerStartError(f"no Triton answers at gRPC {self.grpc_url}: {err}") from None
+            time.sleep(0.2)
+        self.version = self.server_version()
+
+    def check_alive(self) -> None:
+        try:
+            live = self.client().is_server_live()
+        except Exception as err:
+            raise ServerDied(f"the Triton at {self.grpc_url} stopped answering: {err}") from None
+        if not live:
+            raise ServerDied(f"the Triton at {self.grpc_url} reports it is not live")
+
+    def stop(self) -> None:
+        pass
+
+    def __repr__(self):
+        return f"<ExternalTriton {self.version} at {self.grpc_url}>"
+
+
+# Servers still running when the interpreter exits or is told to terminate get stopped.
+_LIVE: "weakref.WeakSet[EmbeddedTriton]" = weakref.WeakSet()
+
+
+def _stop_all(*_):
+    for server in list(_LIVE):
+        server.stop()
+
+
+def _on_sigterm(signum, frame):
+    _stop_all()
+    previous = _PREVIOUS_SIGTERM
+    if callable(previous):
+        previous(signum, frame)
+    else:
+        raise SystemExit(128 + signum)
+
+
+atexit.register(_stop_all)
+_PREVIOUS_SIGTERM = None
+try:
+    _PREVIOUS_SIGTERM = signal.signal(signal.SIGTERM, _on_sigterm)
+except ValueError:  # not the main thread: atexit and PDEATHSIG still cover us
+    pass

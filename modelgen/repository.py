@@ -1,0 +1,47 @@
+"""Writes a model repository: one folder per variant, config.pbtxt plus version 1."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from .config import model_config, render
+from .variants import Variant
+
+
+def _write_python_model(variant: Variant, version_dir: Path) -> None:
+    template = resources.files("modelgen") / "templates" / "accumulator.py"
+    (version_dir / "model.py").write_text(template.read_text())
+
+
+WRITERS = {"python": _write_python_model}
+
+
+def write_model(variant: Variant, models_dir: Path) -> Path:
+    """Writes one model and returns its folder. The folder is built beside the target and
+    renamed into place, so an interrupted run never leaves a half-written model behind."""
+    models_dir = Path(models_dir)
+    models_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        writer = WRITERS[variant.backend]
+    except KeyError:
+        raise ValueError(f"no model writer for backend {variant.backend!r}; known: {sorted(WRITERS)}") from None
+    target = models_dir / variant.name
+    staging = Path(tempfile.mkdtemp(prefix=f".{variant.name}.", dir=models_dir))
+    try:
+        (staging / "1").mkdir()
+        writer(variant, staging / "1")
+        (staging / "config.pbtxt").write_text(render(model_config(variant)))
+        if target.exists():
+            shutil.rmtree(target)
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def write_repository(variants, models_dir) -> list[Path]:
+    return [write_model(v, Path(models_dir)) for v in variants]

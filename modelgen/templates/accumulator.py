@@ -1,0 +1,64 @@
+"""Stateful accumulator for Triton's Python backend (written by modelgen; do not edit).
+
+OUTPUT = sum of INPUT over the sequence's requests since its most recent START, inclusive.
+The config's FLAVOUR parameter says where the running sum lives:
+  corrid   - in a dict keyed by the CORRID control (per correlation id);
+  slot     - per sequence slot, the way Triton keeps implicit state: the batch position under
+             the direct strategy (padding requests carry READY=0), the instance under oldest
+             with one candidate sequence;
+  implicit - nowhere in the model: OUTPUT_STATE = INPUT + (READY and not START) * INPUT_STATE,
+             relying on Triton to carry OUTPUT_STATE into the next INPUT_STATE.
+"""
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def _scalar(request, name, default=None):
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    if tensor is None:
+        return default
+    value = tensor.as_numpy().reshape(-1)[0]
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        params = config.get("parameters", {})
+        self.flavour = params["FLAVOUR"]["string_value"]
+        self.strategy = params["STRATEGY"]["string_value"]
+        self.dtype = pb_utils.triton_string_to_numpy(config["output"][0]["data_type"])
+        self.sums = {}
+
+    def execute(self, requests):
+        return [self._one(position, request) for position, request in enumerate(requests)]
+
+    def _one(self, position, request):
+        x = pb_utils.get_input_tensor_by_name(request, "INPUT").as_numpy().astype(self.dtype)
+        start = bool(_scalar(request, "START", 0))
+        end = bool(_scalar(request, "END", 0))
+        ready = bool(_scalar(request, "READY", 1))
+
+        if self.flavour == "implicit":
+            prior = pb_utils.get_input_tensor_by_name(request, "INPUT_STATE").as_numpy().astype(self.dtype)
+            keep = self.dtype.type(ready and not start)
+            total = (x + keep * prior).astype(self.dtype)
+            return pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUTPUT", total), pb_utils.Tensor("OUTPUT_STATE", total)])
+
+        if not ready:  # an empty batch position: answer, leave every sum alone
+            return pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT", np.zeros_like(x))])
+
+        if self.flavour == "corrid":
+            key = _scalar(request, "CORRID")
+        else:  # slot
+            key = position if self.strategy == "direct" else 0
+        base = self.dtype.type(0) if start else self.sums.get(key, self.dtype.type(0))
+        total = (x + base).astype(self.dtype)
+        if end and self.flavour == "corrid":
+            self.sums.pop(key, None)
+        else:
+            self.sums[key] = total.reshape(-1)[0]
+        return pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT", total)])
