@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -24,6 +25,8 @@ from pathlib import Path
 import attrs
 
 LOG_TAIL_LINES = 40
+# Complaints every CPU-only start makes; they are not why anything failed.
+_HARMLESS = re.compile(r"CudaDriverHelper|NVML|DCGM|CUDA driver")
 _PR_SET_PDEATHSIG = 1
 
 
@@ -93,6 +96,21 @@ class TritonInstall:
                 if not link.exists():
                     link.symlink_to(src)
         return Path(into)
+
+
+def digest_log(text: str, lines: int = LOG_TAIL_LINES) -> str:
+    """The server's error lines first (Triton prints them above its option tables, where a plain
+    tail misses them), then the last lines of the log without the tables."""
+    all_lines = text.splitlines()
+    errors = [ln for ln in all_lines
+              if (ln[:1] == "E" and ln[1:5].isdigit() or ln.startswith(("error:", "[libprotobuf ERROR")))
+              and not _HARMLESS.search(ln)]
+    prose = [ln for ln in all_lines if ln.strip() and not ln.startswith(("+", "|"))]
+    parts = []
+    if errors:
+        parts += ["errors:", *errors[-lines:], "tail:"]
+    parts += prose[-lines:]
+    return "\n".join(parts)
 
 
 def free_port() -> int:
@@ -314,7 +332,7 @@ class EmbeddedTriton(_Base):
             text = self.log_path.read_text(errors="replace")
         except OSError:
             return ""
-        return "\n".join(text.splitlines()[-lines:])
+        return digest_log(text, lines)
 
     def __repr__(self):
         state = f"running at {self.grpc_url}" if self.running else "stopped"

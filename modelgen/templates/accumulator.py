@@ -29,7 +29,7 @@ class TritonPythonModel:
         params = config.get("parameters", {})
         self.flavour = params["FLAVOUR"]["string_value"]
         self.strategy = params["STRATEGY"]["string_value"]
-        self.dtype = pb_utils.triton_string_to_numpy(config["output"][0]["data_type"])
+        self.dtype = np.dtype(pb_utils.triton_string_to_numpy(config["output"][0]["data_type"]))
         self.sums = {}
 
     def execute(self, requests):

@@ -1,0 +1,1 @@
+"""Model-based state-machine fuzzer for Triton's sequence batcher."""

@@ -1,0 +1,260 @@
+"""The client: turns a Request value into one inference call and its Outcome. Nothing else here
+knows tritonclient. Three transports, because the batcher must treat them alike: unary gRPC,
+a gRPC bidirectional stream (one per fuzz client, responses in order), and HTTP.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Union
+
+import attrs
+import numpy as np
+
+SeqId = Union[int, str]
+NP_DTYPE = {"INT32": np.int32, "FP32": np.float32}
+
+
+@attrs.frozen
+class Request:
+    """One inference request of the accumulator contract: INPUT of shape [batch, 1]."""
+
+    model: str
+    seq_id: SeqId
+    value: float = 0
+    start: bool = False
+    end: bool = False
+    dtype: str = "INT32"  # what is sent; a model's own dtype unless a rule sends the wrong one
+    batch: int = 1
+    timeout_us: int | None = None
+
+    def describe(self) -> str:
+        flags = "".join(f for f, on in (("S", self.start), ("E", self.end)) if on) or "-"
+        extra = f" batch={self.batch}" if self.batch != 1 else ""
+        extra += f" dtype={self.dtype}" if self.dtype not in ("INT32", "FP32") else ""
+        return f"{self.model} id={self.seq_id!r} value={self.value!r} flags={flags}{extra}"
+
+
+@attrs.frozen
+class Outcome:
+    """What came back: a value (OUTPUT[0]) or an error with its gRPC / HTTP status and message."""
+
+    value: float | None = None
+    status: str = "OK"
+    message: str = ""
+    latency_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "OK"
+
+    def describe(self) -> str:
+        return f"OUTPUT={self.value!r}" if self.ok else f"{self.status}: {self.message}"
+
+
+def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest":
+    """The gRPC request, built by hand: tritonclient leaves out the sequence parameters for id 0
+    (which the batcher must refuse, so the fuzzer sends it) and sends uint64 ids >= 2**63 as a
+    Python int that does not fit int64_param."""
+    from tritonclient.grpc import service_pb2
+
+    msg = service_pb2.ModelInferRequest(model_name=req.model, id=request_id)
+    arr = np.full((req.batch, 1), req.value, dtype=NP_DTYPE.get(req.dtype, np.int64))
+    msg.inputs.add(name="INPUT", datatype=req.dtype, shape=list(arr.shape))
+    msg.raw_input_contents.append(arr.tobytes())
+    params = msg.parameters
+    if isinstance(req.seq_id, str):
+        params["sequence_id"].string_param = req.seq_id
+    elif req.seq_id >= 2**63:
+        # Triton 2.51 refuses uint64_param here and reads int64_param as uint64, so the
+        # two's complement is how a gRPC client names ids at or above 2**63.
+        params["sequence_id"].int64_param = req.seq_id - 2**64
+    else:
+        params["sequence_id"].int64_param = req.seq_id
+    params["sequence_start"].bool_param = req.start
+    params["sequence_end"].bool_param = req.end
+    if req.timeout_us is not None:
+        params["timeout"].int64_param = req.timeout_us
+    return msg
+
+
+_FROM_WIRE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64, "FP64": np.float64}
+
+
+def decode(response, started: float) -> Outcome:
+    """OUTPUT[0] of a ModelInferResponse."""
+    for i, out in enumerate(response.outputs):
+        if out.name == "OUTPUT":
+            dtype = _FROM_WIRE.get(out.datatype)
+            if dtype is None or i >= len(response.raw_output_contents):
+                return Outcome(status="BAD_RESPONSE", message=f"OUTPUT came back as {out.datatype} without data",
+                               latency_s=time.monotonic() - started)
+            arr = np.frombuffer(response.raw_output_contents[i], dtype=dtype)
+            if arr.size == 0:
+                return Outcome(status="BAD_RESPONSE", message="OUTPUT came back empty",
+                               latency_s=time.monotonic() - started)
+            return Outcome(value=arr[0].item(), latency_s=time.monotonic() - started)
+    return Outcome(status="BAD_RESPONSE", message=f"no OUTPUT in response (got {[o.name for o in response.outputs]})",
+                   latency_s=time.monotonic() - started)
+
+
+def _channel(url: str):
+    import grpc
+
+    return grpc.insecure_channel(url.removeprefix("grpc://"))
+
+
+class GrpcClient:
+    """Unary gRPC: one blocking call per request."""
+
+    def __init__(self, url: str):
+        from tritonclient.grpc import service_pb2_grpc
+
+        self._channel = _channel(url)
+        self._stub = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)
+
+    def infer(self, req: Request, timeout_s: float = 30.0) -> Outcome:
+        import grpc
+
+        started = time.monotonic()
+        try:
+            response = self._stub.ModelInfer(encode(req), timeout=timeout_s)
+        except grpc.RpcError as err:
+            status = "CLIENT_TIMEOUT" if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED else err.code().name
+            return Outcome(status=status, message=err.details() or "", latency_s=time.monotonic() - started)
+        return decode(response, started)
+
+    def close(self):
+        self._channel.close()
+
+
+class HttpClient:
+    """HTTP/REST through tritonclient.http: one blocking call per request."""
+
+    def __init__(self, url: str):
+        import tritonclient.http as httpclient
+
+        self._mod = httpclient
+        self._client = httpclient.InferenceServerClient(url.removeprefix("http://"), network_timeout=60.0)
+
+    def infer(self, req: Request, timeout_s: float = 30.0) -> Outcome:
+        started = time.monotonic()
+        arr = np.full((req.batch, 1), req.value, dtype=NP_DTYPE.get(req.dtype, np.int64))
+        tensor = self._mod.InferInput("INPUT", list(arr.shape), req.dtype)
+        tensor.set_data_from_numpy(arr)
+        try:
+            result = self._client.infer(req.model, [tensor], sequence_id=req.seq_id, sequence_start=req.start,
+                                        sequence_end=req.end, timeout=req.timeout_us)
+        except self._mod.InferenceServerException as err:
+            # HTTP errors carry the HTTP status; map the two the batcher uses to gRPC's names.
+            status = {"400": "INVALID_ARGUMENT", "503": "UNAVAILABLE"}.get(str(err.status()), str(err.status()))
+            return Outcome(status=status, message=err.message(), latency_s=time.monotonic() - started)
+        out = result.as_numpy("OUTPUT")
+        if out is None or out.size == 0:
+            return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", latency_s=time.monotonic() - started)
+        return Outcome(value=out.reshape(-1)[0].item(), latency_s=time.monotonic() - started)
+
+    def close(self):
+        self._client.close()
+
+
+class StreamClient:
+    """One gRPC bidirectional stream (ModelStreamInfer). send() returns at once with a box that
+    will hold the Outcome; each request carries a ticket as its id and each response (error
+    responses included) echoes it, so replies are matched exactly, whatever their order.
+    """
+
+    def __init__(self, url: str):
+        from tritonclient.grpc import service_pb2_grpc
+
+        self._channel = _channel(url)
+        self._stub = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[float, queue.Queue]] = {}
+        self._next = 0
+        self._outbox: queue.Queue | None = None
+        self._call = None
+        self._reader: threading.Thread | None = None
+
+    def _requests(self, outbox):
+        while True:
+            msg = outbox.get()
+            if msg is None:
+                return
+            yield msg
+
+    def _read(self, call):
+        import grpc
+
+        try:
+            for response in call:
+                rid = response.infer_response.id
+                with self._lock:
+                    started, box = self._pending.pop(rid, (None, None))
+                if box is None:
+                    continue
+                if response.error_message:
+                    box.put(Outcome(status="ERROR", message=response.error_message,
+                                    latency_s=time.monotonic() - started))
+                else:
+                    box.put(decode(response.infer_response, started))
+        except grpc.RpcError as err:
+            self._fail_pending(err.code().name, err.details() or "stream ended")
+        else:
+            self._fail_pending("STREAM_CLOSED", "the server closed the stream before responding")
+
+    def _fail_pending(self, status: str, message: str) -> None:
+        with self._lock:
+            orphans, self._pending = self._pending, {}
+        for started, box in orphans.values():
+            box.put(Outcome(status=status, message=message, latency_s=time.monotonic() - started))
+
+    def _ensure_open(self):
+        if self._call is None:
+            self._outbox = queue.Queue()
+            self._call = self._stub.ModelStreamInfer(self._requests(self._outbox))
+            self._reader = threading.Thread(target=self._read, args=(self._call,), daemon=True,
+                                            name="triton-stream-reader")
+            self._reader.start()
+
+    def send(self, req: Request) -> "queue.Queue[Outcome]":
+        box: queue.Queue = queue.Queue(maxsize=1)
+        with self._lock:
+            rid = f"r{self._next}"
+            self._next += 1
+            self._pending[rid] = (time.monotonic(), box)
+        self._ensure_open()
+        self._outbox.put(encode(req, rid))
+        return box
+
+    def infer(self, req: Request, timeout_s: float = 30.0) -> Outcome:
+        try:
+            return self.send(req).get(timeout=timeout_s)
+        except queue.Empty:
+            return Outcome(status="CLIENT_TIMEOUT", message=f"no response within {timeout_s} s")
+
+    def close(self, cancel_requests: bool = False, timeout_s: float = 30.0) -> None:
+        """Ends the stream. Without cancel_requests, the half-close lets in-flight requests finish
+        and their responses arrive; with it, the RPC is cancelled and they end CANCELLED."""
+        call, self._call = self._call, None
+        if call is None:
+            return
+        if cancel_requests:
+            call.cancel()
+        else:
+            self._outbox.put(None)
+        self._reader.join(timeout_s)
+        self._fail_pending("CANCELLED" if cancel_requests else "CLIENT_TIMEOUT",
+                           "stream closed before the response came")
+
+    @property
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def __del__(self):
+        try:
+            self._channel.close()
+        except Exception:
+            pass

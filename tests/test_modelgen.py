@@ -1,0 +1,87 @@
+"""modelgen without a server: configs, names, validation, the command line."""
+import pytest
+from tritonclient.grpc import model_config_pb2 as mc
+
+import modelgen
+from modelgen import Variant, model_config, parse, python_variants, render
+from modelgen.__main__ import main
+
+
+@pytest.mark.parametrize("variant", python_variants(), ids=lambda v: v.name)
+def test_rendered_config_parses_back_to_the_same_message(variant):
+    cfg = model_config(variant)
+    assert parse(render(cfg)) == cfg
+    assert cfg.name == variant.name
+
+
+def test_variant_set_covers_every_dimension():
+    vs = python_variants()
+    assert len({v.name for v in vs}) == len(vs), "model names must be unique"
+    assert {v.flavour for v in vs} == {"corrid", "slot", "implicit"}
+    assert {v.strategy for v in vs} == {"direct", "oldest"}
+    assert {v.slots for v in vs} == {1, 2, 4}
+    assert {v.instances for v in vs} == {1, 2}
+    assert {v.dtype for v in vs} == {"int32", "fp32"}
+    assert {v.corrid_type for v in vs if "CORRID" in v.controls} == {"uint64", "string"}
+    assert any("END" in v.controls for v in vs) and any("END" not in v.controls for v in vs)
+    for flavour in ("corrid", "slot", "implicit"):
+        assert {v.strategy for v in vs if v.flavour == flavour} == {"direct", "oldest"}
+
+
+def test_config_carries_the_batcher_settings():
+    v = Variant("corrid", "oldest", 4, 2, "fp32", "string", ("START", "END", "READY", "CORRID"), idle_us=123_000)
+    cfg = model_config(v)
+    sb = cfg.sequence_batching
+    assert cfg.max_batch_size == 4 and sb.oldest.max_candidate_sequences == 4
+    assert sb.max_sequence_idle_microseconds == 123_000
+    assert cfg.instance_group[0].count == 2
+    kinds = {c.name: c.control[0] for c in sb.control_input}
+    assert kinds["CORRID"].data_type == mc.TYPE_STRING
+    assert kinds["START"].kind == mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_START
+    assert list(kinds["END"].int32_false_true) == [0, 1]
+    assert cfg.input[0].data_type == cfg.output[0].data_type == mc.TYPE_FP32
+
+
+def test_implicit_flavour_declares_state_with_zero_initial_value():
+    cfg = model_config(Variant("implicit", "direct", 2, 1, "int32"))
+    (state,) = cfg.sequence_batching.state
+    assert (state.input_name, state.output_name) == ("INPUT_STATE", "OUTPUT_STATE")
+    assert state.initial_state[0].zero_data and state.data_type == mc.TYPE_INT32
+    assert not model_config(Variant("corrid", "direct", 2, 1, controls=("START", "CORRID"))).sequence_batching.state
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(flavour="corrid", strategy="direct", slots=1, instances=1, controls=("START",)), "needs control"),
+    (dict(flavour="slot", strategy="oldest", slots=2, instances=1), "needs slots=1"),
+    (dict(flavour="slot", strategy="direct", slots=3, instances=1), "slots"),
+    (dict(flavour="slot", strategy="direct", slots=1, instances=1, controls=("START", "READY", "BOGUS")), "unknown control"),
+    (dict(flavour="slot", strategy="direct", slots=1, instances=1, idle_us=0), "idle_us"),
+])
+def test_invalid_variants_are_refused_with_a_reason(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Variant(**kwargs)
+
+
+def test_cli_writes_every_model_atomically(tmp_path, capsys):
+    assert main(["--models_dir", str(tmp_path), "--idle-timeout-us", "250000"]) == 0
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == sorted(v.name for v in python_variants())  # no staging folders left
+    for name in written:
+        cfg = parse((tmp_path / name / "config.pbtxt").read_text())
+        assert cfg.sequence_batching.max_sequence_idle_microseconds == 250000
+        assert (tmp_path / name / "1" / "model.py").is_file()
+
+
+def test_cli_only_filter_and_bad_arguments(tmp_path, capsys):
+    assert main(["--models-dir", str(tmp_path), "--only", "slot_oldest"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["py_slot_oldest_s1_i2_int32_csr"]
+    with pytest.raises(SystemExit):
+        main(["--models-dir", str(tmp_path), "--only", "no-such-model"])
+    assert "no model name contains" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--models-dir", str(tmp_path), "--idle-timeout-us", "-5"])
+    assert "must be positive" in capsys.readouterr().err
+
+
+def test_public_names():
+    assert set(modelgen.__all__) <= set(dir(modelgen))
