@@ -3,5 +3,5 @@ from .config import model_config, parse, render
 from .repository import write_model, write_repository
 from .variants import DEFAULT_IDLE_US, IMPLICIT_BACKENDS, Variant, implicit_variants, python_variants
 
-__all__ = ["Variant", "python_variants", "implicit_variants", "IMPLICIT_BACKENDS", "DEFAULT_IDLE_US", "model_config", "render", "parse",
-           "write_model", "write_repository"]
+__all__ = ["Variant", "python_variants", "implicit_variants", "IMPLICIT_BACKENDS", "DEFAULT_IDLE_US",
+           "model_config", "render", "parse", "write_model", "write_repository"]
