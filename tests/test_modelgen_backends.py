@@ -305,22 +305,24 @@ TRT_VARIANTS = by_name("tensorrt")
 
 
 @pytest.fixture(scope="session")
-def trt_plans():
+def trt_repo(tmp_path_factory):
     reason = trt_backend.unavailable_reason()
     if reason:
         pytest.skip(f"TensorRT plans cannot be built here: {reason}")
-    return {name: trt_backend.build(v) for name, v in TRT_VARIANTS.items()}
+    root = tmp_path_factory.mktemp("trt_repo")
+    write_repository(TRT_VARIANTS.values(), root)
+    return root
 
 
 @pytest.mark.parametrize("name", sorted(TRT_VARIANTS))
-def test_trt_engine_io_and_reference(trt_plans, name, tmp_path):
+def test_trt_engine_io_and_reference(trt_repo, name):
     import tensorrt as trt
 
     variant = TRT_VARIANTS[name]
-    (path,) = write_repository([variant], tmp_path)
-    cfg = check_config(variant, path, "model.plan", "tensorrt_plan", "tensorrt")
+    cfg = check_config(variant, trt_repo / name, "model.plan", "tensorrt_plan", "tensorrt")
     assert cfg.instance_group[0].kind == mc.ModelInstanceGroup.KIND_GPU
-    engine = trt.Runtime(trt.Logger(trt.Logger.WARNING)).deserialize_cuda_engine(trt_plans[name])
+    plan = (trt_repo / name / "1" / "model.plan").read_bytes()
+    engine = trt.Runtime(trt.Logger(trt.Logger.WARNING)).deserialize_cuda_engine(plan)
     to_cfg = {trt.int32: mc.TYPE_INT32, trt.float32: mc.TYPE_FP32}
     ins, outs = {}, {}
     for i in range(engine.num_io_tensors):
