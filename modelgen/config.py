@@ -17,21 +17,34 @@ _CONTROL_KIND = {
     "READY": mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_READY,
     "CORRID": mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID,
 }
+_CORRID_DTYPE = {"uint64": mc.TYPE_UINT64, "string": mc.TYPE_STRING, "int32": mc.TYPE_INT32}
+# backend -> (platform, backend, default_model_filename). Triton needs only one of platform and
+# backend; both are set so the config reads unambiguously, and they agree with each other.
+PLATFORMS = {
+    "onnx": ("onnxruntime_onnx", "onnxruntime", "model.onnx"),
+    "tensorflow": ("tensorflow_savedmodel", "tensorflow", "model.savedmodel"),
+    "tensorrt": ("tensorrt_plan", "tensorrt", "model.plan"),
+}
 
 
 def model_config(variant: Variant) -> mc.ModelConfig:
-    cfg = mc.ModelConfig(name=variant.name, max_batch_size=variant.slots)
+    cfg = mc.ModelConfig(name=variant.name, max_batch_size=variant.max_batch_size)
     if variant.backend == "python":
         cfg.backend = "python"
         cfg.parameters["FLAVOUR"].string_value = variant.flavour
         cfg.parameters["STRATEGY"].string_value = variant.strategy
-    else:  # other backends plug their platform fields in their own writer
+    elif variant.backend in PLATFORMS:
+        cfg.platform, cfg.backend, cfg.default_model_filename = PLATFORMS[variant.backend]
+    else:
         raise ValueError(f"no config rule for backend {variant.backend!r}")
 
     dtype = _DTYPE[variant.dtype]
-    cfg.input.add(name="INPUT", data_type=dtype, dims=[1])
-    cfg.output.add(name="OUTPUT", data_type=dtype, dims=[1])
-    cfg.instance_group.add(count=variant.instances, kind=mc.ModelInstanceGroup.KIND_CPU)
+    dims = list(variant.shape)
+    cfg.input.add(name="INPUT", data_type=dtype, dims=dims)
+    cfg.output.add(name="OUTPUT", data_type=dtype, dims=dims)
+    # TensorRT engines only run on a GPU; the other backends here run on CPU.
+    kind = mc.ModelInstanceGroup.KIND_GPU if variant.backend == "tensorrt" else mc.ModelInstanceGroup.KIND_CPU
+    cfg.instance_group.add(count=variant.instances, kind=kind)
 
     sb = cfg.sequence_batching
     sb.max_sequence_idle_microseconds = variant.idle_us
@@ -44,12 +57,12 @@ def model_config(variant: Variant) -> mc.ModelConfig:
             continue
         ctl = sb.control_input.add(name=name).control.add(kind=_CONTROL_KIND[name])
         if name == "CORRID":
-            ctl.data_type = mc.TYPE_UINT64 if variant.corrid_type == "uint64" else mc.TYPE_STRING
+            ctl.data_type = _CORRID_DTYPE[variant.corrid_type]
         else:
             ctl.int32_false_true.extend([0, 1])
     if variant.flavour == "implicit":
-        state = sb.state.add(input_name="INPUT_STATE", output_name="OUTPUT_STATE", data_type=dtype, dims=[1])
-        state.initial_state.add(name="zero", data_type=dtype, dims=[1], zero_data=True)
+        state = sb.state.add(input_name="INPUT_STATE", output_name="OUTPUT_STATE", data_type=dtype, dims=dims)
+        state.initial_state.add(name="zero", data_type=dtype, dims=dims, zero_data=True)
     return cfg
 
 

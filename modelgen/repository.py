@@ -7,6 +7,9 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from .backends import onnx as _onnx
+from .backends import tensorflow as _tensorflow
+from .backends import tensorrt as _tensorrt
 from .config import model_config, render
 from .variants import Variant
 
@@ -16,7 +19,9 @@ def _write_python_model(variant: Variant, version_dir: Path) -> None:
     (version_dir / "model.py").write_text(template.read_text())
 
 
-WRITERS = {"python": _write_python_model}
+# Framework writers import their framework only when called, so this table costs nothing.
+WRITERS = {"python": _write_python_model, "onnx": _onnx.write, "tensorflow": _tensorflow.write,
+           "tensorrt": _tensorrt.write}
 
 
 def write_model(variant: Variant, models_dir: Path) -> Path:

@@ -1,8 +1,9 @@
 """What a generated accumulator model is: one frozen value per model variant.
 
 A variant fixes everything that changes the sequence batcher's behaviour (strategy, slots,
-instances, controls, id type, dtype, idle timeout) and how the model keeps its running sum
-(its *flavour*). The model name spells the variant out, so a failure report names it.
+instances, controls, id type, dtype, shape, batching, idle timeout), how the model keeps its
+running sum (its *flavour*) and which Triton backend runs it. The model name spells the variant
+out, so a failure report names it.
 """
 from __future__ import annotations
 
@@ -11,11 +12,25 @@ import attrs
 FLAVOURS = ("corrid", "slot", "implicit")
 STRATEGIES = ("direct", "oldest")
 DTYPES = ("int32", "fp32")
-CORRID_TYPES = ("uint64", "string")
+# int32 is for TensorRT, which has no uint64 tensors (Triton's own TRT QA models do the same).
+CORRID_TYPES = ("uint64", "string", "int32")
 CONTROLS = ("START", "END", "READY", "CORRID")
+BACKENDS = ("python", "onnx", "tensorflow", "tensorrt")
+# Name prefixes; python keeps the "py" the fuzzer already knows, the rest must not collide
+# (tensorflow and tensorrt share their first two letters).
+_PREFIX = {"python": "py", "onnx": "onnx", "tensorflow": "tf", "tensorrt": "trt"}
+_CORRID_SUFFIX = {"uint64": "u64", "string": "str", "int32": "i32"}
+# The framework graphs declare CORRID with one fixed type; TensorRT has no uint64 tensors.
+_CORRID_TYPES_OF = {"python": ("uint64", "string"), "onnx": ("uint64",), "tensorflow": ("uint64",),
+                    "tensorrt": ("int32",)}
 
 # Short enough that a fuzz step that waits past it costs well under a second.
 DEFAULT_IDLE_US = 500_000
+
+
+def _check_shape(instance, attribute, value):
+    if not value or not all(isinstance(d, int) and d > 0 for d in value):
+        raise ValueError(f"shape must be a non-empty tuple of positive ints, got {value!r}")
 
 
 def _check_controls(instance, attribute, value):
@@ -30,6 +45,8 @@ class Variant:
 
     slots: sequence slots per instance (max_batch_size under direct, max_candidate_sequences
     under oldest). controls: which sequence control inputs the config declares.
+    batching: False gives max_batch_size 0, so tensors carry no batch dimension.
+    shape: dims of INPUT, OUTPUT and the state, without the batch dimension.
     """
 
     flavour: str = attrs.field(validator=attrs.validators.in_(FLAVOURS))
@@ -40,7 +57,9 @@ class Variant:
     corrid_type: str = attrs.field(default="uint64", validator=attrs.validators.in_(CORRID_TYPES))
     controls: tuple = attrs.field(default=("START", "READY"), converter=tuple, validator=_check_controls)
     idle_us: int = attrs.field(default=DEFAULT_IDLE_US)
-    backend: str = "python"
+    backend: str = attrs.field(default="python", validator=attrs.validators.in_(BACKENDS))
+    batching: bool = True
+    shape: tuple = attrs.field(default=(1,), converter=tuple, validator=_check_shape)
 
     def __attrs_post_init__(self):
         needed = {"corrid": {"START", "CORRID"}, "slot": {"START", "READY"}, "implicit": {"START", "READY"}}
@@ -53,19 +72,39 @@ class Variant:
             raise ValueError("flavour 'slot' with strategy 'oldest' needs slots=1")
         if self.idle_us <= 0:
             raise ValueError(f"idle_us must be positive, got {self.idle_us}")
+        if self.backend != "python" and self.flavour != "implicit":
+            # Framework graphs cannot keep state between executions; Triton must carry it.
+            raise ValueError(f"backend {self.backend!r} only has the 'implicit' flavour, not {self.flavour!r}")
+        if self.shape != (1,) and self.flavour != "implicit":
+            raise ValueError(f"flavour {self.flavour!r} keeps a scalar sum; shape must be (1,), got {self.shape}")
+        if not self.batching and self.strategy == "direct" and self.slots != 1:
+            # Without batching a direct instance has exactly one batch slot.
+            raise ValueError("batching=False with strategy 'direct' needs slots=1")
+        if "CORRID" in self.controls and self.corrid_type not in _CORRID_TYPES_OF[self.backend]:
+            raise ValueError(f"CORRID type {self.corrid_type!r} does not fit backend {self.backend!r}; "
+                             f"it takes {_CORRID_TYPES_OF[self.backend]}")
 
     @property
     def name(self) -> str:
         ctl = "".join(c[0].lower() for c in CONTROLS if c in self.controls)
-        parts = [self.backend[:2], self.flavour, self.strategy, f"s{self.slots}", f"i{self.instances}",
+        parts = [_PREFIX[self.backend], self.flavour, self.strategy, f"s{self.slots}", f"i{self.instances}",
                  self.dtype, f"c{ctl}"]
         if "CORRID" in self.controls:
-            parts.append("u64" if self.corrid_type == "uint64" else "str")
+            parts.append(_CORRID_SUFFIX[self.corrid_type])
+        # Only non-default shape/batching add to the name, so python names stay as they were.
+        if self.shape != (1,):
+            parts.append("d" + "x".join(map(str, self.shape)))
+        if not self.batching:
+            parts.append("nb")
         return "_".join(parts)
 
     @property
     def total_slots(self) -> int:
         return self.slots * self.instances
+
+    @property
+    def max_batch_size(self) -> int:
+        return self.slots if self.batching else 0
 
 
 def python_variants(idle_us: int = DEFAULT_IDLE_US) -> list[Variant]:
@@ -90,3 +129,34 @@ def python_variants(idle_us: int = DEFAULT_IDLE_US) -> list[Variant]:
         V("implicit", "direct", 4, 2, "fp32", controls=("START", "END", "READY")),
         V("implicit", "oldest", 2, 1, "int32", controls=("START", "READY", "CORRID")),
     ]
+
+
+IMPLICIT_BACKENDS = ("onnx", "tensorflow", "tensorrt")
+# Batched models take 4 sequences per instance; both strategies use all 4 (direct: batch slots,
+# oldest: candidate sequences). Without batching, oldest still interleaves 2 sequences.
+_IMPLICIT_SLOTS = {(True, "direct"): 4, (True, "oldest"): 4, (False, "direct"): 1, (False, "oldest"): 2}
+
+
+def implicit_variants(backend: str, dtypes=DTYPES, shape=(1,), batching=(True, False), strategies=STRATEGIES,
+                      idle_us: int = DEFAULT_IDLE_US) -> list[Variant]:
+    """Implicit-state accumulators for a framework backend, like Triton's own
+    gen_qa_dyna_sequence_implicit_models: every dtype x batching x strategy.
+
+    direct models take START and READY; oldest ("dyna") models also take END and CORRID, as
+    a model batched by the oldest strategy needs to tell its sequences apart.
+    """
+    if backend not in IMPLICIT_BACKENDS:
+        raise ValueError(f"implicit_variants is for {IMPLICIT_BACKENDS}, not {backend!r} (see python_variants)")
+    for name, given, known in (("dtype", dtypes, DTYPES), ("strategy", strategies, STRATEGIES),
+                               ("batching", batching, (True, False))):
+        if not given or set(given) - set(known):
+            raise ValueError(f"{name} must be a non-empty subset of {known}, got {given!r}")
+    corrid_type = "int32" if backend == "tensorrt" else "uint64"
+    out = []
+    for dtype in dtypes:
+        for batched in batching:
+            for strategy in strategies:
+                controls = ("START", "READY") if strategy == "direct" else ("START", "END", "READY", "CORRID")
+                out.append(Variant("implicit", strategy, _IMPLICIT_SLOTS[batched, strategy], 1, dtype,
+                                   corrid_type, controls, idle_us, backend, batched, tuple(shape)))
+    return out

@@ -1,0 +1,126 @@
+"""CLI choices, skip/error paths for missing backends, and Variant's input checks."""
+import subprocess
+import sys
+
+import pytest
+
+from modelgen import Variant, implicit_variants
+from modelgen import __main__ as cli
+from modelgen.backends import tensorrt as trt_backend
+
+
+def _fake_reasons(monkeypatch, **reasons):
+    monkeypatch.setattr(cli, "unavailable_reason", lambda backend: reasons.get(backend))
+
+
+def test_tensorrt_without_gpu_is_a_clear_error(monkeypatch, tmp_path, capsys):
+    _fake_reasons(monkeypatch, tensorrt="no CUDA device is visible")
+    assert cli.main(["--models-dir", str(tmp_path), "--backend", "tensorrt"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write tensorrt models: no CUDA device is visible" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_all_skips_unavailable_backends_with_reason(monkeypatch, tmp_path, capsys):
+    _fake_reasons(monkeypatch, onnx="the onnx package is not installed", tensorflow="tensorflow is not installed",
+                  tensorrt="no CUDA device is visible")
+    assert cli.main(["--models-dir", str(tmp_path), "--backend", "all", "--dtype", "int32"]) == 0
+    err = capsys.readouterr().err
+    for line in ("skipping backend onnx: the onnx package is not installed",
+                 "skipping backend tensorflow: tensorflow is not installed",
+                 "skipping backend tensorrt: no CUDA device is visible"):
+        assert line in err
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert len(names) == 12 and all(n.startswith("py_") for n in names)  # the python set, whole
+
+
+def test_all_writes_each_available_backend(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("onnx", reason="needs onnx to write onnx models (pip install 'triton-seqfuzz[onnx]')")
+    _fake_reasons(monkeypatch, tensorflow="tensorflow is not installed", tensorrt="no CUDA device is visible")
+    assert cli.main(["--models-dir", str(tmp_path), "--backend", "all", "--dtype", "int32",
+                     "--batching", "no-batch", "--strategy", "direct"]) == 0
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert [n for n in names if not n.startswith("py_")] == ["onnx_implicit_direct_s1_i1_int32_csr_nb"]
+    assert sum(n.startswith("py_") for n in names) == 12
+
+
+def test_onnx_options_select_variants(tmp_path, capsys):
+    pytest.importorskip("onnx", reason="needs onnx to write onnx models (pip install 'triton-seqfuzz[onnx]')")
+    assert cli.main(["--models_dir", str(tmp_path), "--backend", "onnx", "--dtype", "fp32", "--shape", "2,3",
+                     "--batching", "batched", "--strategy", "oldest", "--idle-timeout-us", "1234"]) == 0
+    (only,) = tmp_path.iterdir()
+    assert only.name == "onnx_implicit_oldest_s4_i1_fp32_cserc_u64_d2x3"
+    assert "max_sequence_idle_microseconds: 1234" in (only / "config.pbtxt").read_text()
+    assert capsys.readouterr().out.split() == [str(only)]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--dtype", "fp32"], "only for the onnx, tensorflow and tensorrt backends"),
+    (["--backend", "onnx", "--shape", "0"], "shape dims must be positive"),
+    (["--backend", "onnx", "--shape", "a,b"], "comma-separated positive ints"),
+    (["--backend", "onnx", "--dtype", "fp16"], "invalid choice"),
+    (["--backend", "onnx", "--only", "nosuchmodel"], "no model name contains"),
+])
+def test_bad_arguments_are_explained(monkeypatch, tmp_path, capsys, argv, message):
+    _fake_reasons(monkeypatch)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--models-dir", str(tmp_path), *argv])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_import_stays_light():
+    # The default install must not pay for (or need) any framework just to write python models.
+    code = ("import sys, modelgen, modelgen.__main__, modelgen.repository; "
+            "print([m for m in ('onnx', 'onnxruntime', 'tensorflow', 'tensorrt') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_implicit_variant_set():
+    vs = implicit_variants("onnx")
+    assert len(vs) == 8 and len({v.name for v in vs}) == 8
+    for v in vs:
+        assert v.flavour == "implicit" and v.backend == "onnx"
+        assert v.max_batch_size == (4 if v.batching else 0)
+        oldest = v.strategy == "oldest"
+        assert set(v.controls) == ({"START", "END", "READY", "CORRID"} if oldest else {"START", "READY"})
+    assert {v.corrid_type for v in implicit_variants("tensorrt") if "CORRID" in v.controls} == {"int32"}
+    names = {v.name for b in ("onnx", "tensorflow", "tensorrt") for v in implicit_variants(b)}
+    assert len(names) == 24  # backend prefixes never collide
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(backend="onnx", flavour="slot"), "only has the 'implicit' flavour"),
+    (dict(backend="onnx", shape=(0,)), "positive ints"),
+    (dict(flavour="slot", shape=(2,)), "keeps a scalar sum"),
+    (dict(backend="onnx", batching=False, slots=4), "needs slots=1"),
+    (dict(backend="tensorrt", corrid_type="uint64", controls=("START", "READY", "CORRID")), "does not fit backend"),
+    (dict(backend="onnx", corrid_type="string", controls=("START", "READY", "CORRID")), "does not fit backend"),
+    (dict(backend="keras"), "backend"),
+])
+def test_variant_rejects_bad_combinations(kwargs, message):
+    base = dict(flavour="implicit", strategy="direct", slots=1, instances=1)
+    with pytest.raises(ValueError, match=message):
+        Variant(**{**base, **kwargs})
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(dtypes=("fp16",)), "dtype must be"),
+    (dict(strategies=()), "strategy must be"),
+])
+def test_implicit_variants_rejects_bad_choices(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        implicit_variants("onnx", **kwargs)
+    with pytest.raises(ValueError, match="python_variants"):
+        implicit_variants("python")
+
+
+def test_trt_unavailable_reason_names_what_is_missing(monkeypatch):
+    monkeypatch.setattr(trt_backend.importlib.util, "find_spec", lambda name: None)
+    assert "tensorrt package is not installed" in trt_backend.unavailable_reason()
+    monkeypatch.setattr(trt_backend.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(trt_backend, "cuda_device_count", lambda: 0)
+    assert "needs an NVIDIA GPU" in trt_backend.unavailable_reason()
+    with pytest.raises(trt_backend.BackendUnavailable, match="needs an NVIDIA GPU"):
+        trt_backend.build(implicit_variants("tensorrt")[0])
