@@ -1,12 +1,29 @@
 """Known divergences: places where a Triton build breaks a promise the reference model keeps.
 
-They are findings, not exceptions to the model. Each names the builds it was seen on, how to
-recognise the variant it affects and the symptom; tests and the fuzzer use this table to keep a
-known divergence visible (expected, reported) and to fail loudly when a build stops showing it.
+They are findings, not exceptions in the model. Each names the builds it was seen on, which
+models it affects and its symptom. Tests and the fuzzer use this table to keep a known
+divergence visible (expected, reported) and to fail loudly when a build stops showing it.
+Predicates take a modelgen Variant or a fuzz.spec.ModelSpec.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import attrs
+
+
+def _corrid_type(m) -> str | None:
+    if hasattr(m, "corrid_type") and "CORRID" in m.controls:
+        return (m.corrid_type or "").upper()
+    return None
+
+
+def _python_implicit(m) -> bool:
+    backend = getattr(m, "backend", "")
+    implicit = getattr(m, "implicit_state", None)
+    if implicit is None:
+        implicit = m.flavour == "implicit"
+    return backend == "python" and implicit
 
 
 @attrs.frozen
@@ -15,34 +32,54 @@ class KnownDivergence:
     summary: str
     versions: tuple  # Triton versions on which it was observed
     symptom: str  # what comes back instead
+    affects: Callable = attrs.field(repr=False)
+    invariant: str = ""  # the invariant the fuzzer reports it under
+    guard: str = ""  # set when the fuzzer must not generate it (it would take the server down)
 
-    def applies(self, variant, version: str | None) -> bool:
-        return version in self.versions and _AFFECTS[self.key](variant)
+    def applies(self, model, version: str | None) -> bool:
+        return version in self.versions and self.affects(model)
 
-
-_AFFECTS = {
-    "python-backend-drops-implicit-state":
-        lambda v: getattr(v, "backend", None) == "python" and v.flavour == "implicit",
-    "string-corrid-control-rejected":
-        lambda v: "CORRID" in v.controls and v.corrid_type == "string",
-}
 
 KNOWN = (
     KnownDivergence(
         "python-backend-drops-implicit-state",
         "The Python backend does not carry sequence_batching.state: every request sees the initial "
         "INPUT_STATE and OUTPUT_STATE is dropped, so OUTPUT is INPUT instead of the running sum.",
-        versions=("2.51.0",),
-        symptom="OUTPUT equals the request's own INPUT"),
+        versions=("2.51.0",), symptom="OUTPUT equals the request's own INPUT",
+        affects=_python_implicit, invariant="sums_match"),
     KnownDivergence(
         "string-corrid-control-rejected",
         "A model whose CORRID control is TYPE_STRING refuses every sequence request, string or integer "
         "id, under both strategies.",
         versions=("2.51.0",),
         symptom="INVALID_ARGUMENT: unexpected number of string elements 2 for inference input 'CORRID', "
-                "expecting 1"),
+                "expecting 1",
+        affects=lambda m: _corrid_type(m) == "STRING", invariant="sums_match"),
+    KnownDivergence(
+        "long-string-id-aborts-server",
+        "A string sequence_id longer than 108 characters (the documented limit is 128) sent to a model "
+        "with a uint64 CORRID control: 109-110 characters are refused with 'unknown request', 111-128 abort "
+        "tritonserver (SIGABRT from std::__throw_length_error).",
+        versions=("2.51.0",),
+        symptom="the server dies; the client sees UNAVAILABLE: Stream removed (Socket closed)",
+        affects=lambda m: _corrid_type(m) == "UINT64", invariant="server_alive",
+        guard="string ids are kept to 108 characters on this model"),
 )
 
+KNOWN = KNOWN + (
+    KnownDivergence(
+        "cancelled-backlog-id-lingers",
+        "Cancelling a START that waits in the backlog does not free its id: until a slot next frees "
+        "and the batcher drops the dead backlog entry, a request to that id (with or without START) "
+        "is queued behind it and then fails CANCELLED, instead of the START-flag error.",
+        versions=("2.51.0",), symptom="CANCELLED with an empty message, after the next slot frees",
+        affects=lambda m: True, invariant="start_is_required",
+        guard="no request goes to the id of a cancelled backlogged START until its backlog place is dropped"),
+)
 
-def known_for(variant, version: str | None) -> list[KnownDivergence]:
-    return [d for d in KNOWN if d.applies(variant, version)]
+# Longest string id the long-string crash leaves alone (found by bisection on 2.51.0).
+CRASH_SAFE_STRING_ID = 108
+
+
+def known_for(model, version: str | None) -> list[KnownDivergence]:
+    return [d for d in KNOWN if d.applies(model, version)]

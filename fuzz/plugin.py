@@ -5,8 +5,16 @@ is installed.
 """
 from __future__ import annotations
 
+import json
+import os
+import time
+from pathlib import Path
+
+import attrs
 import pytest
 
+from . import profiles  # noqa: F401  (registers ci / dev / long)
+from .machine import FuzzSettings
 from .server import EmbeddedTriton, ExternalTriton, TritonInstall
 
 
@@ -21,6 +29,107 @@ def pytest_addoption(parser):
                          "DIR nvidia-pytriton==0.5.0`) whose tritonserver to start instead of the installed one")
     group.addoption("--models-dir", metavar="DIR",
                     help="model repository for the embedded Triton (default: a fresh `python -m modelgen` one)")
+    group.addoption("--model", action="append", default=[], metavar="NAME",
+                    help="fuzz this model (repeatable); any loaded model that follows the accumulator contract. "
+                         "Default: every model in the repository")
+    group.addoption("--fuzz-budget", type=float, metavar="SECONDS",
+                    help="keep fuzzing each model with fresh examples until this many seconds have passed")
+    group.addoption("--fuzz-report", metavar="PATH", help="write the campaign's JSON report here")
+
+
+@attrs.frozen
+class FuzzOptions:
+    budget_s: float | None
+    fuzz_settings: FuzzSettings
+
+
+def pytest_configure(config):
+    from hypothesis import settings
+
+    if not config.getoption("--hypothesis-profile", None):
+        settings.load_profile("ci" if os.environ.get("CI") else "dev")
+    config._fuzz_results = []
+    config._fuzz_started = time.monotonic()
+    budget = config.getoption("--fuzz-budget")
+    if budget is not None and budget <= 0:
+        raise pytest.UsageError(f"--fuzz-budget must be a positive number of seconds, got {budget}")
+
+
+def _model_names(config) -> list[str]:
+    names = config.getoption("--model")
+    if names:
+        return names
+    url = config.getoption("--triton-url")
+    if url:
+        import tritonclient.grpc as grpcclient
+
+        try:
+            index = grpcclient.InferenceServerClient(url).get_model_repository_index().models
+        except Exception as err:
+            raise pytest.UsageError(f"cannot list the models of the Triton at {url}: {err}") from None
+        return sorted(m.name for m in index if m.state == "READY")
+    models_dir = config.getoption("--models-dir")
+    if models_dir:
+        return sorted(p.name for p in Path(models_dir).iterdir() if (p / "config.pbtxt").is_file())
+    from modelgen import python_variants
+
+    return [v.name for v in python_variants()]
+
+
+def pytest_generate_tests(metafunc):
+    if "fuzz_model_name" in metafunc.fixturenames:
+        names = _model_names(metafunc.config)
+        metafunc.parametrize("fuzz_model_name", names, ids=names)
+
+
+@pytest.fixture(scope="session")
+def fuzz_options(request) -> FuzzOptions:
+    return FuzzOptions(budget_s=request.config.getoption("--fuzz-budget"), fuzz_settings=FuzzSettings())
+
+
+@pytest.fixture(scope="session")
+def fuzz_results(request) -> list:
+    return request.config._fuzz_results
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    results = getattr(config, "_fuzz_results", [])
+    if not results:
+        return
+    tr = terminalreporter
+    tr.section("fuzz campaign")
+    wall = sum(r.wall_s for r in results)
+    requests = sum(r.requests for r in results)
+    tr.write_line(f"Triton {results[0].triton_version}: {len(results)} model(s), "
+                  f"{sum(r.examples for r in results)} examples, {sum(r.steps for r in results)} steps, "
+                  f"{requests} requests in {wall:.1f} s ({requests / wall if wall else 0:.0f} requests/s)")
+    by_invariant: dict = {}
+    for r in results:
+        for f in r.failures:
+            tag = f.invariant + (" (expected divergence)" if f.expected_divergence else "")
+            by_invariant[tag] = by_invariant.get(tag, 0) + 1
+        line = (f"  {r.verdict:<20} {r.model:<45} {r.examples:>4} ex {r.steps:>5} steps {r.requests:>5} req "
+                f"{r.wall_s:>7.1f} s")
+        tr.write_line(line)
+        for f in r.failures:
+            what = f"known divergence {f.expected_divergence}" if f.expected_divergence else "FAILURE"
+            tr.write_line(f"      {what}: [{f.invariant}] {f.detail} (first seen after {f.seconds_to_first_failure:.1f} s, "
+                          f"shrunk to {f.shrunk_steps} steps)")
+        for g in r.guards:
+            tr.write_line(f"      guard: {g} (known crash on this build)")
+    if by_invariant:
+        tr.write_line("failures by invariant: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_invariant.items())))
+    path = config.getoption("--fuzz-report")
+    if path:
+        report = {"triton_version": results[0].triton_version, "models": [r.to_json() for r in results],
+                  "totals": {"models": len(results), "examples": sum(r.examples for r in results),
+                             "steps": sum(r.steps for r in results), "requests": requests, "wall_s": round(wall, 3)}}
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(target.suffix + ".tmp")
+        tmp.write_text(json.dumps(report, indent=2))
+        os.replace(tmp, target)
+        tr.write_line(f"JSON report: {target}")
 
 
 def _make_server(config, tmp_path_factory):

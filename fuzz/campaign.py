@@ -1,0 +1,119 @@
+"""Runs the state machine against one model and says what happened, as values for the summary
+and the JSON report. Used by `pytest fuzz/` and by the benchmarks."""
+from __future__ import annotations
+
+import time
+
+import attrs
+from hypothesis import settings as hsettings
+from hypothesis.stateful import run_state_machine_as_test
+
+from .divergences import known_for
+from .invariants import InvariantViolation
+from .machine import FuzzSettings, RunStats, make_machine
+from .spec import ModelSpec
+
+
+@attrs.frozen
+class Failure:
+    invariant: str
+    detail: str
+    seconds_to_first_failure: float
+    shrunk_steps: int
+    program: tuple  # StepRecord lines, as text
+    expected_divergence: str | None = None  # key of the known divergence it is, if any
+
+    def to_json(self) -> dict:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class ModelResult:
+    model: str
+    spec: str
+    triton_version: str
+    examples: int
+    steps: int
+    requests: int
+    wall_s: float
+    ambiguous_waits: int
+    failures: tuple
+    expected_divergences: tuple  # keys of known divergences this build should show here
+    guards: tuple  # inputs left out because they would take this build down
+    unexpected_pass: tuple = ()  # known divergences that did not show up
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.requests / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def verdict(self) -> str:
+        if self.unexpected_pass:
+            return "DIVERGENCE GONE"
+        if any(f.expected_divergence is None for f in self.failures):
+            return "FAIL"
+        return "expected divergence" if self.failures else "pass"
+
+    def to_json(self) -> dict:
+        d = attrs.asdict(self, recurse=False)
+        d["failures"] = [f.to_json() for f in self.failures]
+        d["requests_per_s"] = round(self.requests_per_s, 1)
+        d["verdict"] = self.verdict
+        return d
+
+
+def _violations(err: BaseException) -> list[InvariantViolation]:
+    if isinstance(err, InvariantViolation):
+        return [err]
+    if getattr(err, "exceptions", None):  # an ExceptionGroup: several distinct failures
+        return [v for e in err.exceptions for v in _violations(e)]
+    return []
+
+
+def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: float | None = None,
+               fuzz_settings: FuzzSettings = FuzzSettings()) -> tuple[ModelResult, BaseException | None]:
+    """Fuzzes one model. Returns the result and the error to re-raise (None when every failure
+    is a known divergence of this build, or there is none)."""
+    spec = ModelSpec.fetch(server, model)
+    version = getattr(server, "version", None) or "?"
+    known = known_for(spec, version)
+    expected = [d for d in known if not d.guard]
+    stats = RunStats()
+    machine = make_machine(server, spec, fuzz_settings, stats)
+    started = time.monotonic()
+    error = None
+    rounds = 0
+    while True:
+        rounds += 1
+        try:
+            run_state_machine_as_test(machine, settings=hypothesis_settings)
+        except Exception as err:  # noqa: BLE001 - classified below, re-raised if not known
+            error = err
+            break
+        if budget_s is None or time.monotonic() - started > budget_s:
+            break
+    wall = time.monotonic() - started
+    failures, unknown = [], None
+    if error is not None:
+        violations = _violations(error)
+        if not violations:
+            unknown = error
+        for v in violations:
+            match = next((d.key for d in expected if d.invariant == v.invariant), None)
+            if match is None:
+                unknown = error
+            program = tuple(r.describe() for r in getattr(v, "program", []))
+            failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
+                                    len(program), program, match))
+    seen = {f.expected_divergence for f in failures}
+    result = ModelResult(
+        model=model, spec=spec.describe(), triton_version=version, examples=stats.examples, steps=stats.steps,
+        requests=stats.requests, wall_s=round(wall, 3), ambiguous_waits=stats.ambiguous_waits,
+        failures=tuple(failures), expected_divergences=tuple(d.key for d in expected),
+        guards=tuple(d.guard for d in known if d.guard),
+        unexpected_pass=tuple(d.key for d in expected if d.key not in seen))
+    if result.unexpected_pass and unknown is None:
+        unknown = AssertionError(
+            f"known divergence(s) {list(result.unexpected_pass)} did not show on Triton {version} for {model}: "
+            "fixed in this build? Update fuzz/divergences.py.")
+    return result, unknown

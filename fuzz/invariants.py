@@ -1,0 +1,88 @@
+"""The checker: compares what came back with what the reference model expects.
+
+Each failed promise is an InvariantViolation named after the promise (`sums_match`,
+`start_is_required`, ...). Its message says what was sent, what came back, what was expected,
+and (added by the machine) the program so far and how to replay it.
+"""
+from __future__ import annotations
+
+import attrs
+
+from .client import Outcome, Request
+from .model import Answer, Queued, Refusal, normalize_message
+
+INVARIANTS = (
+    "sums_match",  # every answer is the running sum since the sequence's START
+    "valid_is_accepted",  # what must be accepted is accepted
+    "start_is_required",  # no START, no live sequence: the exact START-flag error
+    "invalid_is_refused",  # malformed requests get their exact error
+    "capacity_respected",  # no new sequence is served while every slot is held
+    "slots_reused",  # after idle timeouts, as many new sequences as slots are admitted promptly
+    "no_hangs",  # every request is answered within the bound; streams drain at teardown
+    "cancel_ends_sequence",  # a cancelled backlogged START ends its sequence
+    "server_alive",  # the server does not die
+    "stats_agree",  # the server's inference_count matches the successful requests
+)
+
+
+class InvariantViolation(AssertionError):
+    def __init__(self, invariant: str, detail: str):
+        assert invariant in INVARIANTS, invariant
+        self.invariant = invariant
+        self.detail = detail
+        super().__init__(f"[{invariant}] {detail}")
+
+
+@attrs.frozen
+class Check:
+    """One request's verdict, for the step log."""
+    request: Request
+    expected: str
+    got: str
+    violation: InvariantViolation | None = None
+
+
+def describe_expectation(exp) -> str:
+    if isinstance(exp, Answer):
+        return f"OUTPUT={exp.value!r}"
+    if isinstance(exp, Queued):
+        return f"queued in the backlog, then OUTPUT={exp.value!r}"
+    if isinstance(exp, Refusal):
+        return f"{exp.status}: {exp.message}"
+    return repr(exp)
+
+
+def check_prompt(req: Request, exp, got: Outcome, transport: str, *, context: str = "") -> Check:
+    """A request the server must answer at once (Answer or Refusal)."""
+    expected = describe_expectation(exp)
+    violation = None
+    if got.status == "CLIENT_TIMEOUT":
+        invariant = "slots_reused" if context == "refill" else "no_hangs"
+        violation = InvariantViolation(invariant, f"no answer: {got.message}")
+    elif isinstance(exp, Answer):
+        if not got.ok:
+            invariant = "slots_reused" if context == "refill" else "valid_is_accepted"
+            violation = InvariantViolation(invariant, "refused a request that must be accepted")
+        elif got.value != exp.value:
+            violation = InvariantViolation("sums_match", "wrong running sum")
+    elif isinstance(exp, Refusal):
+        if got.ok:
+            violation = InvariantViolation(exp.invariant, "accepted a request that must be refused")
+        elif normalize_message(got.message) != exp.message or (transport == "grpc" and got.status != exp.status):
+            violation = InvariantViolation(exp.invariant, "refused with the wrong error")
+    else:
+        raise TypeError(f"not a prompt expectation: {exp!r}")
+    return Check(req, expected, got.describe(), violation)
+
+
+def check_served(req: Request, exp: Queued, got: Outcome, capacity_problem: str | None) -> Check:
+    """A backlogged START was answered."""
+    expected = describe_expectation(exp)
+    violation = None
+    if capacity_problem:
+        violation = InvariantViolation("capacity_respected", capacity_problem)
+    elif not got.ok:
+        violation = InvariantViolation("valid_is_accepted", "a backlogged START was refused")
+    elif got.value != exp.value:
+        violation = InvariantViolation("sums_match", "wrong running sum for a START let in from the backlog")
+    return Check(req, expected, got.describe(), violation)

@@ -1,0 +1,495 @@
+"""The generator: a Hypothesis RuleBasedStateMachine of clients using one model's sequences.
+
+Data flows one way: a rule draws a Request, the reference model (model.py) says what must happen,
+the client (client.py) sends it, the checker (invariants.py) compares, and the step is logged.
+Each client owns a gRPC stream; some steps go over unary gRPC or HTTP instead. A client whose
+START waits in the backlog is blocked (its box fills when the server lets it in), so a full
+server never blocks the machine.
+"""
+from __future__ import annotations
+
+import string
+import time
+
+import attrs
+import hypothesis.strategies as st
+from hypothesis import event
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from . import nemesis
+from .client import GrpcClient, HttpClient, Request, StreamClient
+from .divergences import CRASH_SAFE_STRING_ID, known_for
+from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
+from .model import MAX_STRING_ID, Ambiguous, BatcherModel, Queued, key_of
+from .spec import ModelSpec
+
+
+@attrs.frozen
+class FuzzSettings:
+    prompt_s: float = 5.0  # a request that must be answered at once gets this long
+    margin_s: float | None = None  # idle-timeout uncertainty; default max(0.1 s, 30 % of it)
+    max_clients: int = 6
+    wire_s: float = 0.05  # time for a queued START to reach the server before the next step
+    check_stats: bool = True
+
+
+@attrs.frozen
+class StepRecord:
+    """One line of a program: who did what, what was expected, what came back."""
+    index: int
+    client: int | None
+    action: str
+    request: Request | None = None
+    via: str = ""
+    wait_s: float = 0.0
+    expected: str = ""
+    got: str = ""
+
+    def describe(self) -> str:
+        who = f"client {self.client}" if self.client is not None else "all clients"
+        line = f"{self.index:3d}. {who}: {self.action}"
+        if self.wait_s:
+            line += f" (waited {self.wait_s:.3f} s)"
+        if self.request is not None:
+            line += f" {self.request.describe()} via {self.via}"
+        if self.expected or self.got:
+            line += f"\n       expected {self.expected}\n       got      {self.got}"
+        return line
+
+
+@attrs.define
+class Pending:
+    request: Request
+    expectation: Queued
+    box: object
+    sent_at: float
+    step: int
+
+
+@attrs.define
+class RunStats:
+    """Counters shared by every example of one model's test."""
+    examples: int = 0
+    steps: int = 0
+    requests: int = 0
+    ambiguous_waits: int = 0
+    started: float = attrs.Factory(time.monotonic)
+    first_failure_s: float | None = None
+
+
+ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
+SPECIAL_IDS = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1)
+
+
+def id_strategy(spec: ModelSpec, version: str | None):
+    """Ids small and large, around every integer boundary, colliding modulo powers of two, and
+    strings; uint64 and string ids are distinct sequences, so both come up."""
+    colliding = st.builds(lambda base, k, p: (base + k * 2**p) % 2**64 or 1,
+                          st.integers(1, 8), st.integers(1, 3), st.sampled_from([8, 16, 32, 63]))
+    ints = st.one_of(st.integers(1, 12), st.sampled_from(SPECIAL_IDS), colliding, st.integers(1, 2**64 - 1))
+    longest = MAX_STRING_ID
+    if any(d.guard for d in known_for(spec, version)):
+        longest = CRASH_SAFE_STRING_ID
+    strings = st.text(ID_ALPHABET, min_size=1, max_size=longest)
+    return st.one_of(ints, ints, strings)
+
+
+def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(), stats: RunStats | None = None):
+    """A RuleBasedStateMachine class bound to one model on one server."""
+    stats = stats if stats is not None else RunStats()
+    margin = settings.margin_s if settings.margin_s is not None else max(0.1, 0.3 * spec.idle_s)
+    n_clients = max(3, min(settings.max_clients, spec.capacity + 2))
+    version = getattr(server, "version", None)
+    ids = id_strategy(spec, version)
+    lingering_guard = any(d.key == "cancelled-backlog-id-lingers" for d in known_for(spec, version))
+    vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url else [])
+    lo_sum, hi_sum = spec.value_range
+    as_value = float if spec.dtype == "FP32" else int
+
+    class SequenceBatcherMachine(RuleBasedStateMachine):
+        def __init__(self):
+            super().__init__()
+            stats.examples += 1
+            self.model = BatcherModel(spec, margin_s=margin, prompt_s=settings.prompt_s)
+            self.streams = [StreamClient(server.grpc_url) for _ in range(n_clients)]
+            self.grpc = GrpcClient(server.grpc_url)
+            self.http = HttpClient(server.http_url) if server.http_url else None
+            self.pending: dict[int, Pending] = {}
+            self.used_ids: list = []
+            self.touched: set = set()  # every id sent, to clean up after a failure
+            self.log: list[StepRecord] = []
+            self.successes = 0
+            self.stats_before = self._inference_count()
+            self.failed = False
+
+        # -- plumbing ---------------------------------------------------------------------------
+        def _inference_count(self) -> int | None:
+            if not settings.check_stats:
+                return None
+            try:
+                st_ = server.client().get_inference_statistics(spec.name).model_stats
+                return sum(m.inference_count for m in st_)
+            except Exception:
+                return None
+
+        def _record(self, **kw) -> StepRecord:
+            rec = StepRecord(index=len(self.log) + 1, **kw)
+            self.log.append(rec)
+            stats.steps += 1
+            return rec
+
+        def _fail(self, violation: InvariantViolation, rec: StepRecord | None = None):
+            self.failed = True
+            if stats.first_failure_s is None:
+                stats.first_failure_s = time.monotonic() - stats.started
+            program = "\n".join(r.describe() for r in self.log)
+            where = f" at step {rec.index}" if rec else ""
+            violation.program = list(self.log)
+            violation.args = (f"[{violation.invariant}] {violation.detail}{where}\n"
+                              f"model {spec.describe()}\nTriton {getattr(server, 'version', '?')} at "
+                              f"{server.grpc_url}\nprogram:\n{program}",)
+            raise violation
+
+        def _idle_clients(self) -> list[int]:
+            return [c for c in range(n_clients) if c not in self.pending]
+
+        def _value(self, data):
+            """Drawn from a fixed range (see the rules' note); _fit keeps the running sum in range."""
+            return as_value(data.draw(st.one_of(st.integers(-100, 100), st.integers(lo_sum, hi_sum)), label="value"))
+
+        def _fit(self, value, total):
+            """The value clamped so that total + value stays where the model's dtype is exact."""
+            return as_value(min(max(value, lo_sum - total), hi_sum - total))
+
+        def _remember(self, seq_id):
+            if seq_id not in self.used_ids:
+                self.used_ids.append(seq_id)
+            self.touched.add(seq_id)
+
+        def _expect(self, req: Request):
+            """The model's expectation, waiting out any idle-timeout window it depends on."""
+            waited = 0.0
+            while True:
+                now = time.monotonic()
+                exp = self.model.expect(req, now)
+                if not isinstance(exp, Ambiguous):
+                    return exp, now, waited
+                stats.ambiguous_waits += 1
+                event(f"waited out an idle-timeout window ({exp.reason.split(' ', 1)[0]})")
+                waited += nemesis.go_silent(max(0.0, exp.until - now) + 0.005)
+                self._collect()
+
+        def _send(self, client: int, req: Request, via: str, action: str, context: str = ""):
+            """Sends one request the generator chose; checks a prompt answer, or parks a queued one."""
+            self._collect()
+            self._remember(req.seq_id)
+            exp, sent_at, waited = self._expect(req)
+            event(f"{action} -> {type(exp).__name__}")
+            stats.requests += 1
+            if isinstance(exp, Queued):
+                box = self.streams[client].send(req)
+                self.pending[client] = Pending(req, exp, box, sent_at, len(self.log) + 1)
+                # send() hands the request to gRPC's sender thread; two STARTs "sent" a moment
+                # apart on different streams can reach the server in either order (seen live),
+                # and the backlog's order is the server's. Let it get there before anything else.
+                time.sleep(settings.wire_s)
+                self._record(client=client, action=action, request=req, via="stream", wait_s=waited,
+                             expected=describe_expectation(exp), got="(waiting)")
+                return exp
+            if via == "stream":
+                got = self.streams[client].infer(req, timeout_s=settings.prompt_s)
+            elif via == "http":
+                got = self.http.infer(req, timeout_s=settings.prompt_s)
+            else:
+                got = self.grpc.infer(req, timeout_s=settings.prompt_s)
+            check = check_prompt(req, exp, got, via, context=context)
+            rec = self._record(client=client, action=action, request=req, via=via, wait_s=waited,
+                               expected=check.expected, got=check.got)
+            if got.ok:
+                self.successes += 1
+            if check.violation:
+                self._fail(check.violation, rec)
+            return exp
+
+        def _collect(self):
+            """Checks backlogged STARTs that have been answered (in the order they arrived), and
+            those overdue."""
+            answered = []
+            for client, p in list(self.pending.items()):
+                got = nemesis.outcome_of(p.box, 0)
+                if got is not None:
+                    answered.append((p.sent_at + got.latency_s, client, p, got))
+                    del self.pending[client]
+            for at, client, p, got in sorted(answered, key=lambda a: a[0]):
+                problem = self.model.served(key_of(p.request.seq_id), at) if got.ok else None
+                check = check_served(p.request, p.expectation, got, problem)
+                if got.ok:
+                    self.successes += 1
+                rec = self._record(client=client, action=f"answer to step {p.step}", request=p.request,
+                                   via="stream", expected=check.expected, got=check.got)
+                event("backlogged START answered")
+                if check.violation:
+                    self._fail(check.violation, rec)
+            for client, p in list(self.pending.items()):
+                due = self.model.due(key_of(p.request.seq_id))
+                if due is not None and time.monotonic() > due:
+                    del self.pending[client]
+                    rec = self._record(client=client, action="still waiting", request=p.request, via="stream",
+                                       expected=describe_expectation(p.expectation), got="no answer")
+                    self._fail(InvariantViolation(
+                        "no_hangs", f"the START queued at step {p.step} was let in when a slot freed but "
+                                    f"not answered within {settings.prompt_s} s"), rec)
+
+        # -- rules: what clients do -------------------------------------------------------------
+        # Which sequences are live, and which clients wait on the backlog, depends on timing. So
+        # every rule draws the same shape of data whatever the state (indexes and values from
+        # fixed ranges) and maps it onto the state at run time, doing nothing when nothing fits.
+        # Hypothesis then replays and shrinks a program without its draws drifting.
+
+        def _client(self, data) -> int | None:
+            idle = self._idle_clients()
+            pick = data.draw(st.integers(0, n_clients - 1), label="client")
+            return idle[pick % len(idle)] if idle else None
+
+        def _pick(self, data, items, label):
+            i = data.draw(st.integers(0, 15), label=label)
+            return items[i % len(items)] if items else None
+
+        def _id(self, data, among=None):
+            """A fresh id, or one from `among` (default: every id used so far)."""
+            fresh = data.draw(ids, label="id")
+            reuse = data.draw(st.booleans(), label="reuse id")
+            pool = self.used_ids if among is None else among
+            reused = self._pick(data, pool, "which id")
+            return reused if reuse and reused is not None else fresh
+
+        def _via(self, data) -> str:
+            return data.draw(st.sampled_from(vias), label="via")
+
+        def _blocked(self, seq_id) -> bool:
+            key = key_of(seq_id)
+            if self.model.is_backlogged(key) or key in self.model.awaiting:
+                return True
+            return lingering_guard and self.model.lingering(key)
+
+        def _skip(self, why: str):
+            event(f"skipped: {why}")
+
+        def _live(self):
+            return self.model.live_keys()
+
+        @rule(data=st.data())
+        def start(self, data):
+            """A client starts a sequence (sometimes start-and-end in one request)."""
+            client, seq_id = self._client(data), self._id(data)
+            end = data.draw(st.sampled_from([False] * 9 + [True]), label="start-and-end")
+            value, via = self._value(data), self._via(data)
+            if client is None or self._blocked(seq_id):
+                return self._skip("start: no idle client or id busy")
+            req = Request(spec.name, seq_id, value, start=True, end=end, dtype=spec.dtype)
+            self._send(client, req, via, "start")
+
+        @rule(data=st.data())
+        def continue_(self, data):
+            """A client sends the next request of a live sequence."""
+            self._next_of_live(data, end=False, start=False, action="continue")
+
+        @rule(data=st.data())
+        def end(self, data):
+            """A client ends a live sequence."""
+            self._next_of_live(data, end=True, start=False, action="end")
+
+        @rule(data=st.data())
+        def restart(self, data):
+            """A client sends START on an id that is still live: state restarts, slot kept."""
+            self._next_of_live(data, end=False, start=True, action="restart")
+
+        def _next_of_live(self, data, *, end, start, action):
+            client = self._client(data)
+            key = self._pick(data, self._live(), "sequence")
+            value, via = self._value(data), self._via(data)
+            if client is None or key is None:
+                return self._skip(f"{action}: no idle client or no live sequence")
+            total = 0 if start else self.model.total(key)
+            req = Request(spec.name, key[1], self._fit(value, total), start=start, end=end, dtype=spec.dtype)
+            self._send(client, req, via, action)
+
+        @rule(data=st.data())
+        def send_without_start(self, data):
+            """A client continues an id with no live sequence: never seen, ended, expired, cancelled."""
+            client = self._client(data)
+            dead = [i for i in self.used_ids if not self.model.is_live(key_of(i))]
+            seq_id = self._id(data, among=dead)
+            end = data.draw(st.booleans(), label="end")
+            value, via = self._value(data), self._via(data)
+            if client is None or self.model.is_live(key_of(seq_id)) or self._blocked(seq_id):
+                return self._skip("send without START: no idle client or id live")
+            req = Request(spec.name, seq_id, value, end=end, dtype=spec.dtype)
+            self._send(client, req, via, "send without START")
+
+        @rule(data=st.data())
+        def misuse(self, data):
+            """A malformed request: id 0 or "", wrong dtype, batch > 1, over-long string id. It
+            must be refused without disturbing the live sequence it names."""
+            client = self._client(data)
+            live_ids = [k[1] for k in self._live()]
+            target = self._id(data, among=live_ids)
+            kind = data.draw(st.sampled_from(["zero id", "empty id", "wrong dtype", "batch 2", "long id"]),
+                             label="misuse")
+            start = data.draw(st.booleans(), label="start")
+            length = data.draw(st.integers(MAX_STRING_ID + 1, 300), label="long id length")
+            value, via = self._value(data), self._via(data)
+            fields = dict(seq_id=target, start=start, dtype=spec.dtype)
+            if kind == "zero id":
+                fields["seq_id"] = 0
+            elif kind == "empty id":
+                fields["seq_id"] = ""
+            elif kind == "wrong dtype":
+                fields["dtype"] = "FP32" if spec.dtype == "INT32" else "INT32"
+            elif kind == "batch 2":
+                fields["batch"] = 2
+            else:
+                fields["seq_id"] = "L" * length
+            if client is None or self._blocked(fields["seq_id"]):
+                return self._skip("misuse: no idle client or id busy")
+            req = Request(spec.name, value=value, **fields)
+            self._send(client, req, via, f"misuse ({kind})")
+
+        @rule(data=st.data())
+        def same_id_other_type(self, data):
+            """START with an id's twin of the other type (5 and "5"): a different sequence."""
+            client = self._client(data)
+            seq_id = self._id(data)
+            value, via = self._value(data), self._via(data)
+            if isinstance(seq_id, int):
+                twin = str(seq_id)
+            elif seq_id.isdigit() and 0 < int(seq_id) < 2**64:
+                twin = int(seq_id)
+            else:
+                return self._skip("other-typed twin: id has none")
+            if client is None or self._blocked(twin):
+                return self._skip("other-typed twin: no idle client or id busy")
+            req = Request(spec.name, twin, value, start=True, dtype=spec.dtype)
+            self._send(client, req, via, "start the other-typed twin")
+
+        @rule(data=st.data())
+        def abandon_stream(self, data):
+            """A client closes its stream and goes away; its sequences stay live until they time out."""
+            client = self._client(data)
+            if client is None:
+                return self._skip("abandon: no idle client")
+            nemesis.drop_stream(self.streams[client], settings.prompt_s)
+            self._record(client=client, action="close its stream")
+
+        @rule(data=st.data())
+        def cancel(self, data):
+            """A client whose START waits in the backlog cancels it (stop_stream(cancel_requests=True))."""
+            now = time.monotonic()
+            choices = sorted(c for c, p in self.pending.items()
+                             if self.model.surely_backlogged_until(key_of(p.request.seq_id)) > now + 0.2)
+            client = self._pick(data, choices, "client")
+            if client is None:
+                return self._skip("cancel: nothing surely in the backlog")
+            p = self.pending.pop(client)
+            nemesis.cancel_in_flight(self.streams[client], settings.prompt_s)
+            got = nemesis.outcome_of(p.box, settings.prompt_s)
+            self.model.cancelled(key_of(p.request.seq_id))
+            rec = self._record(client=client, action=f"cancel its queued START (step {p.step})", request=p.request,
+                               via="stream", expected="CANCELLED, sequence ended",
+                               got=got.describe() if got else "nothing")
+            if got is not None and got.ok:
+                self._fail(InvariantViolation("cancel_ends_sequence",
+                                              "the cancelled START was answered as if it ran"), rec)
+
+        @rule()
+        def wait_past_idle_timeout(self):
+            """Every client goes silent until every running sequence has certainly timed out."""
+            now = time.monotonic()
+            ends = [s.expiry.hi for s in self.model.running if s.key not in self.model.awaiting]
+            seconds = max([e - now for e in ends] + [0]) + 0.01
+            waited = nemesis.go_silent(seconds)
+            self._record(client=None, action="go silent past the idle timeout", wait_s=waited)
+            self._collect()
+
+        @rule(fraction=st.sampled_from([0.05, 0.2]))
+        def pause(self, fraction):
+            """Every client goes silent for a short while, well inside the idle timeout."""
+            waited = nemesis.go_silent(fraction * spec.idle_s)
+            self._record(client=None, action="pause", wait_s=waited)
+
+        @rule(data=st.data())
+        def refill_after_timeout(self, data):
+            """After everything times out, as many new sequences as there are slots must get in
+            promptly: a leaked slot shows up here."""
+            fresh = [data.draw(ids, label="id") for _ in range(spec.capacity)]
+            values = [self._value(data) for _ in range(spec.capacity)]
+            if len(self._idle_clients()) < spec.capacity:
+                return self._skip("refill: fewer idle clients than slots")
+            self.wait_past_idle_timeout()
+            for client, seq_id, value in zip(self._idle_clients(), fresh, values):
+                if self.model.is_live(key_of(seq_id)) or self._blocked(seq_id):
+                    continue  # refill wants fresh sequences
+                req = Request(spec.name, seq_id, value, start=True, dtype=spec.dtype)
+                self._send(client, req, "stream", "start after timeout", context="refill")
+
+        # -- invariants checked after every step ------------------------------------------------
+        @invariant()
+        def server_alive(self):
+            try:
+                server.check_alive()
+            except Exception as err:
+                self._fail(InvariantViolation("server_alive", str(err)), self.log[-1] if self.log else None)
+
+        # -- teardown: drain and clean up -------------------------------------------------------
+        def teardown(self):
+            try:
+                if not self.failed:
+                    self._drain()
+            finally:
+                self._cleanup()
+
+        def _drain(self):
+            """Ends every live sequence (which lets the backlog in), checks every answer, and
+            checks the server's statistics against the successful requests."""
+            deadline = time.monotonic() + settings.prompt_s + (len(self.pending) + 2) * (spec.idle_s + 2 * margin)
+            while self.model.seqs and time.monotonic() < deadline:
+                self._collect()
+                for key in self._live():
+                    if self._idle_clients():
+                        req = Request(spec.name, key[1], as_value(0), end=True, dtype=spec.dtype)
+                        self._send(self._idle_clients()[0], req, "grpc", "end (teardown)")
+                if self.pending:
+                    time.sleep(0.01)
+            self._collect()
+            if self.pending:
+                p = next(iter(self.pending.values()))
+                self._fail(InvariantViolation("no_hangs", f"{len(self.pending)} request(s) never answered, "
+                                                          f"e.g. the START of step {p.step}"))
+            after = self._inference_count()
+            if self.stats_before is not None and after is not None and after - self.stats_before != self.successes:
+                self._fail(InvariantViolation(
+                    "stats_agree", f"inference_count rose by {after - self.stats_before}, but "
+                                   f"{self.successes} request(s) succeeded"))
+
+        def _cleanup(self):
+            """Leaves the server as it found it, whatever happened: cancel what waits, end every id
+            this example touched, close everything."""
+            for s in self.streams:
+                try:
+                    s.close(cancel_requests=bool(self.failed or self.pending), timeout_s=settings.prompt_s)
+                except Exception:
+                    pass
+            if self.failed:
+                for seq_id in self.touched:
+                    if self.model.lingering(key_of(seq_id)):
+                        continue  # it would wait behind its dead backlog place
+                    if seq_id not in (0, "") and not (isinstance(seq_id, str) and len(seq_id) > MAX_STRING_ID):
+                        self.grpc.infer(Request(spec.name, seq_id, 0, end=True, dtype=spec.dtype), timeout_s=2)
+                if spec.capacity and self.model.backlog:
+                    time.sleep(spec.idle_s + 2 * margin)
+            self.grpc.close()
+            if self.http:
+                self.http.close()
+
+    SequenceBatcherMachine.__name__ = f"Machine_{spec.name}"
+    return SequenceBatcherMachine

@@ -1,0 +1,310 @@
+"""The reference model: what the sequence batcher must answer, as a pure function of what was sent
+and when. No I/O; time is passed in (the client's monotonic clock at send).
+
+Semantics (../shared/TRITON_NOTES.md, confirmed live on 2.51 where noted):
+- a sequence is keyed by its id; uint64 5 and string "5" are different sequences;
+- a request without START to an id with no live sequence is refused with the START-flag error;
+  START on a live id restarts it (state restarts, it keeps its slot: confirmed live);
+- END forgets the id; its slot frees once the END request has run;
+- idle expiry is measured from the arrival of the sequence's last request, also for a sequence
+  that waited in the backlog (confirmed live: one admitted after waiting longer than the timeout
+  answers its START and is gone by its next request);
+- capacity = slots per instance x instances; a START that finds every slot held waits in a FIFO
+  backlog, unreaped, until a slot frees.
+
+Timing is never guessed. A sequence's expiry is a window [deadline - margin, deadline + margin];
+any expectation that depends on which side of a window the server is on comes back as Ambiguous,
+and the generator waits the window out before sending. A backlogged START that is answered is
+checked against the earliest moment a slot could have been free, and resolves the ambiguity by
+observation.
+"""
+from __future__ import annotations
+
+import heapq
+import re
+from typing import Union
+
+import attrs
+
+from .client import Request
+from .spec import ModelSpec
+
+Key = tuple  # ("u", int) or ("s", str)
+
+START_ERROR = ("inference request for sequence {id} to model '{model}' must specify the START flag on the "
+               "first request of the sequence")
+ZERO_ID_ERROR = "inference request to model '{model}' must specify a non-zero or non-empty correlation ID"
+BATCH_ONE_ERROR = ("inference request to model '{model}' must specify batch-size 1 due to requirements of "
+                   "sequence batcher")
+BATCH_MAX_ERROR = "inference request batch-size must be <= {max} for '{model}'"
+DTYPE_ERROR = "inference input 'INPUT' data-type is '{sent}', but model '{model}' expects '{want}'"
+LONG_ID_ERROR = "string correlation ID cannot be longer than 128 characters"
+MAX_STRING_ID = 128
+_REQUEST_ID_PREFIX = re.compile(r"^\[request id: [^\]]*\] ")
+
+
+def normalize_message(message: str) -> str:
+    """Triton prefixes some errors with the request id; the promise is about the rest."""
+    return _REQUEST_ID_PREFIX.sub("", message)
+
+
+def key_of(seq_id) -> Key:
+    return ("s", seq_id) if isinstance(seq_id, str) else ("u", int(seq_id))
+
+
+@attrs.frozen
+class Window:
+    lo: float
+    hi: float
+
+
+# -- expectations -------------------------------------------------------------------------------
+
+@attrs.frozen
+class Answer:
+    """A prompt response with this OUTPUT."""
+    value: float
+
+
+@attrs.frozen
+class Refusal:
+    """A prompt error. `invariant` names the promise the refusal keeps."""
+    status: str
+    message: str
+    invariant: str
+
+
+@attrs.frozen
+class Queued:
+    """Every slot is held: the request waits in the backlog; answered with `value` once admitted."""
+    value: float
+
+
+@attrs.frozen
+class Ambiguous:
+    """The answer depends on which side of an expiry window the server is; ask again after `until`."""
+    until: float
+    reason: str
+
+
+Expectation = Union[Answer, Refusal, Queued, Ambiguous]
+
+
+@attrs.define
+class Seq:
+    key: Key
+    total: float
+    last_arrival: float
+    running: bool
+    expiry: Window | None = None  # while running
+    admitted: Window | None = None  # when a backlogged START was (or will be) let in
+    end_on_admit: bool = False
+
+
+class BatcherModel:
+    def __init__(self, spec: ModelSpec, margin_s: float, prompt_s: float = 5.0):
+        self.spec = spec
+        self.margin = margin_s
+        self.prompt = prompt_s
+        self.seqs: dict[Key, Seq] = {}
+        self.backlog: list[Key] = []
+        self.awaiting: dict[Key, Window] = {}  # admitted from the backlog, answer not yet seen
+        self.cancelled_waiting: set[Key] = set()  # cancelled STARTs still holding a backlog place
+
+    # -- views ----------------------------------------------------------------------------------
+    @property
+    def running(self) -> list[Seq]:
+        return [s for s in self.seqs.values() if s.running]
+
+    def is_live(self, key: Key) -> bool:
+        return key in self.seqs
+
+    def is_backlogged(self, key: Key) -> bool:
+        return key in self.backlog and key not in self.cancelled_waiting
+
+    def live_keys(self) -> list[Key]:
+        return [k for k, s in self.seqs.items() if s.running and k not in self.awaiting]
+
+    def total(self, key: Key) -> float:
+        return self.seqs[key].total
+
+    def surely_backlogged_until(self, key: Key) -> float:
+        """Until when `key` certainly stays in the backlog (no slot can free before then)."""
+        if not self.is_backlogged(key):
+            return float("-inf")
+        pos = self._live_backlog().index(key)
+        los = sorted(s.expiry.lo for s in self.running)
+        return los[pos] if pos < len(los) else float("inf")
+
+    def next_window_end(self, now: float) -> float | None:
+        """The end of the latest expiry window still open at `now` (to wait past them all)."""
+        his = [s.expiry.hi for s in self.running if s.expiry.lo <= now]
+        return max(his) if his else None
+
+    # -- time -----------------------------------------------------------------------------------
+    def _expiry(self, last_arrival: float, admitted: Window | None = None) -> Window:
+        deadline = last_arrival + self.spec.idle_s
+        lo, hi = deadline, deadline
+        if admitted is not None:  # the reaper can only release it once it holds the slot
+            lo, hi = max(deadline, admitted.lo), max(deadline, admitted.hi)
+        return Window(lo - self.margin, hi + self.margin)
+
+    def settle(self, now: float) -> None:
+        """Applies every expiry that has certainly happened by `now`, admitting the backlog."""
+        while True:
+            gone = [s for s in self.running if s.expiry.hi < now and s.key not in self.awaiting]
+            if not gone:
+                return
+            for seq in sorted(gone, key=lambda s: s.expiry.hi):
+                self._release(seq, seq.expiry)
+
+    def _release(self, seq: Seq, freed: Window) -> None:
+        self.seqs.pop(seq.key, None)
+        self._admit_next(freed)
+
+    def _admit_next(self, freed: Window) -> None:
+        # A cancelled START keeps its place until a slot frees; then the batcher drops it and
+        # offers the slot to the next one (sequence_batch_scheduler's ReleaseSequenceSlot).
+        while self.backlog and self.backlog[0] in self.cancelled_waiting:
+            self.cancelled_waiting.discard(self.backlog.pop(0))
+        if not self.backlog:
+            return
+        seq = self.seqs[self.backlog.pop(0)]
+        seq.running = True
+        seq.admitted = freed
+        seq.expiry = self._expiry(seq.last_arrival, freed)
+        self.awaiting[seq.key] = freed
+
+    # -- requests -------------------------------------------------------------------------------
+    def expect(self, req: Request, now: float) -> Expectation:
+        """What the server must do with `req` sent at `now`; updates the model as if it did."""
+        self.settle(now)
+        refusal = self._invalid(req)
+        if refusal is not None:
+            return refusal
+        key = key_of(req.seq_id)
+        seq = self.seqs.get(key)
+        if seq is not None and (not seq.running or key in self.awaiting):
+            raise ValueError(f"generator error: request for {req.seq_id!r} while its previous one is pending")
+        if seq is not None and now >= seq.expiry.lo:
+            return Ambiguous(seq.expiry.hi, f"sequence {req.seq_id!r} is at its idle timeout")
+
+        if not req.start:
+            if seq is None:
+                return Refusal("INVALID_ARGUMENT", START_ERROR.format(id=req.seq_id, model=self.spec.name),
+                               "start_is_required")
+            seq.total += req.value
+            return self._ran(seq, req, now)
+
+        if seq is not None:  # restart: same slot, fresh state
+            seq.total = req.value
+            return self._ran(seq, req, now)
+        if len(self.running) < self.spec.capacity and not self.backlog:
+            seq = Seq(key, req.value, now, running=True)
+            self.seqs[key] = seq
+            return self._ran(seq, req, now)
+        open_windows = [s.expiry.hi for s in self.running if now >= s.expiry.lo]
+        if open_windows:
+            return Ambiguous(min(open_windows), "every slot is held, one of them at its idle timeout")
+        self.seqs[key] = Seq(key, req.value, now, running=False, end_on_admit=req.end)
+        self.backlog.append(key)
+        return Queued(req.value)
+
+    def _ran(self, seq: Seq, req: Request, now: float) -> Answer:
+        seq.last_arrival = now
+        seq.expiry = self._expiry(now)
+        if req.end:
+            self._release(seq, Window(now, now + self.prompt))
+        return Answer(seq.total)
+
+    def _invalid(self, req: Request) -> Refusal | None:
+        m = self.spec.name
+        if req.dtype != self.spec.dtype:
+            return Refusal("INVALID_ARGUMENT", DTYPE_ERROR.format(sent=req.dtype, model=m, want=self.spec.dtype),
+                           "invalid_is_refused")
+        if req.batch > 1 and req.batch > self.spec.max_batch_size:
+            return Refusal("INVALID_ARGUMENT", BATCH_MAX_ERROR.format(max=self.spec.max_batch_size, model=m),
+                           "invalid_is_refused")
+        if isinstance(req.seq_id, str) and len(req.seq_id) > MAX_STRING_ID:
+            return Refusal("UNIMPLEMENTED", LONG_ID_ERROR, "invalid_is_refused")
+        if req.seq_id in (0, ""):
+            return Refusal("INVALID_ARGUMENT", ZERO_ID_ERROR.format(model=m), "invalid_is_refused")
+        if req.batch > 1:
+            return Refusal("INVALID_ARGUMENT", BATCH_ONE_ERROR.format(model=m), "invalid_is_refused")
+        return None
+
+    # -- what comes back later ------------------------------------------------------------------
+    def served(self, key: Key, at: float) -> str | None:
+        """A backlogged START was answered at `at`. Returns why that breaks capacity, or None
+        (and the model now holds the sequence as running)."""
+        if key in self.backlog and key not in self.cancelled_waiting:
+            # Answered before the model let it in: legal only if, in the earliest schedule the
+            # batcher could have followed, enough slots freed by `at` for it to reach the front.
+            # A sequence let in after waiting longer than the idle timeout is reaped at once,
+            # so slots can pass down the backlog in a chain. If so, they did: observation
+            # settles the ambiguity.
+            ahead = self._live_backlog().index(key)
+            schedule = self._earliest_admissions(ahead + 1)
+            if len(schedule) <= ahead or schedule[-1][0] > at:
+                held = ", ".join(f"{s.key[1]!r} (idle until >= {s.expiry.lo:.3f})" for s in self.running)
+                return (f"served at t={at:.3f} while every slot was held by a live sequence: {held}; "
+                        f"{ahead} earlier sequence(s) in the backlog")
+            for _, holder in schedule:
+                seq = self.seqs[holder]
+                self._release(seq, Window(seq.expiry.lo, min(seq.expiry.hi, at)))
+        window = self.awaiting.pop(key, None)
+        if window is None:
+            return f"answered, but the model holds no backlogged START for {key[1]!r}"
+        if at < window.lo:
+            return (f"served at t={at:.3f}, before the slot it took could have been free "
+                    f"(t >= {window.lo:.3f})")
+        seq = self.seqs.get(key)
+        if seq is not None:
+            # The answer bounds when it got the slot, and so when the reaper may take it.
+            seq.admitted = Window(window.lo, min(window.hi, at))
+            seq.expiry = self._expiry(seq.last_arrival, seq.admitted)
+            if seq.end_on_admit:
+                self._release(seq, seq.admitted)
+        return None
+
+    def _live_backlog(self) -> list[Key]:
+        return [k for k in self.backlog if k not in self.cancelled_waiting]
+
+    def _earliest_admissions(self, count: int) -> list[tuple[float, Key]]:
+        """For the first `count` backlogged sequences: (earliest admission time, the holder whose
+        slot it takes), each holder freeing at its earliest possible expiry."""
+        heap = [(s.expiry.lo, s.key) for s in self.running]
+        heapq.heapify(heap)
+        out = []
+        for waiting in self._live_backlog()[:count]:
+            if not heap:
+                break
+            free_at, holder = heapq.heappop(heap)
+            out.append((free_at, holder))
+            seq = self.seqs[waiting]
+            frees = free_at if seq.end_on_admit else max(seq.last_arrival + self.spec.idle_s - self.margin, free_at)
+            heapq.heappush(heap, (frees, waiting))
+        return out
+
+    def due(self, key: Key) -> float | None:
+        """By when an admitted backlogged START must have been answered (None: not admitted)."""
+        window = self.awaiting.get(key)
+        return None if window is None else window.hi + self.prompt
+
+    def cancelled(self, key: Key) -> None:
+        """A backlogged START was cancelled: the whole sequence ends (TRITON_NOTES.md). It takes
+        no slot; its place in the backlog is dropped when a slot next frees."""
+        if key in self.backlog:
+            self.seqs.pop(key, None)
+            self.cancelled_waiting.add(key)
+
+    def lingering(self, key: Key) -> bool:
+        """The id of a cancelled START whose backlog place has not been dropped yet."""
+        return key in self.cancelled_waiting
+
+    def forget_on_restart(self) -> None:
+        """The server restarted: every sequence and the backlog are gone."""
+        self.seqs.clear()
+        self.backlog.clear()
+        self.awaiting.clear()
+        self.cancelled_waiting.clear()

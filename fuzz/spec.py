@@ -1,0 +1,112 @@
+"""What the fuzzer needs to know about a model, read from the server's own configuration.
+
+The reference model configures itself from this, so any model that follows the accumulator
+contract (README) can be fuzzed, including one the user wrote.
+"""
+from __future__ import annotations
+
+import attrs
+from tritonclient.grpc import model_config_pb2 as mc
+
+_DTYPES = {mc.TYPE_INT32: "INT32", mc.TYPE_FP32: "FP32"}
+_KIND = mc.ModelSequenceBatching.Control
+DEFAULT_IDLE_US = 1_000_000  # Triton's own default when the config leaves it out
+
+
+class ContractError(ValueError):
+    """The model does not follow the accumulator contract; says what is missing."""
+
+
+@attrs.frozen
+class ModelSpec:
+    name: str
+    dtype: str  # INT32 or FP32, of INPUT and OUTPUT
+    strategy: str  # direct or oldest
+    slots_per_instance: int
+    instances: int
+    idle_s: float
+    max_batch_size: int
+    controls: frozenset  # START END READY CORRID present
+    corrid_type: str | None  # UINT64, STRING (or INT32 ...) when a CORRID control exists
+    implicit_state: bool
+    flavour: str | None = None  # from modelgen's FLAVOUR parameter, when the model has one
+    backend: str = ""
+
+    @property
+    def capacity(self) -> int:
+        return self.slots_per_instance * self.instances
+
+    @property
+    def value_range(self) -> tuple[int, int]:
+        """Range every running sum must stay in for exact answers (FP32: integers to 2**24)."""
+        return (-(2**31), 2**31 - 1) if self.dtype == "INT32" else (-(2**24), 2**24)
+
+    def describe(self) -> str:
+        ctl = ",".join(sorted(self.controls)) or "none"
+        corrid = f" CORRID {self.corrid_type}" if self.corrid_type else ""
+        state = " implicit-state" if self.implicit_state else ""
+        return (f"{self.name}: {self.strategy}, {self.slots_per_instance} slot(s) x {self.instances} instance(s), "
+                f"{self.dtype}, idle {self.idle_s * 1000:.0f} ms, controls {ctl}{corrid}{state}")
+
+    @classmethod
+    def from_config(cls, cfg: mc.ModelConfig) -> "ModelSpec":
+        problems = []
+        inputs = {t.name: t for t in cfg.input}
+        outputs = {t.name: t for t in cfg.output}
+        if "INPUT" not in inputs:
+            problems.append(f"no input named INPUT (inputs: {sorted(inputs) or 'none'})")
+        if "OUTPUT" not in outputs:
+            problems.append(f"no output named OUTPUT (outputs: {sorted(outputs) or 'none'})")
+        dtype = None
+        if not problems:
+            i, o = inputs["INPUT"], outputs["OUTPUT"]
+            if i.data_type != o.data_type or i.data_type not in _DTYPES:
+                problems.append(f"INPUT and OUTPUT must share data type INT32 or FP32, got "
+                                f"{mc.DataType.Name(i.data_type)} and {mc.DataType.Name(o.data_type)}")
+            else:
+                dtype = _DTYPES[i.data_type]
+            for t in (i, o):
+                if list(t.dims) != [1]:
+                    problems.append(f"{t.name} must have dims [1], got {list(t.dims)}")
+        if not cfg.HasField("sequence_batching"):
+            problems.append("no sequence_batching in the config")
+        if problems:
+            raise ContractError(f"model {cfg.name!r} does not follow the accumulator contract: "
+                                + "; ".join(problems))
+
+        sb = cfg.sequence_batching
+        strategy = "oldest" if sb.HasField("oldest") else "direct"
+        if strategy == "oldest":
+            slots = max(1, sb.oldest.max_candidate_sequences)
+        else:
+            slots = max(1, cfg.max_batch_size)
+        instances = sum(g.count or 1 for g in cfg.instance_group) or 1
+        controls, corrid_type = set(), None
+        for ci in sb.control_input:
+            for c in ci.control:
+                name = {_KIND.CONTROL_SEQUENCE_START: "START", _KIND.CONTROL_SEQUENCE_END: "END",
+                        _KIND.CONTROL_SEQUENCE_READY: "READY", _KIND.CONTROL_SEQUENCE_CORRID: "CORRID"}.get(c.kind)
+                if name:
+                    controls.add(name)
+                if name == "CORRID":
+                    corrid_type = mc.DataType.Name(c.data_type).removeprefix("TYPE_")
+        flavour = cfg.parameters["FLAVOUR"].string_value if "FLAVOUR" in cfg.parameters else None
+        return cls(name=cfg.name, dtype=dtype, strategy=strategy, slots_per_instance=slots,
+                   instances=instances,
+                   idle_s=(sb.max_sequence_idle_microseconds or DEFAULT_IDLE_US) / 1e6,
+                   max_batch_size=cfg.max_batch_size, controls=frozenset(controls), corrid_type=corrid_type,
+                   implicit_state=len(sb.state) > 0, flavour=flavour, backend=cfg.backend or cfg.platform)
+
+    @classmethod
+    def fetch(cls, server, model: str) -> "ModelSpec":
+        """Reads the model's configuration from a running server."""
+        from tritonclient.utils import InferenceServerException
+
+        client = server.client()
+        try:
+            cfg = client.get_model_config(model).config
+        except InferenceServerException as err:
+            loaded = sorted(m.name for m in client.get_model_repository_index().models if m.state == "READY")
+            raise ContractError(f"cannot read the config of model {model!r} from {server.grpc_url}: "
+                                f"{err.message()}; ready models: {loaded}") from None
+        return cls.from_config(cfg)

@@ -1,0 +1,65 @@
+"""Deliberately broken accumulators: each is modelgen's Python accumulator with one realistic bug
+patched in. The fuzzer must catch every one of them (tests/test_broken_models.py).
+"""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import attrs
+
+from modelgen import Variant, model_config, render
+
+TEMPLATE = (resources.files("modelgen") / "templates" / "accumulator.py").read_text()
+
+_BASE = "        base = self.dtype.type(0) if start else self.sums.get(key, self.dtype.type(0))\n"
+_TOTAL = "        total = (x + base).astype(self.dtype)\n"
+_CORRID_KEY = '            key = _scalar(request, "CORRID")\n'
+
+
+@attrs.frozen
+class Bug:
+    name: str
+    summary: str
+    find: str
+    replace: str
+    variant: Variant
+
+    def source(self) -> str:
+        assert self.find in TEMPLATE, f"{self.name}: the template changed, re-point the patch"
+        return TEMPLATE.replace(self.find, self.replace, 1)
+
+
+_CORRID = Variant("corrid", "direct", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"))
+_SLOT = Variant("slot", "direct", 2, 1, "int32", controls=("START", "END", "READY"))
+
+BUGS = (
+    Bug("no_reset_on_start", "START does not reset the running sum of a reused key",
+        _BASE, "        base = self.sums.get(key, self.dtype.type(0))\n", _CORRID),
+    Bug("drops_every_third", "every third request's INPUT is lost",
+        _TOTAL, "        self.n = getattr(self, 'n', 0) + 1\n"
+                "        total = (base if self.n % 3 == 0 else x + base).astype(self.dtype)\n", _CORRID),
+    Bug("int16_wrap", "the running sum is kept in 16 bits",
+        _TOTAL, "        total = (x + base).astype(np.int16).astype(self.dtype)\n", _CORRID),
+    Bug("id_hashed_to_8_buckets", "state is keyed by the correlation id modulo 8",
+        _CORRID_KEY, '            key = int(_scalar(request, "CORRID")) % 8\n', _CORRID),
+    Bug("slot_state_ignores_position", "per-slot state kept in slot 0 whatever the batch position",
+        "            key = position if self.strategy == \"direct\" else 0\n", "            key = 0\n", _SLOT),
+)
+
+
+def model_name(bug: Bug) -> str:
+    return f"broken_{bug.name}"
+
+
+def write_broken_repository(models_dir: Path) -> list[str]:
+    names = []
+    for bug in BUGS:
+        cfg = model_config(bug.variant)
+        cfg.name = model_name(bug)
+        folder = Path(models_dir) / cfg.name
+        (folder / "1").mkdir(parents=True, exist_ok=True)
+        (folder / "1" / "model.py").write_text(bug.source())
+        (folder / "config.pbtxt").write_text(render(cfg))
+        names.append(cfg.name)
+    return names

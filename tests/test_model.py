@@ -1,0 +1,192 @@
+"""The reference model, rule by rule, without a server. Time is passed in explicitly."""
+import pytest
+
+from fuzz.client import Request
+from fuzz.model import (BATCH_MAX_ERROR, BATCH_ONE_ERROR, DTYPE_ERROR, LONG_ID_ERROR, START_ERROR, ZERO_ID_ERROR,
+                        Ambiguous, Answer, BatcherModel, Queued, Refusal, key_of, normalize_message)
+from fuzz.spec import ContractError, ModelSpec
+from modelgen import Variant, model_config
+
+M = "acc"
+IDLE = 1.0
+MARGIN = 0.1
+
+
+def spec(capacity=1, instances=1, strategy="direct", max_batch_size=None, dtype="INT32"):
+    return ModelSpec(name=M, dtype=dtype, strategy=strategy, slots_per_instance=capacity, instances=instances,
+                     idle_s=IDLE, max_batch_size=capacity if max_batch_size is None else max_batch_size,
+                     controls=frozenset({"START", "END", "READY", "CORRID"}), corrid_type="UINT64",
+                     implicit_state=False)
+
+
+def R(seq_id, value=1, start=False, end=False, **kw):
+    return Request(M, seq_id, value, start=start, end=end, **kw)
+
+
+@pytest.fixture
+def model():
+    return BatcherModel(spec(capacity=2), margin_s=MARGIN, prompt_s=1.0)
+
+
+def test_running_sum_since_start(model):
+    assert model.expect(R(7, 3, start=True), 0.0) == Answer(3)
+    assert model.expect(R(7, 4), 0.1) == Answer(7)
+    assert model.expect(R(7, -10), 0.2) == Answer(-3)
+
+
+def test_start_is_required_for_unknown_ended_and_expired_ids(model):
+    never = model.expect(R(5), 0.0)
+    assert never == Refusal("INVALID_ARGUMENT", START_ERROR.format(id=5, model=M), "start_is_required")
+    model.expect(R(6, 1, start=True), 0.0)
+    model.expect(R(6, 1, end=True), 0.1)
+    assert isinstance(model.expect(R(6), 0.2), Refusal)
+    model.expect(R(8, 1, start=True), 0.0)
+    assert isinstance(model.expect(R(8), IDLE + MARGIN + 0.01), Refusal)  # expired
+
+
+def test_start_on_live_id_restarts_and_keeps_its_slot():
+    m = BatcherModel(spec(capacity=1), MARGIN)
+    m.expect(R(1, 5, start=True), 0.0)
+    assert m.expect(R(1, 2, start=True), 0.1) == Answer(2)
+    assert m.expect(R(1, 3), 0.2) == Answer(5)
+    assert m.expect(R(2, 9, start=True), 0.3) == Queued(9)  # still one slot, still held by 1
+
+
+def test_end_forgets_the_id_and_frees_the_slot_for_the_backlog():
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    assert m.expect(R(2, 2, start=True), 0.1) == Queued(2)
+    assert m.due(key_of(2)) is None  # not let in yet
+    assert m.expect(R(1, 1, end=True), 0.2) == Answer(2)
+    assert m.due(key_of(2)) == pytest.approx(0.2 + 1.0 + 1.0)
+    assert m.served(key_of(2), 0.21) is None
+    assert m.expect(R(2, 3), 0.3) == Answer(5)
+
+
+def test_uint64_and_string_ids_are_distinct(model):
+    model.expect(R(5, 1, start=True), 0.0)
+    assert model.expect(R("5", 10, start=True), 0.0) == Answer(10)
+    assert model.expect(R(5, 1), 0.1) == Answer(2)
+    assert model.expect(R("5", 1), 0.1) == Answer(11)
+    assert key_of(5) != key_of("5")
+
+
+def test_idle_expiry_window_is_ambiguous_and_then_certain(model):
+    model.expect(R(1, 1, start=True), 0.0)
+    assert model.expect(R(1, 1), IDLE - MARGIN - 0.01) == Answer(2)  # just inside: still live
+    last = IDLE - MARGIN - 0.01
+    inside = model.expect(R(1, 1), last + IDLE)
+    assert isinstance(inside, Ambiguous) and inside.until == pytest.approx(last + IDLE + MARGIN)
+    assert isinstance(model.expect(R(1, 1), last + IDLE + MARGIN + 0.001), Refusal)
+
+
+def test_capacity_is_slots_times_instances_and_the_backlog_waits():
+    m = BatcherModel(spec(capacity=2, instances=2), MARGIN)
+    for i in range(4):
+        assert m.expect(R(10 + i, i, start=True), 0.0) == Answer(i)
+    assert m.expect(R(20, 7, start=True), 0.0) == Queued(7)
+    assert m.expect(R(21, 8, start=True), 0.0) == Queued(8)
+    assert m.is_backlogged(key_of(20)) and m.is_backlogged(key_of(21))
+
+
+def test_backlogged_sequences_are_not_reaped_while_waiting():
+    m = BatcherModel(spec(capacity=1), MARGIN)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.0)
+    for t in (0.5, 0.8):  # keep 1 alive well past 2's own idle deadline
+        m.expect(R(1, 1), t)
+    m.settle(1.5)
+    assert m.is_backlogged(key_of(2))
+
+
+def test_backlogged_start_admitted_late_is_reaped_from_its_arrival():
+    """Seen live on 2.51: the idle clock of a backlogged START runs from its arrival."""
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.05)
+    m.expect(R(1, 1), 0.5)
+    m.expect(R(1, 1), 0.9)
+    assert m.expect(R(1, 1, end=True), 1.3) == Answer(4)  # 2 waited 1.25 s > IDLE
+    assert m.served(key_of(2), 1.31) is None
+    assert isinstance(m.expect(R(2, 1), 1.5), Refusal)  # reaped as soon as it got the slot
+
+
+def test_a_backlogged_start_answered_while_every_slot_is_held_breaks_capacity():
+    m = BatcherModel(spec(capacity=1), MARGIN)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.1)
+    problem = m.served(key_of(2), 0.2)
+    assert problem and "every slot was held" in problem
+
+
+def test_early_answer_is_accepted_when_a_holder_may_have_expired():
+    m = BatcherModel(spec(capacity=1), MARGIN)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.1)
+    assert m.served(key_of(2), IDLE - MARGIN + 0.01) is None  # the server reaped 1 first: fine
+    assert not m.is_live(key_of(1)) and m.is_live(key_of(2))
+
+
+def test_slots_pass_down_the_backlog_in_a_chain():
+    m = BatcherModel(spec(capacity=1), MARGIN)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.0)
+    m.expect(R(3, 3, start=True), 0.0)
+    # 1 expires near IDLE; 2 is then let in but already past its own deadline, so it goes at once
+    # and 3 takes the slot: 3 answered before 2 was seen is still a legal schedule.
+    assert m.served(key_of(3), IDLE + 0.05) is None
+
+
+def test_cancelled_backlogged_start_takes_no_slot_and_its_place_lingers():
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.1)
+    m.expect(R(3, 3, start=True), 0.2)
+    m.cancelled(key_of(2))
+    assert m.lingering(key_of(2)) and not m.is_live(key_of(2))
+    m.expect(R(1, 0, end=True), 0.3)
+    assert not m.lingering(key_of(2))  # dropped when the slot freed
+    assert m.due(key_of(3)) is not None  # 3, not the cancelled 2, got the slot
+
+
+@pytest.mark.parametrize("req, message", [
+    (R(0, start=True), ZERO_ID_ERROR.format(model=M)),
+    (R("", start=True), ZERO_ID_ERROR.format(model=M)),
+    (R(1, start=True, batch=2), BATCH_ONE_ERROR.format(model=M)),
+    (R(1, start=True, batch=5), BATCH_MAX_ERROR.format(max=2, model=M)),
+    (R(1, start=True, dtype="FP32"), DTYPE_ERROR.format(sent="FP32", model=M, want="INT32")),
+    (R("x" * 129, start=True), LONG_ID_ERROR),
+])
+def test_malformed_requests_are_refused_and_leave_state_alone(model, req, message):
+    model.expect(R(1, 5, start=True), 0.0)
+    got = model.expect(req, 0.1)
+    assert isinstance(got, Refusal) and got.message == message and got.invariant == "invalid_is_refused"
+    assert model.expect(R(1, 1), 0.2) == Answer(6)
+
+
+def test_longest_allowed_string_id_is_accepted(model):
+    assert model.expect(R("x" * 128, 1, start=True), 0.0) == Answer(1)
+
+
+def test_request_id_prefix_is_not_part_of_the_promise():
+    assert normalize_message("[request id: r8] inference request batch-size must be <= 1 for 'm'") == \
+        "inference request batch-size must be <= 1 for 'm'"
+
+
+def test_spec_from_generated_configs():
+    s = ModelSpec.from_config(model_config(Variant("corrid", "oldest", 4, 2, "fp32", "string",
+                                                   ("START", "END", "READY", "CORRID"), idle_us=250_000)))
+    assert (s.strategy, s.capacity, s.dtype, s.idle_s, s.corrid_type) == ("oldest", 8, "FP32", 0.25, "STRING")
+    s = ModelSpec.from_config(model_config(Variant("implicit", "direct", 2, 1)))
+    assert s.implicit_state and s.capacity == 2 and s.controls == {"START", "READY"}
+
+
+def test_spec_refuses_models_outside_the_contract():
+    cfg = model_config(Variant("slot", "direct", 1, 1))
+    cfg.output[0].name = "OUT"
+    with pytest.raises(ContractError, match="no output named OUTPUT"):
+        ModelSpec.from_config(cfg)
+    cfg = model_config(Variant("slot", "direct", 1, 1))
+    cfg.ClearField("sequence_batching")
+    with pytest.raises(ContractError, match="no sequence_batching"):
+        ModelSpec.from_config(cfg)
