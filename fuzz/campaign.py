@@ -6,6 +6,7 @@ import time
 
 import attrs
 from hypothesis import settings as hsettings
+from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
 from .divergences import known_for
@@ -22,6 +23,7 @@ class Failure:
     shrunk_steps: int
     program: tuple  # StepRecord lines, as text
     expected_divergence: str | None = None  # key of the known divergence it is, if any
+    flaky: bool = False  # Hypothesis could not replay it exactly (timing): real, but not shrunk
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -99,12 +101,12 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
         if not violations:
             unknown = error
         for v in violations:
-            match = next((d.key for d in expected if d.invariant == v.invariant), None)
+            match = next((d.key for d in expected if d.explains(v.invariant, getattr(v, "got", ""))), None)
             if match is None:
                 unknown = error
             program = tuple(r.describe() for r in getattr(v, "program", []))
             failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
-                                    len(program), program, match))
+                                    len(program), program, match, flaky=isinstance(error, Flaky)))
     seen = {f.expected_divergence for f in failures}
     result = ModelResult(
         model=model, spec=spec.describe(), triton_version=version, examples=stats.examples, steps=stats.steps,

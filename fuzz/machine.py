@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from . import nemesis
 from .client import GrpcClient, HttpClient, Request, StreamClient
-from .divergences import CRASH_SAFE_STRING_ID, known_for
+from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
 from .model import MAX_STRING_ID, Ambiguous, BatcherModel, Queued, key_of
 from .spec import ModelSpec
@@ -27,7 +27,8 @@ from .spec import ModelSpec
 @attrs.frozen
 class FuzzSettings:
     prompt_s: float = 5.0  # a request that must be answered at once gets this long
-    margin_s: float | None = None  # idle-timeout uncertainty; default max(0.1 s, 30 % of it)
+    margin_s: float | None = None  # how early a sequence may be reaped; default max(0.1 s, 30 % of the timeout)
+    late_s: float | None = None  # how late; default max(0.3 s, 60 % of the timeout): the reaper runs at nice 10
     max_clients: int = 6
     wire_s: float = 0.05  # time for a queued START to reach the server before the next step
     check_stats: bool = True
@@ -87,20 +88,25 @@ def id_strategy(spec: ModelSpec, version: str | None):
     colliding = st.builds(lambda base, k, p: (base + k * 2**p) % 2**64 or 1,
                           st.integers(1, 8), st.integers(1, 3), st.sampled_from([8, 16, 32, 63]))
     ints = st.one_of(st.integers(1, 12), st.sampled_from(SPECIAL_IDS), colliding, st.integers(1, 2**64 - 1))
-    longest = MAX_STRING_ID
-    if any(d.guard for d in known_for(spec, version)):
-        longest = CRASH_SAFE_STRING_ID
-    strings = st.text(ID_ALPHABET, min_size=1, max_size=longest)
+    if not string_ids_allowed(spec, version):
+        return ints
+    strings = st.text(ID_ALPHABET, min_size=1, max_size=MAX_STRING_ID)
     return st.one_of(ints, ints, strings)
+
+
+def string_ids_allowed(spec: ModelSpec, version: str | None) -> bool:
+    return not any(d.key == "string-id-on-uint64-corrid" for d in known_for(spec, version))
 
 
 def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(), stats: RunStats | None = None):
     """A RuleBasedStateMachine class bound to one model on one server."""
     stats = stats if stats is not None else RunStats()
     margin = settings.margin_s if settings.margin_s is not None else max(0.1, 0.3 * spec.idle_s)
+    late = settings.late_s if settings.late_s is not None else max(0.3, 0.6 * spec.idle_s)
     n_clients = max(3, min(settings.max_clients, spec.capacity + 2))
     version = getattr(server, "version", None)
     ids = id_strategy(spec, version)
+    strings_ok = string_ids_allowed(spec, version)
     lingering_guard = any(d.key == "cancelled-backlog-id-lingers" for d in known_for(spec, version))
     vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url else [])
     lo_sum, hi_sum = spec.value_range
@@ -110,7 +116,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def __init__(self):
             super().__init__()
             stats.examples += 1
-            self.model = BatcherModel(spec, margin_s=margin, prompt_s=settings.prompt_s)
+            self.model = BatcherModel(spec, margin_s=margin, prompt_s=settings.prompt_s, late_s=late)
             self.streams = [StreamClient(server.grpc_url) for _ in range(n_clients)]
             self.grpc = GrpcClient(server.grpc_url)
             self.http = HttpClient(server.http_url) if server.http_url else None
@@ -145,6 +151,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             program = "\n".join(r.describe() for r in self.log)
             where = f" at step {rec.index}" if rec else ""
             violation.program = list(self.log)
+            violation.got = rec.got if rec else ""
             violation.args = (f"[{violation.invariant}] {violation.detail}{where}\n"
                               f"model {spec.describe()}\nTriton {getattr(server, 'version', '?')} at "
                               f"{server.grpc_url}\nprogram:\n{program}",)
@@ -362,6 +369,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             seq_id = self._id(data)
             value, via = self._value(data), self._via(data)
             if isinstance(seq_id, int):
+                if not strings_ok:
+                    return self._skip("other-typed twin: no string ids on this model")
                 twin = str(seq_id)
             elif seq_id.isdigit() and 0 < int(seq_id) < 2**64:
                 twin = int(seq_id)
@@ -451,7 +460,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def _drain(self):
             """Ends every live sequence (which lets the backlog in), checks every answer, and
             checks the server's statistics against the successful requests."""
-            deadline = time.monotonic() + settings.prompt_s + (len(self.pending) + 2) * (spec.idle_s + 2 * margin)
+            deadline = time.monotonic() + settings.prompt_s + (len(self.pending) + 2) * (spec.idle_s + margin + late)
             while self.model.seqs and time.monotonic() < deadline:
                 self._collect()
                 for key in self._live():
@@ -486,7 +495,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                     if seq_id not in (0, "") and not (isinstance(seq_id, str) and len(seq_id) > MAX_STRING_ID):
                         self.grpc.infer(Request(spec.name, seq_id, 0, end=True, dtype=spec.dtype), timeout_s=2)
                 if spec.capacity and self.model.backlog:
-                    time.sleep(spec.idle_s + 2 * margin)
+                    time.sleep(spec.idle_s + margin + late)
             self.grpc.close()
             if self.http:
                 self.http.close()

@@ -12,7 +12,7 @@ Semantics (../shared/TRITON_NOTES.md, confirmed live on 2.51 where noted):
 - capacity = slots per instance x instances; a START that finds every slot held waits in a FIFO
   backlog, unreaped, until a slot frees.
 
-Timing is never guessed. A sequence's expiry is a window [deadline - margin, deadline + margin];
+Timing is never guessed. A sequence's expiry is a window [deadline - margin, deadline + late];
 any expectation that depends on which side of a window the server is on comes back as Ambiguous,
 and the generator waits the window out before sending. A backlogged START that is answered is
 checked against the earliest moment a slot could have been free, and resolves the ambiguity by
@@ -102,9 +102,10 @@ class Seq:
 
 
 class BatcherModel:
-    def __init__(self, spec: ModelSpec, margin_s: float, prompt_s: float = 5.0):
+    def __init__(self, spec: ModelSpec, margin_s: float, prompt_s: float = 5.0, late_s: float | None = None):
         self.spec = spec
-        self.margin = margin_s
+        self.margin = margin_s  # how early the server may reap (clock skew, arrival vs send)
+        self.late = margin_s if late_s is None else late_s  # how late (the reaper runs at nice 10)
         self.prompt = prompt_s
         self.seqs: dict[Key, Seq] = {}
         self.backlog: list[Key] = []
@@ -147,7 +148,7 @@ class BatcherModel:
         lo, hi = deadline, deadline
         if admitted is not None:  # the reaper can only release it once it holds the slot
             lo, hi = max(deadline, admitted.lo), max(deadline, admitted.hi)
-        return Window(lo - self.margin, hi + self.margin)
+        return Window(lo - self.margin, hi + self.late)
 
     def settle(self, now: float) -> None:
         """Applies every expiry that has certainly happened by `now`, admitting the backlog."""
@@ -273,7 +274,7 @@ class BatcherModel:
     def _earliest_admissions(self, count: int) -> list[tuple[float, Key]]:
         """For the first `count` backlogged sequences: (earliest admission time, the holder whose
         slot it takes), each holder freeing at its earliest possible expiry."""
-        heap = [(s.expiry.lo, s.key) for s in self.running]
+        heap = [(s.admitted.lo if s.end_on_admit and s.admitted else s.expiry.lo, s.key) for s in self.running]
         heapq.heapify(heap)
         out = []
         for waiting in self._live_backlog()[:count]:

@@ -116,7 +116,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line(f"      {what}: [{f.invariant}] {f.detail} (first seen after {f.seconds_to_first_failure:.1f} s, "
                           f"shrunk to {f.shrunk_steps} steps)")
         for g in r.guards:
-            tr.write_line(f"      guard: {g} (known crash on this build)")
+            tr.write_line(f"      guard: {g} (steering around a known divergence of this build)")
     if by_invariant:
         tr.write_line("failures by invariant: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_invariant.items())))
     path = config.getoption("--fuzz-report")

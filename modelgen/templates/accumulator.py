@@ -43,8 +43,10 @@ class TritonPythonModel:
 
         if self.flavour == "implicit":
             prior = pb_utils.get_input_tensor_by_name(request, "INPUT_STATE").as_numpy().astype(self.dtype)
-            keep = self.dtype.type(ready and not start)
-            total = (x + keep * prior).astype(self.dtype)
+            if not ready:  # an empty batch position leaves the state as it was
+                return pb_utils.InferenceResponse(
+                    [pb_utils.Tensor("OUTPUT", prior), pb_utils.Tensor("OUTPUT_STATE", prior)])
+            total = (x + self.dtype.type(not start) * prior).astype(self.dtype)
             return pb_utils.InferenceResponse(
                 [pb_utils.Tensor("OUTPUT", total), pb_utils.Tensor("OUTPUT_STATE", total)])
 

@@ -1,0 +1,31 @@
+"""The fuzzer against deliberately broken accumulators: it must catch each one, shrunk short."""
+import pytest
+from hypothesis import HealthCheck, settings
+
+from fuzz.campaign import fuzz_model
+from fuzz.server import EmbeddedTriton
+
+from .broken_models import BUGS, model_name, write_broken_repository
+
+BUDGET = settings(max_examples=100, stateful_step_count=30, derandomize=True, database=None, deadline=None,
+                  suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture(scope="module")
+def broken_triton(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("broken-models")
+    write_broken_repository(repo)
+    with EmbeddedTriton(repo, workdir=tmp_path_factory.mktemp("broken-triton")) as server:
+        yield server
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=lambda b: b.name)
+def test_fuzzer_catches_the_bug_and_shrinks_it(broken_triton, bug):
+    result, error = fuzz_model(broken_triton, model_name(bug), BUDGET)
+    assert error is not None, f"{bug.summary}: not caught in {result.examples} examples"
+    failure = result.failures[0]
+    assert failure.expected_divergence is None
+    assert failure.invariant == "sums_match", failure
+    assert failure.shrunk_steps <= 12, "\n".join(failure.program)
+    print(f"\n{bug.name}: caught after {failure.seconds_to_first_failure:.1f} s, {result.examples} examples, "
+          f"shrunk to {failure.shrunk_steps} steps:\n" + "\n".join(failure.program))
