@@ -98,6 +98,11 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     failures, unknown = [], None
     if error is not None:
         violations = _violations(error)
+        flaky = isinstance(error, Flaky)
+        if not violations and stats.shortest:
+            # Hypothesis could not replay the failure (the server's history differed): report the
+            # shortest program that broke each promise, flagged as not shrunk reliably.
+            violations, flaky = list(stats.shortest.values()), True
         if not violations:
             unknown = error
         for v in violations:
@@ -106,7 +111,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                 unknown = error
             program = tuple(r.describe() for r in getattr(v, "program", []))
             failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
-                                    len(program), program, match, flaky=isinstance(error, Flaky)))
+                                    len(program), program, match, flaky=flaky))
     seen = {f.expected_divergence for f in failures}
     result = ModelResult(
         model=model, spec=spec.describe(), triton_version=version, examples=stats.examples, steps=stats.steps,

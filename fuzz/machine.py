@@ -76,6 +76,7 @@ class RunStats:
     ambiguous_waits: int = 0
     started: float = attrs.Factory(time.monotonic)
     first_failure_s: float | None = None
+    shortest: dict = attrs.Factory(dict)  # invariant -> the violation with the shortest program seen
 
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
@@ -116,6 +117,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def __init__(self):
             super().__init__()
             stats.examples += 1
+            self.salt = stats.examples  # fresh ids differ per example: no state leaks between them
             self.model = BatcherModel(spec, margin_s=margin, prompt_s=settings.prompt_s, late_s=late)
             self.streams = [StreamClient(server.grpc_url) for _ in range(n_clients)]
             self.grpc = GrpcClient(server.grpc_url)
@@ -152,6 +154,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             where = f" at step {rec.index}" if rec else ""
             violation.program = list(self.log)
             violation.got = rec.got if rec else ""
+            best = stats.shortest.get(violation.invariant)
+            if best is None or len(violation.program) < len(best.program):
+                stats.shortest[violation.invariant] = violation
             violation.args = (f"[{violation.invariant}] {violation.detail}{where}\n"
                               f"model {spec.describe()}\nTriton {getattr(server, 'version', '?')} at "
                               f"{server.grpc_url}\nprogram:\n{program}",)
@@ -262,9 +267,16 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             i = data.draw(st.integers(0, 15), label=label)
             return items[i % len(items)] if items else None
 
+        def _fresh(self, seq_id):
+            """The id made unique to this example, keeping its low bits (collisions modulo powers
+            of two survive) and leaving the large boundary ids alone."""
+            if isinstance(seq_id, str):
+                return f"{self.salt}.{seq_id}"[:MAX_STRING_ID]
+            return seq_id + self.salt * 2**40 if seq_id < 2**40 else seq_id
+
         def _id(self, data, among=None):
             """A fresh id, or one from `among` (default: every id used so far)."""
-            fresh = data.draw(ids, label="id")
+            fresh = self._fresh(data.draw(ids, label="id"))
             reuse = data.draw(st.booleans(), label="reuse id")
             pool = self.used_ids if among is None else among
             reused = self._pick(data, pool, "which id")
@@ -430,7 +442,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def refill_after_timeout(self, data):
             """After everything times out, as many new sequences as there are slots must get in
             promptly: a leaked slot shows up here."""
-            fresh = [data.draw(ids, label="id") for _ in range(spec.capacity)]
+            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity)]
             values = [self._value(data) for _ in range(spec.capacity)]
             if len(self._idle_clients()) < spec.capacity:
                 return self._skip("refill: fewer idle clients than slots")

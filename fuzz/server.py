@@ -268,6 +268,7 @@ class EmbeddedTriton(_Base):
         finally:
             log.close()
         _LIVE.add(self)
+        STARTED_GROUPS.append(self.process.pid)
         self.grpc_port, self.http_port, self.metrics_port = grpc_port, http_port, metrics_port
         self.grpc_url = f"127.0.0.1:{grpc_port}"
         self.http_url = f"127.0.0.1:{http_port}"
@@ -371,6 +372,9 @@ class ExternalTriton(_Base):
     def __repr__(self):
         return f"<ExternalTriton {self.version} at {self.grpc_url}>"
 
+
+# Process groups of every server this process started (the tests check none outlives them).
+STARTED_GROUPS: list = []
 
 # Servers still running when the interpreter exits or is told to terminate get stopped.
 _LIVE: "weakref.WeakSet[EmbeddedTriton]" = weakref.WeakSet()
