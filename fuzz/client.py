@@ -176,6 +176,7 @@ class StreamClient:
         self._outbox: queue.Queue | None = None
         self._call = None
         self._reader: threading.Thread | None = None
+        self._ended: tuple | None = None  # (call, status, message) once a stream RPC has ended
 
     def _requests(self, outbox):
         while True:
@@ -200,13 +201,16 @@ class StreamClient:
                 else:
                     box.put(decode(response.infer_response, started))
         except grpc.RpcError as err:
-            self._fail_pending(err.code().name, err.details() or "stream ended")
+            self._fail_pending(err.code().name, err.details() or "stream ended", ended=call)
         else:
-            self._fail_pending("STREAM_CLOSED", "the server closed the stream before responding")
+            self._fail_pending("STREAM_CLOSED", "the server closed the stream before responding", ended=call)
 
-    def _fail_pending(self, status: str, message: str) -> None:
+    def _fail_pending(self, status: str, message: str, ended=None) -> None:
         with self._lock:
             orphans, self._pending = self._pending, {}
+            if ended is not None:
+                # A request sent on this call from now on would wait for a reader that is gone.
+                self._ended = (ended, status, message)
         for started, box in orphans.values():
             box.put(Outcome(status=status, message=message, latency_s=time.monotonic() - started))
 
@@ -221,6 +225,10 @@ class StreamClient:
     def send(self, req: Request) -> "queue.Queue[Outcome]":
         box: queue.Queue = queue.Queue(maxsize=1)
         with self._lock:
+            if self._ended is not None and self._call is not None and self._ended[0] is self._call:
+                _, status, message = self._ended
+                box.put(Outcome(status=status, message=f"the stream had already ended: {message}"))
+                return box
             rid = f"r{self._next}"
             self._next += 1
             self._pending[rid] = (time.monotonic(), box)

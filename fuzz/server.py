@@ -190,7 +190,7 @@ class EmbeddedTriton(_Base):
 
     def __init__(self, model_repository, *, install: TritonInstall | None = None, workdir=None,
                  grpc_port: int | None = None, http_port: int | None = None,
-                 model_control_mode: str | None = None, extra_args=(), env=None,
+                 model_control_mode: str | None = None, load_models=(), extra_args=(), env=None,
                  startup_timeout: float = 60.0, stop_grace: float = 10.0):
         self.model_repository = Path(model_repository).resolve()
         self.install = install or TritonInstall.find()
@@ -198,6 +198,12 @@ class EmbeddedTriton(_Base):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="triton-seqfuzz-"))
         self._fixed_ports = (grpc_port, http_port)
         self.model_control_mode = model_control_mode
+        # Under explicit model control: what is loaded at start-up (and again on restart());
+        # load_model() and unload_model() keep it up to date.
+        self.load_models = list(load_models)
+        if self.load_models and model_control_mode != "explicit":
+            raise ValueError("load_models needs model_control_mode='explicit'")
+        self.restarts = 0
         self.extra_args = tuple(extra_args)
         self.env = dict(env or {})
         self.startup_timeout = startup_timeout
@@ -205,6 +211,8 @@ class EmbeddedTriton(_Base):
         self.process: subprocess.Popen | None = None
         self.log_path = self.workdir / "tritonserver.log"
         self.grpc_url = self.http_url = None
+        self.grpc_port = self.http_port = self.metrics_port = None
+        self.ports_changed = False
         self.version: str | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -250,6 +258,7 @@ class EmbeddedTriton(_Base):
                "--log-verbose=0"]
         if self.model_control_mode:
             cmd.append(f"--model-control-mode={self.model_control_mode}")
+        cmd.extend(f"--load-model={name}" for name in self.load_models)
         cmd.extend(self.extra_args)
         env = os.environ.copy()
         env["LD_LIBRARY_PATH"] = os.pathsep.join(
@@ -294,7 +303,9 @@ class EmbeddedTriton(_Base):
         self.version = client.get_server_metadata().version
         if not self.model_control_mode or self.model_control_mode == "none":
             names = [m.name for m in client.get_model_repository_index().models]
-            self.wait_models_ready(names, timeout=max(1.0, deadline - time.monotonic()))
+        else:
+            names = self.load_models
+        self.wait_models_ready(names, timeout=max(1.0, deadline - time.monotonic()))
 
     def stop(self) -> None:
         """SIGTERM to the server's process group, SIGKILL after the grace period. Idempotent."""
@@ -316,6 +327,95 @@ class EmbeddedTriton(_Base):
         except ProcessLookupError:
             pass
         proc.wait()
+
+    def restart(self, *, graceful: bool = True, port_wait: float = 10.0) -> "EmbeddedTriton":
+        """Stop the server and start it again on the same repository (and, under explicit model
+        control, the same loaded models). It comes back on the same ports, so clients and proxies
+        aimed at them reach the new server, unless another process took a port meanwhile: then,
+        where the ports were not fixed by the caller, it picks fresh ones (grpc_url and http_url
+        change) and `ports_changed` says so. Every sequence the old server held is gone.
+
+        graceful: SIGTERM, as stop() does. Triton then waits for its live sequences to end or
+        idle out (they count as in-flight inferences), up to stop_grace. graceful=False: SIGKILL
+        at once, a crash."""
+        if self.grpc_url is None:
+            raise TritonError("restart() needs a server that was started")
+        ports = (self.grpc_port, self.http_port, self.metrics_port)
+        if not graceful and self.process is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.stop()
+        self._keep_log()
+        deadline = time.monotonic() + port_wait
+        while any(port_in_use(p) for p in ports) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.restarts += 1
+        self.ports_changed = any(port_in_use(p) for p in ports)
+        if self.ports_changed:
+            taken = [p for p in ports if port_in_use(p)]
+            if any(self._fixed_ports):
+                raise ServerStartError(f"cannot restart on fixed port(s): {taken} still in use after {port_wait} s")
+            return self.start()
+        self._launch(*ports)
+        try:
+            self._wait_ready()
+        except ServerStartError:
+            self.stop()
+            raise
+        return self
+
+    def _keep_log(self) -> None:
+        """The stopped server's log moves to tritonserver.log.<n>; the next one starts afresh."""
+        if self.log_path.exists():
+            n = 1
+            while self.log_path.with_name(f"{self.log_path.name}.{n}").exists():
+                n += 1
+            self.log_path.rename(self.log_path.with_name(f"{self.log_path.name}.{n}"))
+
+    # -- model control (model_control_mode="explicit") ------------------------------------------
+    def _need_explicit(self, what: str) -> None:
+        if self.model_control_mode != "explicit":
+            raise TritonError(f"{what} needs model_control_mode='explicit' (this server runs "
+                              f"{self.model_control_mode or 'none'})")
+
+    def load_model(self, name: str, timeout: float = 60.0) -> None:
+        """Load `name` through the repository API, or reload it if it is loaded: Triton loads a
+        new copy and retires the old one. Returns when the model is READY."""
+        self._need_explicit("load_model")
+        from tritonclient.utils import InferenceServerException
+
+        self.check_alive()
+        try:
+            self.client().load_model(name, client_timeout=timeout)
+        except InferenceServerException as err:
+            raise TritonError(f"loading model {name!r} failed: {err.message()}{self._tail_block()}") from None
+        self.wait_models_ready([name], timeout=timeout)
+        if name not in self.load_models:
+            self.load_models.append(name)
+
+    reload_model = load_model
+
+    def unload_model(self, name: str, timeout: float = 60.0) -> None:
+        """Unload `name` through the repository API and wait until it no longer serves."""
+        self._need_explicit("unload_model")
+        from tritonclient.utils import InferenceServerException
+
+        self.check_alive()
+        client = self.client()
+        try:
+            client.unload_model(name, client_timeout=timeout)
+        except InferenceServerException as err:
+            raise TritonError(f"unloading model {name!r} failed: {err.message()}{self._tail_block()}") from None
+        if name in self.load_models:
+            self.load_models.remove(name)
+        deadline = time.monotonic() + timeout
+        while client.is_model_ready(name):
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise TritonError(f"model {name!r} still ready {timeout:.0f} s after unload{self._tail_block()}")
+            time.sleep(0.05)
 
     @property
     def running(self) -> bool:
