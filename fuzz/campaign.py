@@ -23,7 +23,8 @@ class Failure:
     shrunk_steps: int
     program: tuple  # StepRecord lines, as text
     expected_divergence: str | None = None  # key of the known divergence it is, if any
-    flaky: bool = False  # Hypothesis could not replay it exactly (timing): real, but not shrunk
+    flaky: bool = False  # Hypothesis could not replay it exactly (server history, timing): real, not shrunk
+    shrink_stopped: bool = False  # shrinking stopped at the budget: the shortest program seen by then
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -98,11 +99,13 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     failures, unknown = [], None
     if error is not None:
         violations = _violations(error)
-        flaky = isinstance(error, Flaky)
-        if not violations and stats.shortest:
-            # Hypothesis could not replay the failure (the server's history differed): report the
-            # shortest program that broke each promise, flagged as not shrunk reliably.
-            violations, flaky = list(stats.shortest.values()), True
+        # Past the shrink budget even Hypothesis's final replay is turned away, which it reports
+        # as Flaky: that is a stopped shrink, not an unreplayable failure.
+        flaky = isinstance(error, Flaky) and not stats.shrink_stopped
+        if (stats.shrink_stopped or not violations) and stats.shortest:
+            # Shrinking stopped at the budget, or Hypothesis could not replay the failure (the
+            # server's history differed): report the shortest program that broke each promise.
+            violations, flaky = list(stats.shortest.values()), flaky or not stats.shrink_stopped
         if not violations:
             unknown = error
         for v in violations:
@@ -111,7 +114,8 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                 unknown = error
             program = tuple(r.describe() for r in getattr(v, "program", []))
             failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
-                                    len(program), program, match, flaky=flaky))
+                                    len(program), program, match, flaky=flaky,
+                                    shrink_stopped=stats.shrink_stopped))
     seen = {f.expected_divergence for f in failures}
     result = ModelResult(
         model=model, spec=spec.describe(), triton_version=version, examples=stats.examples, steps=stats.steps,

@@ -13,7 +13,7 @@ import time
 
 import attrs
 import hypothesis.strategies as st
-from hypothesis import event
+from hypothesis import assume, event
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from . import nemesis
@@ -31,6 +31,7 @@ class FuzzSettings:
     late_s: float | None = None  # how late; default max(0.3 s, 60 % of the timeout): the reaper runs at nice 10
     max_clients: int = 6
     wire_s: float = 0.05  # time for a queued START to reach the server before the next step
+    shrink_budget_s: float = 30.0  # after the first failure, how long shrinking may replay live programs
     check_stats: bool = True
 
 
@@ -77,6 +78,7 @@ class RunStats:
     started: float = attrs.Factory(time.monotonic)
     first_failure_s: float | None = None
     shortest: dict = attrs.Factory(dict)  # invariant -> the violation with the shortest program seen
+    shrink_stopped: bool = False  # the shrink budget ran out
 
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
@@ -116,6 +118,14 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     class SequenceBatcherMachine(RuleBasedStateMachine):
         def __init__(self):
             super().__init__()
+            if stats.first_failure_s is not None and \
+                    time.monotonic() - stats.started - stats.first_failure_s > settings.shrink_budget_s:
+                # A failure that depends on the server's history can keep Hypothesis shrinking for
+                # minutes of live replays. Past the budget every attempt is rejected at once; the
+                # campaign then reports the shortest program it saw, flagged as not shrunk reliably.
+                event("shrink budget spent")
+                stats.shrink_stopped = True
+                assume(False)
             stats.examples += 1
             self.salt = stats.examples  # fresh ids differ per example: no state leaks between them
             self.model = BatcherModel(spec, margin_s=margin, prompt_s=settings.prompt_s, late_s=late)
@@ -127,7 +137,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             self.touched: set = set()  # every id sent, to clean up after a failure
             self.log: list[StepRecord] = []
             self.successes = 0
-            self.stats_before = self._inference_count()
+            self.stats_before = None  # taken at the first request: the last example's stragglers are not ours
             self.failed = False
 
         # -- plumbing ---------------------------------------------------------------------------
@@ -194,6 +204,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def _send(self, client: int, req: Request, via: str, action: str, context: str = ""):
             """Sends one request the generator chose; checks a prompt answer, or parks a queued one."""
             self._collect()
+            if self.stats_before is None:
+                self.stats_before = self._inference_count()
             self._remember(req.seq_id)
             exp, sent_at, waited = self._expect(req)
             event(f"{action} -> {type(exp).__name__}")
@@ -224,33 +236,36 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             return exp
 
         def _collect(self):
-            """Checks backlogged STARTs that have been answered (in the order they arrived), and
-            those overdue."""
-            answered = []
-            for client, p in list(self.pending.items()):
-                got = nemesis.outcome_of(p.box, 0)
-                if got is not None:
-                    answered.append((p.sent_at + got.latency_s, client, p, got))
-                    del self.pending[client]
-            for at, client, p, got in sorted(answered, key=lambda a: a[0]):
-                problem = self.model.served(key_of(p.request.seq_id), at) if got.ok else None
-                check = check_served(p.request, p.expectation, got, problem)
-                if got.ok:
-                    self.successes += 1
-                rec = self._record(client=client, action=f"answer to step {p.step}", request=p.request,
-                                   via="stream", expected=check.expected, got=check.got)
-                event("backlogged START answered")
-                if check.violation:
-                    self._fail(check.violation, rec)
-            for client, p in list(self.pending.items()):
-                due = self.model.due(key_of(p.request.seq_id))
-                if due is not None and time.monotonic() > due:
-                    del self.pending[client]
-                    rec = self._record(client=client, action="still waiting", request=p.request, via="stream",
-                                       expected=describe_expectation(p.expectation), got="no answer")
-                    self._fail(InvariantViolation(
-                        "no_hangs", f"the START queued at step {p.step} was let in when a slot freed but "
-                                    f"not answered within {settings.prompt_s} s"), rec)
+            """Checks answered backlogged STARTs, in the order they arrived. A START the model has
+            let in is waited for here (until it is due), so that a program notices its answer at
+            the same step on every replay, and one that never comes is a hang."""
+            while True:
+                answered = []
+                for client, p in list(self.pending.items()):
+                    due = self.model.due(key_of(p.request.seq_id))
+                    got = nemesis.outcome_of(p.box, max(0.0, due - time.monotonic()) if due is not None else 0)
+                    if got is not None:
+                        answered.append((p.sent_at + got.latency_s, client, p, got))
+                        del self.pending[client]
+                    elif due is not None:
+                        del self.pending[client]
+                        rec = self._record(client=client, action="still waiting", request=p.request, via="stream",
+                                           expected=describe_expectation(p.expectation), got="no answer")
+                        self._fail(InvariantViolation(
+                            "no_hangs", f"the START queued at step {p.step} was let in when a slot freed but "
+                                        f"not answered within {settings.prompt_s} s"), rec)
+                if not answered:
+                    return
+                for at, client, p, got in sorted(answered, key=lambda a: a[0]):
+                    problem = self.model.served(key_of(p.request.seq_id), at) if got.ok else None
+                    check = check_served(p.request, p.expectation, got, problem)
+                    if got.ok:
+                        self.successes += 1
+                    rec = self._record(client=client, action=f"answer to step {p.step}", request=p.request,
+                                       via="stream", expected=check.expected, got=check.got)
+                    event("backlogged START answered")
+                    if check.violation:
+                        self._fail(check.violation, rec)
 
         # -- rules: what clients do -------------------------------------------------------------
         # Which sequences are live, and which clients wait on the backlog, depends on timing. So
@@ -486,8 +501,16 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 p = next(iter(self.pending.values()))
                 self._fail(InvariantViolation("no_hangs", f"{len(self.pending)} request(s) never answered, "
                                                           f"e.g. the START of step {p.step}"))
-            after = self._inference_count()
-            if self.stats_before is not None and after is not None and after - self.stats_before != self.successes:
+            if self.stats_before is None:
+                return
+            # The server updates its statistics just after it answers: give it a moment.
+            deadline = time.monotonic() + 2.0
+            while True:
+                after = self._inference_count()
+                if after is None or after - self.stats_before == self.successes or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            if after is not None and after - self.stats_before != self.successes:
                 self._fail(InvariantViolation(
                     "stats_agree", f"inference_count rose by {after - self.stats_before}, but "
                                    f"{self.successes} request(s) succeeded"))
@@ -506,8 +529,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                         continue  # it would wait behind its dead backlog place
                     if seq_id not in (0, "") and not (isinstance(seq_id, str) and len(seq_id) > MAX_STRING_ID):
                         self.grpc.infer(Request(spec.name, seq_id, 0, end=True, dtype=spec.dtype), timeout_s=2)
-                if spec.capacity and self.model.backlog:
-                    time.sleep(spec.idle_s + margin + late)
+                if self.model.backlog or self.pending:
+                    time.sleep(spec.idle_s + margin + late)  # let what was queued run or idle out
             self.grpc.close()
             if self.http:
                 self.http.close()

@@ -38,7 +38,7 @@ BUGS = (
         _BASE, "        base = self.sums.get(key, self.dtype.type(0))\n", _CORRID),
     Bug("drops_every_third", "every third request's INPUT is lost",
         _TOTAL, "        self.n = getattr(self, 'n', 0) + 1\n"
-                "        total = (base if self.n % 3 == 0 else x + base).astype(self.dtype)\n", _CORRID),
+                "        total = ((x - x) + base if self.n % 3 == 0 else x + base).astype(self.dtype)\n", _CORRID),
     Bug("int16_wrap", "the running sum is kept in 16 bits",
         _TOTAL, "        total = (x + base).astype(np.int16).astype(self.dtype)\n", _CORRID),
     Bug("id_hashed_to_8_buckets", "state is keyed by the correlation id modulo 8",

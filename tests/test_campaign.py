@@ -1,0 +1,36 @@
+"""The campaign as a user drives it: external servers, bad model names, the JSON-able result."""
+import json
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from fuzz.campaign import fuzz_model
+from fuzz.server import ExternalTriton
+from fuzz.spec import ContractError
+
+TINY = settings(max_examples=2, stateful_step_count=8, derandomize=True, database=None, deadline=None,
+                suppress_health_check=list(HealthCheck))
+
+
+def test_fuzzing_an_external_triton(triton):
+    external = ExternalTriton(triton.grpc_url, triton.http_url)
+    result, error = fuzz_model(external, "py_slot_direct_s2_i2_fp32_cser", TINY)
+    assert error is None, error
+    assert result.verdict == "pass" and result.examples >= 2 and result.requests > 0
+    assert result.triton_version == triton.version
+    report = json.loads(json.dumps(result.to_json()))
+    assert report["model"] == "py_slot_direct_s2_i2_fp32_cser" and report["verdict"] == "pass"
+
+
+def test_unknown_model_is_a_clear_error(triton):
+    with pytest.raises(ContractError, match="cannot read the config of model 'no_such_model'.*ready models: "):
+        fuzz_model(triton, "no_such_model", TINY)
+
+
+def test_expected_divergence_passes_and_stays_visible(triton):
+    result, error = fuzz_model(triton, "py_implicit_direct_s1_i1_int32_csr", TINY)
+    assert error is None, error
+    assert result.verdict == "expected divergence"
+    (failure,) = result.failures
+    assert failure.expected_divergence == "python-backend-drops-implicit-state"
+    assert failure.invariant == "sums_match" and failure.shrunk_steps <= 4, failure.program
