@@ -174,7 +174,7 @@ def _request_from_json(d: dict) -> Request:
 def _step_to_json(s: StepRecord) -> dict:
     return {"index": s.index, "client": s.client, "action": s.action,
             "request": _request_to_json(s.request) if s.request is not None else None,
-            "via": s.via, "wait_s": round(s.wait_s, 6), "expected": s.expected, "got": s.got}
+            "via": s.via, "wait_s": s.wait_s, "expected": s.expected, "got": s.got}
 
 
 def _step_from_json(d, i: int) -> StepRecord:

@@ -130,7 +130,7 @@ def pytest_generate_tests(metafunc):
     if "seed_case" in metafunc.fixturenames:
         from .seeds import cases
 
-        chosen = cases(metafunc.config.getoption("--model") or None)
+        chosen = cases(_model_names(metafunc.config))
         metafunc.parametrize("seed_case", chosen, ids=[c.id for c in chosen])
 
 
