@@ -59,6 +59,14 @@ class ModelResult:
             return "FAIL"
         return "expected divergence" if self.failures else "pass"
 
+    @classmethod
+    def from_json(cls, d: dict) -> "ModelResult":
+        """Back from to_json (how an xdist worker hands its results to the controller)."""
+        names = {a.name for a in attrs.fields(cls)}
+        kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names}
+        kw["failures"] = tuple(Failure(**{**f, "program": tuple(f["program"])}) for f in d["failures"])
+        return cls(**kw)
+
     def to_json(self) -> dict:
         d = attrs.asdict(self, recurse=False, filter=lambda a, _: a.name != "model_spec")
         d["failures"] = [f.to_json() for f in self.failures]

@@ -14,6 +14,7 @@ import attrs
 import pytest
 
 from . import profiles  # noqa: F401  (registers ci / dev / long)
+from . import xdist_support
 from .machine import FuzzSettings
 from .server import EmbeddedTriton, ExternalTriton, TritonInstall
 
@@ -72,6 +73,7 @@ def pytest_configure(config):
     if budget is not None and budget <= 0:
         raise pytest.UsageError(f"--fuzz-budget must be a positive number of seconds, got {budget}")
     config._fuzz_corpus_written = []
+    xdist_support.configure(config)
     config._fuzz_db = None
     if config.getoption("--fuzz-db", None):
         from .db import DatabaseSpecError, open_database
@@ -91,8 +93,42 @@ def corpus_dir(config) -> Path:
 _ORDER = {"test_corpus": 0, "test_seed": 1}
 
 
+@pytest.hookimpl(tryfirst=True)  # the groups must be marked before xdist reads them
 def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: _ORDER.get(getattr(item, "originalname", ""), 2))
+    xdist_support.group_by_model(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist controller: every worker gets the one server's address."""
+    server = xdist_support.controller_server(node.config, _make_server)
+    node.workerinput[xdist_support.WORKER_KEY] = (server.grpc_url, server.http_url)
+    node.workerinput[xdist_support.GROUP_KEY] = node.config.getoption("dist") == "loadgroup"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """xdist controller: collects a worker's campaign results and corpus writes for the summary."""
+    from .campaign import ModelResult
+
+    out = getattr(node, "workeroutput", {})
+    node.config._fuzz_results.extend(ModelResult.from_json(d) for d in out.get("fuzz_results", ()))
+    node.config._fuzz_corpus_written.extend((Path(p), w) for p, w in out.get("corpus_written", ()))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if not xdist_support.is_worker(config):
+        xdist_support.stop_controller_server(config)  # before tests/conftest.py's leftover check
+    else:
+        config.workeroutput["fuzz_results"] = [r.to_json() for r in config._fuzz_results]
+        config.workeroutput["corpus_written"] = [(str(p), w) for p, w in config._fuzz_corpus_written]
+
+
+def pytest_unconfigure(config):
+    xdist_support.stop_controller_server(config)
 
 
 def _model_names(config) -> list[str]:
@@ -199,6 +235,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 def _make_server(config, tmp_path_factory):
+    shared = xdist_support.server_for_worker(config)
+    if shared is not None:
+        return shared
     url = config.getoption("--triton-url")
     http_url = config.getoption("--triton-http-url")
     if url:
