@@ -96,7 +96,7 @@ _ORDER = {"test_corpus": 0, "test_seed": 1}
 @pytest.hookimpl(tryfirst=True)  # the groups must be marked before xdist reads them
 def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: _ORDER.get(getattr(item, "originalname", ""), 2))
-    xdist_support.group_by_model(items)
+    xdist_support.group_by_model(config, items)
 
 
 @pytest.hookimpl(optionalhook=True)

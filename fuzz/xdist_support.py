@@ -84,8 +84,25 @@ def model_of(item) -> str | None:
     return None
 
 
-def group_by_model(items) -> None:
+def group_by_model(config, items) -> None:
+    """Marks each model's tests as one xdist group. On a worker, also gives each nodeid its
+    group suffix (what xdist's own hook does from the marks, but it may run before this one)."""
     for item in items:
         model = model_of(item)
-        if model is not None:
-            item.add_marker(pytest.mark.xdist_group(f"model-{model}"))
+        if model is None:
+            continue
+        group = f"model-{model}"
+        item.add_marker(pytest.mark.xdist_group(group))
+        if is_worker(config) and getattr(config.option, "loadgroup", False) and not item.nodeid.endswith(f"@{group}"):
+            _set_nodeid(item, f"{item.nodeid}@{group}")
+
+
+def _set_nodeid(item, nodeid: str) -> None:
+    # xdist 3.8 sets item._nodeid, which pytest 9 no longer reads (nodeid comes from item._id),
+    # so on pytest 9 loadgroup silently groups nothing.
+    if hasattr(item, "_id"):
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(nodeid)
+    else:
+        item._nodeid = nodeid
