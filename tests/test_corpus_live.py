@@ -128,3 +128,41 @@ def test_pytest_fuzz_holds_each_entry_to_its_status(triton, tmp_path):
     assert f"FAILED fuzz/test_corpus.py::test_corpus[corrupt]" in text and "corrupt.json: not valid JSON" in text
     assert "future.json: unknown format_version 2" in text
     assert "3 failed, 1 passed, 1 xfailed" in text or not diverging, text
+
+
+ONE_SLOT = "py_slot_direct_s1_i1_int32_csr"
+
+
+def backlog_program(model):
+    """Two STARTs on a one-slot model: the second waits in the backlog until the first ends."""
+    queued = Request(model, 2, 5, start=True)
+    return [
+        StepRecord(1, 0, "start", Request(model, 1, 1, start=True), via="stream",
+                   expected="OUTPUT=1", got="OUTPUT=1"),
+        StepRecord(2, 1, "start", queued, via="stream", expected="queued in the backlog, then OUTPUT=5",
+                   got="(waiting)"),
+        StepRecord(3, None, "pause", wait_s=0.1),
+        StepRecord(4, 0, "end", Request(model, 1, 2, end=True), via="grpc", expected="OUTPUT=3", got="OUTPUT=3"),
+        StepRecord(5, 1, "answer to step 2", queued, via="stream", expected="queued in the backlog, then OUTPUT=5",
+                   got="OUTPUT=5"),
+        StepRecord(6, 1, "end", Request(model, 2, 1, end=True), via="stream", expected="OUTPUT=6", got="OUTPUT=6"),
+    ]
+
+
+def test_backlogged_start_replays_through_a_stream_in_both_replayers(triton, tmp_path):
+    entry = must_pass(triton, ONE_SLOT, backlog_program(ONE_SLOT))
+    verdict = check_entry(triton, entry)
+    path = corpus.write(tmp_path, entry)
+    out = subprocess.run([sys.executable, str(path.with_suffix(".py")), "--url", triton.grpc_url],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "(queued: its answer is checked where the program received it)" in out.stdout
+    assert "  5. client 1: answer to step 2" in out.stdout and "no divergence: all 6 steps" in out.stdout
+    # The same program with a wrong recorded answer: the script (which trusts the recording) says so.
+    wrong = attrs.evolve(entry, steps=entry.steps[:4] + (attrs.evolve(entry.steps[4], expected="OUTPUT=7"),)
+                         + entry.steps[5:])
+    path = corpus.write(tmp_path, attrs.evolve(wrong, name="wrong"))
+    out = subprocess.run([sys.executable, str(path.with_suffix(".py")), "--url", triton.grpc_url],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "DIVERGED at step(s) 5 of 6" in out.stdout, out.stdout + out.stderr
+    assert verdict.steps == 6  # the answer came in where the program recorded it
