@@ -9,7 +9,7 @@ import pytest
 
 from fuzz import corpus
 from fuzz.client import Request
-from fuzz.corpus import CorpusEntry, CorpusError
+from fuzz.corpus import CorpusError
 from fuzz.machine import StepRecord
 from fuzz.spec import ModelSpec
 

@@ -125,7 +125,7 @@ def test_pytest_fuzz_holds_each_entry_to_its_status(triton, tmp_path):
     assert f"{'XFAIL' if diverging else 'PASSED'} fuzz/test_corpus.py::test_corpus[{checked_in().name}]" in text
     assert f"PASSED fuzz/test_corpus.py::test_corpus[{good.name}]" in text
     assert "FAILED fuzz/test_corpus.py::test_corpus[gone-divergence]" in text and "XPASS(strict)" in text
-    assert f"FAILED fuzz/test_corpus.py::test_corpus[corrupt]" in text and "corrupt.json: not valid JSON" in text
+    assert "FAILED fuzz/test_corpus.py::test_corpus[corrupt]" in text and "corrupt.json: not valid JSON" in text
     assert "future.json: unknown format_version 2" in text
     assert "3 failed, 1 passed, 1 xfailed" in text or not diverging, text
 
