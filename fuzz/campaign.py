@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import attrs
+from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as hsettings
 from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
@@ -25,9 +26,10 @@ class Failure:
     expected_divergence: str | None = None  # key of the known divergence it is, if any
     flaky: bool = False  # Hypothesis could not replay it exactly (server history, timing): real, not shrunk
     shrink_stopped: bool = False  # shrinking stopped at the budget: the shortest program seen by then
+    records: tuple = attrs.field(default=(), repr=False)  # the program as StepRecords (for the corpus)
 
     def to_json(self) -> dict:
-        return attrs.asdict(self)
+        return attrs.asdict(self, filter=lambda a, _: a.name != "records")
 
 
 @attrs.frozen
@@ -44,6 +46,7 @@ class ModelResult:
     expected_divergences: tuple  # keys of known divergences this build should show here
     guards: tuple  # inputs left out because they would take this build down
     unexpected_pass: tuple = ()  # known divergences that did not show up
+    model_spec: ModelSpec | None = attrs.field(default=None, repr=False)
 
     @property
     def requests_per_s(self) -> float:
@@ -57,8 +60,16 @@ class ModelResult:
             return "FAIL"
         return "expected divergence" if self.failures else "pass"
 
+    @classmethod
+    def from_json(cls, d: dict) -> "ModelResult":
+        """Back from to_json (how an xdist worker hands its results to the controller)."""
+        names = {a.name for a in attrs.fields(cls)}
+        kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names}
+        kw["failures"] = tuple(Failure(**{**f, "program": tuple(f["program"])}) for f in d["failures"])
+        return cls(**kw)
+
     def to_json(self) -> dict:
-        d = attrs.asdict(self, recurse=False)
+        d = attrs.asdict(self, recurse=False, filter=lambda a, _: a.name != "model_spec")
         d["failures"] = [f.to_json() for f in self.failures]
         d["requests_per_s"] = round(self.requests_per_s, 1)
         d["verdict"] = self.verdict
@@ -74,15 +85,20 @@ def _violations(err: BaseException) -> list[InvariantViolation]:
 
 
 def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: float | None = None,
-               fuzz_settings: FuzzSettings = FuzzSettings()) -> tuple[ModelResult, BaseException | None]:
+               fuzz_settings: FuzzSettings = FuzzSettings(), *, seed: int | None = None,
+               require_known: bool = True) -> tuple[ModelResult, BaseException | None]:
     """Fuzzes one model. Returns the result and the error to re-raise (None when every failure
-    is a known divergence of this build, or there is none)."""
+    is a known divergence of this build, or there is none). `seed` fixes Hypothesis's random
+    seed (a regression seed); `require_known=False` lets a known divergence stay unseen (cheap
+    budgets do not always reach it)."""
     spec = ModelSpec.fetch(server, model)
     version = getattr(server, "version", None) or "?"
     known = known_for(spec, version)
     expected = [d for d in known if not d.guard]
     stats = RunStats()
     machine = make_machine(server, spec, fuzz_settings, stats)
+    if seed is not None:
+        machine = hypothesis_seed(seed)(machine)
     started = time.monotonic()
     error = None
     rounds = 0
@@ -115,14 +131,16 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             program = tuple(r.describe() for r in getattr(v, "program", []))
             failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
                                     len(program), program, match, flaky=flaky,
-                                    shrink_stopped=stats.shrink_stopped))
+                                    shrink_stopped=stats.shrink_stopped,
+                                    records=tuple(getattr(v, "program", []))))
     seen = {f.expected_divergence for f in failures}
     result = ModelResult(
         model=model, spec=spec.describe(), triton_version=version, examples=stats.examples, steps=stats.steps,
         requests=stats.requests, wall_s=round(wall, 3), ambiguous_waits=stats.ambiguous_waits,
         failures=tuple(failures), expected_divergences=tuple(d.key for d in expected),
         guards=tuple(d.guard for d in known if d.guard),
-        unexpected_pass=tuple(d.key for d in expected if d.key not in seen))
+        unexpected_pass=tuple(d.key for d in expected if d.key not in seen) if require_known else (),
+        model_spec=spec)
     if result.unexpected_pass and unknown is None:
         unknown = AssertionError(
             f"known divergence(s) {list(result.unexpected_pass)} did not show on Triton {version} for {model}: "

@@ -13,7 +13,9 @@ import time
 
 import attrs
 import hypothesis.strategies as st
-from hypothesis import assume, event
+from hypothesis import assume
+from hypothesis import event as _hypothesis_event
+from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from . import nemesis
@@ -83,6 +85,14 @@ class RunStats:
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
 SPECIAL_IDS = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1)
+
+
+def event(value: str) -> None:
+    """hypothesis.event, and nothing outside a Hypothesis run (a corpus replay drives the machine)."""
+    try:
+        _hypothesis_event(value)
+    except InvalidArgument:
+        pass
 
 
 def id_strategy(spec: ModelSpec, version: str | None):
@@ -426,6 +436,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             client = self._pick(data, choices, "client")
             if client is None:
                 return self._skip("cancel: nothing surely in the backlog")
+            self._cancel(client)
+
+        def _cancel(self, client: int):
             p = self.pending.pop(client)
             nemesis.cancel_in_flight(self.streams[client], settings.prompt_s)
             got = nemesis.outcome_of(p.box, settings.prompt_s)
@@ -536,4 +549,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 self.http.close()
 
     SequenceBatcherMachine.__name__ = f"Machine_{spec.name}"
+    # Every model's machine has the same source, so Hypothesis would file all their examples under
+    # one database key; this keeps each model's saved failures apart (a shared --fuzz-db).
+    SequenceBatcherMachine._hypothesis_internal_add_digest = spec.name.encode()
     return SequenceBatcherMachine

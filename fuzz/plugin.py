@@ -14,6 +14,7 @@ import attrs
 import pytest
 
 from . import profiles  # noqa: F401  (registers ci / dev / long)
+from . import xdist_support
 from .machine import FuzzSettings
 from .server import EmbeddedTriton, ExternalTriton, TritonInstall
 
@@ -35,12 +36,30 @@ def pytest_addoption(parser):
     group.addoption("--fuzz-budget", type=float, metavar="SECONDS",
                     help="keep fuzzing each model with fresh examples until this many seconds have passed")
     group.addoption("--fuzz-report", metavar="PATH", help="write the campaign's JSON report here")
+    group.addoption("--corpus-dir", metavar="DIR",
+                    help="corpus of shrunk failing programs: replayed before fuzzing (test_corpus), and where "
+                         "new failures are written (default: corpus/ under pytest's rootdir)")
+    group.addoption("--corpus-write", dest="corpus_write", action="store_true", default=True,
+                    help="write each new failure the fuzzer finds to the corpus, with a reproducer (default)")
+    group.addoption("--no-corpus-write", dest="corpus_write", action="store_false",
+                    help="do not write failures to the corpus (e.g. when fuzzing someone else's server)")
+    group.addoption("--fuzz-db", metavar="redis://HOST:PORT/DB|dir:PATH",
+                    help="Hypothesis example database shared between machines or workers (see fuzz/db.py)")
 
 
 @attrs.frozen
 class FuzzOptions:
     budget_s: float | None
     fuzz_settings: FuzzSettings
+    corpus_dir: Path = Path("corpus")
+    corpus_write: bool = True
+    database: object = None  # a Hypothesis ExampleDatabase from --fuzz-db, or None (the profile's)
+
+    def hypothesis_settings(self):
+        """The active profile, with the --fuzz-db database if one was given."""
+        from hypothesis import settings
+
+        return settings(database=self.database) if self.database is not None else settings()
 
 
 def pytest_configure(config):
@@ -53,6 +72,63 @@ def pytest_configure(config):
     budget = config.getoption("--fuzz-budget")
     if budget is not None and budget <= 0:
         raise pytest.UsageError(f"--fuzz-budget must be a positive number of seconds, got {budget}")
+    config._fuzz_corpus_written = []
+    xdist_support.configure(config)
+    config._fuzz_db = None
+    if config.getoption("--fuzz-db", None):
+        from .db import DatabaseSpecError, open_database
+
+        try:
+            config._fuzz_db = open_database(config.getoption("--fuzz-db"))
+        except DatabaseSpecError as err:
+            raise pytest.UsageError(str(err)) from None
+
+
+def corpus_dir(config) -> Path:
+    given = config.getoption("--corpus-dir", None)
+    return Path(given) if given else Path(config.rootpath) / "corpus"
+
+
+# Corpus replays first (a known regression fails fast), then the regression seeds, then fuzzing.
+_ORDER = {"test_corpus": 0, "test_seed": 1}
+
+
+@pytest.hookimpl(tryfirst=True)  # the groups must be marked before xdist reads them
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: _ORDER.get(getattr(item, "originalname", ""), 2))
+    xdist_support.group_by_model(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist controller: every worker gets the one server's address."""
+    server = xdist_support.controller_server(node.config, _make_server)
+    node.workerinput[xdist_support.WORKER_KEY] = (server.grpc_url, server.http_url)
+    node.workerinput[xdist_support.GROUP_KEY] = node.config.getoption("dist") == "loadgroup"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """xdist controller: collects a worker's campaign results and corpus writes for the summary."""
+    from .campaign import ModelResult
+
+    out = getattr(node, "workeroutput", {})
+    node.config._fuzz_results.extend(ModelResult.from_json(d) for d in out.get("fuzz_results", ()))
+    node.config._fuzz_corpus_written.extend((Path(p), w) for p, w in out.get("corpus_written", ()))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if not xdist_support.is_worker(config):
+        xdist_support.stop_controller_server(config)  # before tests/conftest.py's leftover check
+    else:
+        config.workeroutput["fuzz_results"] = [r.to_json() for r in config._fuzz_results]
+        config.workeroutput["corpus_written"] = [(str(p), w) for p, w in config._fuzz_corpus_written]
+
+
+def pytest_unconfigure(config):
+    xdist_support.stop_controller_server(config)
 
 
 def _model_names(config) -> list[str]:
@@ -80,11 +156,32 @@ def pytest_generate_tests(metafunc):
     if "fuzz_model_name" in metafunc.fixturenames:
         names = _model_names(metafunc.config)
         metafunc.parametrize("fuzz_model_name", names, ids=names)
+    if "corpus_item" in metafunc.fixturenames:
+        from .corpus import load_dir
+
+        only = set(metafunc.config.getoption("--model"))
+        items = [i for i in load_dir(corpus_dir(metafunc.config))
+                 if not only or i.entry is None or i.entry.model in only]
+        metafunc.parametrize("corpus_item", items, ids=[i.name for i in items])
+    if "seed_case" in metafunc.fixturenames:
+        from .seeds import cases
+
+        chosen = cases(_model_names(metafunc.config))
+        metafunc.parametrize("seed_case", chosen, ids=[c.id for c in chosen])
 
 
 @pytest.fixture(scope="session")
 def fuzz_options(request) -> FuzzOptions:
-    return FuzzOptions(budget_s=request.config.getoption("--fuzz-budget"), fuzz_settings=FuzzSettings())
+    config = request.config
+    return FuzzOptions(budget_s=config.getoption("--fuzz-budget"), fuzz_settings=FuzzSettings(),
+                       corpus_dir=corpus_dir(config), corpus_write=config.getoption("corpus_write"),
+                       database=config._fuzz_db)
+
+
+@pytest.fixture(scope="session")
+def corpus_written(request) -> list:
+    """(path, written) of every failure this session recorded, for the summary."""
+    return request.config._fuzz_corpus_written
 
 
 @pytest.fixture(scope="session")
@@ -93,10 +190,15 @@ def fuzz_results(request) -> list:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    tr = terminalreporter
+    for path, written in getattr(config, "_fuzz_corpus_written", []):
+        if written:
+            tr.write_line(f"corpus: wrote {path} and its reproducer {path.with_suffix('.py')}")
+        else:
+            tr.write_line(f"corpus: finding already held by {path}")
     results = getattr(config, "_fuzz_results", [])
     if not results:
         return
-    tr = terminalreporter
     tr.section("fuzz campaign")
     wall = sum(r.wall_s for r in results)
     requests = sum(r.requests for r in results)
@@ -133,6 +235,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 def _make_server(config, tmp_path_factory):
+    shared = xdist_support.server_for_worker(config)
+    if shared is not None:
+        return shared
     url = config.getoption("--triton-url")
     http_url = config.getoption("--triton-http-url")
     if url:

@@ -1,0 +1,289 @@
+"""The corpus: shrunk failing programs kept as versioned, human-readable JSON, one file per entry,
+each with a standalone reproducer script beside it (fuzz/reproducer.py).
+
+Hypothesis's example database is a cache (its keys change with the source, and the `ci` profile
+has none), so findings that must outlive a code change live here. `pytest fuzz/` replays every
+entry before fuzzing (fuzz/test_corpus.py) and writes a new entry when a run finds a failure.
+
+An entry's `status` says what a replay must show:
+- `must-pass`: a fixed regression; the replay must keep every promise;
+- `known-divergence`: a finding on the Triton versions in `divergence_versions`; there the replay
+  must break `invariant` (an expected failure that turns into a failure when it stops showing);
+  on every other version it must pass;
+- `new`: written by a run and not triaged yet; replayed like `must-pass` (it fails until someone
+  decides: fix, or mark it a known divergence).
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import attrs
+
+from .client import Request
+from .machine import StepRecord
+from .spec import ModelSpec
+
+FORMAT_VERSION = 1
+STATUSES = ("must-pass", "known-divergence", "new")
+
+
+class CorpusError(ValueError):
+    """A corpus file that cannot be used; the message names the file and what is wrong."""
+
+    def __init__(self, path, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"corpus file {self.path}: {problem}")
+
+
+@attrs.frozen
+class CorpusEntry:
+    name: str  # the file name without extension
+    status: str
+    model: str
+    spec: ModelSpec  # the model's configuration when the entry was recorded
+    triton_version: str  # where it was recorded
+    invariant: str  # the promise the program broke there
+    detail: str
+    steps: tuple  # StepRecord
+    divergence: str | None = None  # key in fuzz/divergences.py, for known-divergence entries
+    divergence_versions: tuple = ()  # Triton versions on which the replay must break `invariant`
+    found: str = ""  # UTC time of recording, ISO 8601
+    note: str = ""
+    format_version: int = FORMAT_VERSION
+
+    def __attrs_post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if self.status == "known-divergence" and not self.divergence_versions:
+            raise ValueError("a known-divergence entry must name the Triton versions it diverges on")
+
+    def diverges_on(self, version: str | None) -> bool:
+        return self.status == "known-divergence" and version in self.divergence_versions
+
+    def describe(self) -> str:
+        head = (f"corpus entry {self.name} ({self.status}"
+                + (f" on Triton {', '.join(self.divergence_versions)}" if self.divergence_versions else "")
+                + f"): [{self.invariant}] {self.detail}, recorded on Triton {self.triton_version}\n"
+                  f"model {self.spec.describe()}")
+        return head + "\nprogram:\n" + "\n".join(s.describe() for s in self.steps)
+
+    # -- serialization -----------------------------------------------------------------------
+    def to_json(self) -> dict:
+        return {
+            "format_version": self.format_version,
+            "name": self.name,
+            "status": self.status,
+            "divergence": self.divergence,
+            "divergence_versions": list(self.divergence_versions),
+            "invariant": self.invariant,
+            "detail": self.detail,
+            "triton_version": self.triton_version,
+            "found": self.found,
+            "note": self.note,
+            "model": self.model,
+            "spec": _spec_to_json(self.spec),
+            "steps": [_step_to_json(s) for s in self.steps],
+        }
+
+    @classmethod
+    def from_json(cls, data, path="<memory>") -> "CorpusEntry":
+        if not isinstance(data, dict):
+            raise CorpusError(path, f"expected a JSON object, got {type(data).__name__}")
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise CorpusError(path, f"unknown format_version {version!r}; this fuzzer reads version "
+                                    f"{FORMAT_VERSION} (written by a newer or older triton-seqfuzz?)")
+        try:
+            return cls(
+                name=_get(data, "name", str), status=_get(data, "status", str), model=_get(data, "model", str),
+                spec=_spec_from_json(_get(data, "spec", dict)), triton_version=_get(data, "triton_version", str),
+                invariant=_get(data, "invariant", str), detail=_get(data, "detail", str),
+                steps=tuple(_step_from_json(s, i) for i, s in enumerate(_get(data, "steps", list))),
+                divergence=data.get("divergence"),
+                divergence_versions=tuple(_get(data, "divergence_versions", list)),
+                found=data.get("found", ""), note=data.get("note", ""))
+        except CorpusError:
+            raise
+        except (KeyError, TypeError, ValueError) as err:
+            raise CorpusError(path, f"{type(err).__name__}: {err}") from None
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _get(data: dict, key: str, typ):
+    if key not in data:
+        raise KeyError(f"missing field {key!r}")
+    value = data[key]
+    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        raise TypeError(f"field {key!r} must be {typ.__name__}, got {value!r}")
+    return value
+
+
+def _spec_to_json(spec: ModelSpec) -> dict:
+    d = attrs.asdict(spec)
+    d["controls"] = sorted(spec.controls)
+    return d
+
+
+def _spec_from_json(d: dict) -> ModelSpec:
+    fields = {f.name for f in attrs.fields(ModelSpec)}
+    unknown = set(d) - fields
+    if unknown:
+        raise ValueError(f"unknown spec field(s) {sorted(unknown)}")
+    return ModelSpec(**{**d, "controls": frozenset(d.get("controls", ()))})
+
+
+def id_to_json(seq_id) -> dict:
+    """uint64 and string ids are different sequences (5 and "5"), so the type is spelled out."""
+    if isinstance(seq_id, str):
+        return {"type": "string", "value": seq_id}
+    return {"type": "uint64", "value": int(seq_id)}
+
+
+def id_from_json(d) -> int | str:
+    if not isinstance(d, dict) or d.get("type") not in ("uint64", "string"):
+        raise ValueError(f"an id must be {{'type': 'uint64'|'string', 'value': ...}}, got {d!r}")
+    if d["type"] == "string":
+        if not isinstance(d["value"], str):
+            raise TypeError(f"string id with a non-string value {d['value']!r}")
+        return d["value"]
+    if not isinstance(d["value"], int) or isinstance(d["value"], bool) or not 0 <= d["value"] < 2**64:
+        raise ValueError(f"uint64 id out of range: {d['value']!r}")
+    return d["value"]
+
+
+def _request_to_json(r: Request) -> dict:
+    return {"model": r.model, "id": id_to_json(r.seq_id), "value": r.value, "start": r.start, "end": r.end,
+            "dtype": r.dtype, "batch": r.batch, "timeout_us": r.timeout_us}
+
+
+def _request_from_json(d: dict) -> Request:
+    value = d["value"]
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"request value must be a number, got {value!r}")
+    return Request(model=d["model"], seq_id=id_from_json(d["id"]), value=value, start=bool(d["start"]),
+                   end=bool(d["end"]), dtype=d["dtype"], batch=int(d["batch"]), timeout_us=d.get("timeout_us"))
+
+
+def _step_to_json(s: StepRecord) -> dict:
+    return {"index": s.index, "client": s.client, "action": s.action,
+            "request": _request_to_json(s.request) if s.request is not None else None,
+            "via": s.via, "wait_s": s.wait_s, "expected": s.expected, "got": s.got}
+
+
+def _step_from_json(d, i: int) -> StepRecord:
+    if not isinstance(d, dict):
+        raise TypeError(f"step {i + 1} must be an object, got {d!r}")
+    try:
+        return StepRecord(index=int(d["index"]), client=d["client"], action=str(d["action"]),
+                          request=_request_from_json(d["request"]) if d.get("request") is not None else None,
+                          via=d.get("via", ""), wait_s=float(d.get("wait_s", 0.0)),
+                          expected=d.get("expected", ""), got=d.get("got", ""))
+    except (KeyError, TypeError, ValueError) as err:
+        raise type(err)(f"step {i + 1}: {err}") from None
+
+
+# -- files ---------------------------------------------------------------------------------------
+
+def load(path) -> CorpusEntry:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise CorpusError(path, f"cannot read it: {err}") from None
+    except json.JSONDecodeError as err:
+        raise CorpusError(path, f"not valid JSON: {err}") from None
+    entry = CorpusEntry.from_json(data, path)
+    if entry.name != path.stem:
+        raise CorpusError(path, f"its name field {entry.name!r} does not match the file name")
+    return entry
+
+
+@attrs.frozen
+class Loaded:
+    """One corpus file: its entry, or why it cannot be used."""
+    path: Path
+    entry: CorpusEntry | None = None
+    error: CorpusError | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+
+def load_dir(directory) -> list[Loaded]:
+    """Every *.json in the directory, sorted; a bad file becomes a Loaded with its error."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    out = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            out.append(Loaded(path, entry=load(path)))
+        except CorpusError as err:
+            out.append(Loaded(path, error=err))
+    return out
+
+
+def _atomic_write(path: Path, text: str, mode: int | None = None) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    if mode is not None:
+        os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def entry_name(model: str, invariant: str, steps) -> str:
+    """Stable for the same program (the requests and who sent them how), whatever the timing."""
+    shape = [[s.client, s.action, _request_to_json(s.request) if s.request else None, s.via] for s in steps]
+    digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:10]
+    return f"{model}--{invariant}--{digest}"
+
+
+def make_entry(spec: ModelSpec, version: str, invariant: str, detail: str, steps, *,
+               divergence: str | None = None, note: str = "") -> CorpusEntry:
+    steps = tuple(steps)
+    return CorpusEntry(
+        name=entry_name(spec.name, invariant, steps),
+        status="known-divergence" if divergence else "new", model=spec.name, spec=spec,
+        triton_version=version, invariant=invariant, detail=detail, steps=steps, divergence=divergence,
+        divergence_versions=(version,) if divergence else (),
+        found=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), note=note)
+
+
+def write(directory, entry: CorpusEntry) -> Path:
+    """Writes NAME.json and its reproducer NAME.py, each atomically (tmp + os.replace)."""
+    from .reproducer import render
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"{entry.name}.json"
+    _atomic_write(target, entry.dumps())
+    _atomic_write(directory / f"{entry.name}.py", render(entry), mode=0o755)
+    return target
+
+
+def already_covered(directory, entry: CorpusEntry) -> Path | None:
+    """An existing file that holds the same finding: the same program, or (for a known
+    divergence) any entry of the same model and divergence. Returns its path, or None."""
+    for loaded in load_dir(directory):
+        e = loaded.entry
+        if loaded.name == entry.name:
+            return loaded.path
+        if e is not None and entry.divergence and e.model == entry.model and e.divergence == entry.divergence:
+            return loaded.path
+    return None
+
+
+def record(directory, entry: CorpusEntry) -> tuple[Path, bool]:
+    """Writes the entry unless the corpus already holds the finding. Returns (path, written)."""
+    existing = already_covered(directory, entry)
+    if existing is not None:
+        return existing, False
+    return write(directory, entry), True

@@ -1,0 +1,132 @@
+"""Replays a corpus entry's program with the fuzzer's own machinery: the same clients, reference
+model and checker. Expectations are re-derived by the model at replay time (so timing is judged
+as in fuzzing: idle-timeout windows are waited out, backlog answers checked against every legal
+schedule), recorded waits are slept again, and the machine's teardown drains and checks what is
+left (answers, inference statistics).
+"""
+from __future__ import annotations
+
+import time
+
+import attrs
+
+from . import nemesis
+from .corpus import CorpusEntry
+from .divergences import KNOWN
+from .invariants import InvariantViolation
+from .machine import FuzzSettings, StepRecord, make_machine
+from .spec import ModelSpec
+
+
+class ReplayDrift(AssertionError):
+    """The program cannot be replayed as recorded: a step's precondition does not hold now."""
+
+
+class CorpusMismatch(AssertionError):
+    """A known-divergence entry broke a promise other than the one it records."""
+
+
+def replay(server, entry: CorpusEntry, settings: FuzzSettings = FuzzSettings()) -> list[StepRecord]:
+    """Runs the program; returns the replayed step log, or raises InvariantViolation (its
+    `.program` is the replayed log) or ReplayDrift."""
+    spec = ModelSpec.fetch(server, entry.model)
+    if spec != entry.spec:
+        raise ReplayDrift(f"model {entry.model} is configured differently from when {entry.name} was recorded:\n"
+                          f"  recorded: {entry.spec.describe()}\n  now:      {spec.describe()}")
+    machine = make_machine(server, spec, settings)()
+    try:
+        for step in entry.steps:
+            _step(machine, step, spec, settings)
+            machine.server_alive()
+    except BaseException:
+        machine.failed = True
+        machine.teardown()  # cleanup only
+        raise
+    machine.teardown()  # drain: every answer and the statistics are checked
+    return machine.log
+
+
+def _bound(machine, spec: ModelSpec, settings: FuzzSettings) -> float:
+    window = spec.idle_s + machine.model.margin + machine.model.late
+    return time.monotonic() + settings.prompt_s + (len(machine.pending) + 2) * window
+
+
+def _await_answer(machine, client: int, spec: ModelSpec, settings: FuzzSettings) -> None:
+    """Waits until the client's backlogged START has been answered and checked."""
+    deadline = _bound(machine, spec, settings)
+    while client in machine.pending and time.monotonic() < deadline:
+        machine._collect()
+        if client in machine.pending:
+            time.sleep(0.01)
+    if client in machine.pending:
+        p = machine.pending[client]
+        machine._fail(InvariantViolation("no_hangs", f"the START queued at step {p.step} was not answered "
+                                                     f"within {deadline - p.sent_at:.1f} s of being sent"))
+
+
+def _step(machine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> None:
+    action, client = step.action, step.client
+    if action == "pause":
+        machine._record(client=None, action="pause", wait_s=nemesis.go_silent(step.wait_s))
+    elif action == "go silent past the idle timeout":
+        machine.wait_past_idle_timeout()  # how long is the model's call now, as in fuzzing
+    elif action == "close its stream":
+        nemesis.drop_stream(machine.streams[client], settings.prompt_s)
+        machine._record(client=client, action=action)
+    elif action.startswith("cancel its queued START"):
+        if client not in machine.pending:
+            raise ReplayDrift(f"step {step.index} ({action}): client {client} has no START waiting in the "
+                              f"backlog at replay")
+        machine._cancel(client)
+    elif action.startswith("answer to step") or action == "still waiting":
+        if client in machine.pending:  # otherwise it was answered (and checked) already
+            _await_answer(machine, client, spec, settings)
+    elif step.request is not None:
+        if step.wait_s:
+            nemesis.go_silent(step.wait_s)
+        if client in machine.pending:  # the recorded client was idle here; let its answer come in
+            _await_answer(machine, client, spec, settings)
+        via = "grpc" if step.via == "http" and machine.http is None else step.via
+        context = "refill" if action == "start after timeout" else ""
+        machine._send(client, step.request, via, action, context=context)
+    else:
+        raise ReplayDrift(f"step {step.index}: unknown action {action!r} (written by a newer fuzzer?)")
+
+
+@attrs.frozen
+class Verdict:
+    """What a replay showed, against what the entry's status requires."""
+    entry: str
+    diverged: bool
+    steps: int
+
+
+def check_entry(server, entry: CorpusEntry, corpus_path: str = "corpus",
+                settings: FuzzSettings = FuzzSettings()) -> Verdict:
+    """Replays the entry and holds it to its status: raises InvariantViolation when a promise
+    breaks (expected for a known divergence on its versions), CorpusMismatch when a known
+    divergence breaks a different promise, ReplayDrift when the program no longer fits."""
+    version = getattr(server, "version", None)
+    how = (f"corpus entry {entry.name} (status {entry.status}; file {corpus_path}/{entry.name}.json). "
+           f"Replay: pytest fuzz/ -k '{entry.name}'; standalone: python {corpus_path}/{entry.name}.py "
+           f"--url {server.grpc_url}")
+    try:
+        log = replay(server, entry, settings)
+    except InvariantViolation as v:
+        expected_here = entry.diverges_on(version)
+        if expected_here and not _same_finding(entry, v):
+            raise CorpusMismatch(f"{how}\nexpected the known divergence [{entry.invariant}] on Triton {version}, "
+                                 f"but the replay broke another promise:\n{v}") from v
+        v.args = (f"{v.args[0]}\n{how}" + ("" if expected_here else
+                  f"\n(recorded {entry.status} on Triton {entry.triton_version}: [{entry.invariant}] {entry.detail})"),)
+        raise
+    except ReplayDrift as d:
+        raise ReplayDrift(f"{how}\n{d}") from None
+    return Verdict(entry.name, diverged=False, steps=len(log))
+
+
+def _same_finding(entry: CorpusEntry, v: InvariantViolation) -> bool:
+    if v.invariant != entry.invariant:
+        return False
+    known = next((d for d in KNOWN if d.key == entry.divergence), None)
+    return known is None or known.explains(v.invariant, getattr(v, "got", ""))

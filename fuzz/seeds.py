@@ -1,0 +1,41 @@
+"""Regression seeds: fixed Hypothesis seeds per model, run in CI with cheap budgets (2 examples x
+12 steps each, no database). Unlike the derandomized `ci` profile, whose single stream of
+examples changes with any change to the rules, each seed is a separate fixed program family, so
+adding one never disturbs the others. Add a seed when a run finds something worth re-running
+(the failure output shows it: `@seed(N)`); drop one only with a reason.
+"""
+from __future__ import annotations
+
+import attrs
+
+SEEDS: dict[str, tuple[int, ...]] = {
+    "py_corrid_direct_s1_i1_int32_cserc_u64": (1, 2),
+    "py_corrid_direct_s2_i1_fp32_cserc_str": (1,),
+    "py_corrid_direct_s4_i2_fp32_csec_u64": (1, 2),
+    "py_corrid_oldest_s2_i1_int32_csrc_str": (1,),
+    "py_corrid_oldest_s4_i2_int32_cserc_u64": (1, 2),
+    "py_implicit_direct_s1_i1_int32_csr": (1,),
+    "py_implicit_direct_s4_i2_fp32_cser": (1,),
+    "py_implicit_oldest_s2_i1_int32_csrc_u64": (1,),
+    "py_slot_direct_s1_i1_int32_csr": (1, 2),
+    "py_slot_direct_s2_i2_fp32_cser": (1, 2),
+    "py_slot_direct_s4_i1_int32_cserc_u64": (1, 2),
+    "py_slot_oldest_s1_i2_int32_csr": (1, 2),
+}
+EXAMPLES = 2
+STEPS = 12
+
+
+@attrs.frozen
+class SeedCase:
+    model: str
+    seed: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.model}-seed{self.seed}"
+
+
+def cases(models=None) -> list[SeedCase]:
+    """Every (model, seed), or those of the given models."""
+    return [SeedCase(m, s) for m, seeds in SEEDS.items() if models is None or m in models for s in seeds]

@@ -1,0 +1,22 @@
+"""`pytest fuzz/` replays every corpus entry (corpus/*.json) before fuzzing: one test per entry,
+held to the entry's status (fuzz/corpus.py). A file that cannot be read fails its own test."""
+import pytest
+
+from fuzz.invariants import InvariantViolation
+from fuzz.replay import check_entry
+
+
+def test_corpus(triton, corpus_item, fuzz_options, request):
+    if corpus_item.error is not None:
+        raise corpus_item.error
+    entry = corpus_item.entry
+    loaded = {m.name for m in triton.client().get_model_repository_index().models if m.state == "READY"}
+    if entry.model not in loaded:
+        pytest.skip(f"{entry.name}: model {entry.model} is not loaded on the Triton at {triton.grpc_url}")
+    if entry.diverges_on(triton.version):
+        request.applymarker(pytest.mark.xfail(
+            strict=True, raises=InvariantViolation,
+            reason=f"known divergence {entry.divergence} on Triton {triton.version}: [{entry.invariant}] "
+                   f"{entry.detail}. If this replay passes, the build no longer shows it: set the entry's "
+                   f"status to must-pass (and update fuzz/divergences.py)"))
+    check_entry(triton, entry, corpus_path=str(fuzz_options.corpus_dir), settings=fuzz_options.fuzz_settings)

@@ -1,0 +1,108 @@
+"""`pytest fuzz/ -n N` (pytest-xdist): N workers fuzz against one Triton.
+
+- The controller starts the embedded Triton once (or uses --triton-url) and hands its address to
+  every worker, which then treats it as an external server.
+- Every test of one model (its corpus replays, seeds and fuzzing) goes to the same worker, in
+  collection order (--dist loadgroup with one group per model). Ids alone could not keep two
+  workers on one model apart: they would share its slots and backlog, which the reference model
+  owns, and its inference statistics.
+- Workers send their campaign results back, so the controller prints one summary and report.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+WORKER_KEY = "triton_seqfuzz_server"
+
+
+def is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def uses_xdist(config) -> bool:
+    return not is_worker(config) and config.pluginmanager.hasplugin("xdist") and \
+        config.getoption("dist", "no") != "no"
+
+
+GROUP_KEY = "triton_seqfuzz_loadgroup"
+
+
+def configure(config) -> None:
+    """Plain -n N means --dist load; make it loadgroup, on the controller and (xdist resets
+    the option there) on every worker."""
+    if uses_xdist(config) and config.getoption("dist") == "load":
+        config.option.dist = "loadgroup"
+    if is_worker(config) and config.workerinput.get(GROUP_KEY):
+        config.option.loadgroup = True
+
+
+def server_for_worker(config):
+    """The controller's server, seen from a worker (None outside xdist)."""
+    if not is_worker(config) or WORKER_KEY not in config.workerinput:
+        return None
+    from .server import ExternalTriton
+
+    grpc_url, http_url = config.workerinput[WORKER_KEY]
+    return ExternalTriton(grpc_url, http_url)
+
+
+def controller_server(config, make_server):
+    """Starts (once) the server every worker shares."""
+    server = getattr(config, "_seqfuzz_shared_server", None)
+    if server is None:
+        factory = getattr(config, "_tmp_path_factory", None)
+        if factory is None:
+            class _Tmp:
+                @staticmethod
+                def mktemp(name):
+                    return Path(tempfile.mkdtemp(prefix=f"{name}-"))
+            factory = _Tmp()
+        server = make_server(config, factory)
+        config._seqfuzz_shared_server = server
+    return server
+
+
+def stop_controller_server(config) -> None:
+    server = getattr(config, "_seqfuzz_shared_server", None)
+    config._seqfuzz_shared_server = None
+    if server is not None:
+        server.stop()
+
+
+def model_of(item) -> str | None:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "fuzz_model_name" in params:
+        return params["fuzz_model_name"]
+    if "seed_case" in params:
+        return params["seed_case"].model
+    if "corpus_item" in params:
+        entry = params["corpus_item"].entry
+        return entry.model if entry is not None else None
+    return None
+
+
+def group_by_model(config, items) -> None:
+    """Marks each model's tests as one xdist group. On a worker, also gives each nodeid its
+    group suffix (what xdist's own hook does from the marks, but it may run before this one)."""
+    for item in items:
+        model = model_of(item)
+        if model is None:
+            continue
+        group = f"model-{model}"
+        item.add_marker(pytest.mark.xdist_group(group))
+        if is_worker(config) and getattr(config.option, "loadgroup", False) and not item.nodeid.endswith(f"@{group}"):
+            _set_nodeid(item, f"{item.nodeid}@{group}")
+
+
+def _set_nodeid(item, nodeid: str) -> None:
+    # xdist 3.8 sets item._nodeid, which pytest 9 no longer reads (nodeid comes from item._id),
+    # so on pytest 9 loadgroup silently groups nothing.
+    if hasattr(item, "_id"):
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(nodeid)
+    else:
+        item._nodeid = nodeid

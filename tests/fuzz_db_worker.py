@@ -1,0 +1,28 @@
+"""One fuzzing worker for tests/test_fuzz_db.py, in its own process: fuzzes MODEL on the Triton at
+URL with Hypothesis's example database at DB (a --fuzz-db value), and prints what it saw as JSON.
+
+    python -m tests.fuzz_db_worker URL MODEL DB find    # generate (no shrinking): save what fails
+    python -m tests.fuzz_db_worker URL MODEL DB reuse   # no generation: only replay the database
+"""
+import json
+import sys
+
+from hypothesis import HealthCheck, Phase, settings
+
+from fuzz.campaign import fuzz_model
+from fuzz.db import open_database
+from fuzz.server import ExternalTriton
+
+
+def main(url, model, db, mode):
+    phases = {"find": [Phase.generate], "reuse": [Phase.reuse]}[mode]
+    budget = settings(max_examples=100, stateful_step_count=10, derandomize=False, database=open_database(db),
+                      phases=phases, deadline=None, suppress_health_check=list(HealthCheck))
+    result, error = fuzz_model(ExternalTriton(url), model, budget, require_known=False)
+    print(json.dumps({"examples": result.examples, "wall_s": result.wall_s,
+                      "failures": [[f.invariant, f.expected_divergence] for f in result.failures],
+                      "unexpected_error": repr(error) if error else None}))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

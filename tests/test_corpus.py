@@ -1,0 +1,125 @@
+"""The corpus format without a server: round trips, typed ids, atomic files, clear errors for
+bad files, and the reproducer script's embedding."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuzz import corpus
+from fuzz.client import Request
+from fuzz.corpus import CorpusError
+from fuzz.machine import StepRecord
+from fuzz.spec import ModelSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1, idle_s=0.5,
+                 max_batch_size=2, controls=frozenset({"START", "READY"}), corrid_type=None,
+                 implicit_state=False, flavour="slot", backend="python")
+
+
+def steps():
+    return (
+        StepRecord(1, 0, "start", Request("m", 5, 1, start=True), via="stream", expected="OUTPUT=1", got="OUTPUT=1"),
+        StepRecord(2, 1, "start the other-typed twin", Request("m", "5", 10, start=True), via="grpc",
+                   expected="OUTPUT=10", got="OUTPUT=10"),
+        StepRecord(3, 2, "start", Request("m", 2**64 - 1, 3, start=True, end=True), via="http",
+                   expected="OUTPUT=3", got="OUTPUT=3"),
+        StepRecord(4, None, "pause", wait_s=0.025),
+        StepRecord(5, 0, "continue", Request("m", 5, 2), via="stream", expected="OUTPUT=3", got="OUTPUT=2"),
+    )
+
+
+def entry(**kw):
+    return corpus.make_entry(SPEC, "2.51.0", "sums_match", "wrong running sum", steps(), **kw)
+
+
+def test_round_trip_keeps_uint64_and_string_ids_apart(tmp_path):
+    e = entry(divergence="some-divergence")
+    path = corpus.write(tmp_path, e)
+    data = json.loads(path.read_text())
+    assert data["format_version"] == corpus.FORMAT_VERSION
+    ids = [s["request"]["id"] for s in data["steps"] if s["request"]]
+    assert ids[:3] == [{"type": "uint64", "value": 5}, {"type": "string", "value": "5"},
+                       {"type": "uint64", "value": 2**64 - 1}]
+    back = corpus.load(path)
+    assert back == e
+    assert [type(s.request.seq_id) for s in back.steps if s.request] == [int, str, int, int]
+    assert back.status == "known-divergence" and back.divergence_versions == ("2.51.0",)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{e.name}.json", f"{e.name}.py"], "no temp files left"
+
+
+def test_name_depends_on_the_program_not_on_timing():
+    timed = tuple(s if s.action != "pause" else StepRecord(4, None, "pause", wait_s=0.031) for s in steps())
+    assert corpus.entry_name("m", "sums_match", timed) == entry().name
+    other = steps()[:-1] + (StepRecord(5, 0, "continue", Request("m", "5", 2), via="stream"),)
+    assert corpus.entry_name("m", "sums_match", other) != entry().name
+
+
+def test_record_does_not_write_a_finding_twice(tmp_path):
+    first, written = corpus.record(tmp_path, entry(divergence="d"))
+    assert written
+    # the same known divergence of the same model, found through another program: not written again
+    other = corpus.make_entry(SPEC, "2.51.0", "sums_match", "wrong running sum", steps()[:1], divergence="d")
+    assert corpus.record(tmp_path, other) == (first, False)
+    assert corpus.record(tmp_path, entry())[1] is False  # same program, untriaged
+    assert len(list(tmp_path.glob("*.json"))) == 1
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.update(format_version=99), "unknown format_version 99"),
+    (lambda d: d.pop("steps"), "missing field 'steps'"),
+    (lambda d: d.update(status="maybe"), "status must be one of"),
+    (lambda d: d["steps"][0]["request"].update(id=5), "step 1: an id must be"),
+    (lambda d: d["steps"][0]["request"]["id"].update(value=2**64), "uint64 id out of range"),
+    (lambda d: d.update(name="other"), "does not match the file name"),
+    (lambda d: d.update(status="known-divergence", divergence_versions=[]), "must name the Triton versions"),
+])
+def test_a_bad_file_is_reported_with_its_name(tmp_path, mutate, message):
+    e = entry()
+    data = e.to_json()
+    mutate(data)
+    path = tmp_path / f"{e.name}.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CorpusError, match=message) as err:
+        corpus.load(path)
+    assert str(path) in str(err.value)
+
+
+def test_load_dir_keeps_going_past_a_corrupt_file(tmp_path):
+    good = corpus.write(tmp_path, entry())
+    (tmp_path / "broken.json").write_text('{"format_version": 1, "name": ')
+    loaded = {item.name: item for item in corpus.load_dir(tmp_path)}
+    assert loaded[good.stem].entry is not None
+    assert "not valid JSON" in str(loaded["broken"].error) and "broken.json" in str(loaded["broken"].error)
+
+
+def test_reproducer_embeds_the_entry_and_runs_without_this_project(tmp_path):
+    tricky = corpus.make_entry(SPEC, "2.51.0", "invalid_is_refused", 'quote " backslash \\ triple """ end',
+                               steps())
+    script = Path(corpus.write(tmp_path, tricky)).with_suffix(".py")
+    # Run it with this project's packages made unimportable: it must stand alone. No server is
+    # listening on port 1, so it must say so and exit 2.
+    guard = ("import runpy, sys; sys.modules['fuzz'] = None; sys.modules['modelgen'] = None; "
+             f"sys.argv = [{str(script)!r}, '--url', '127.0.0.1:1']; runpy.run_path(sys.argv[0], run_name='__main__')")
+    out = subprocess.run([sys.executable, "-I", "-c", guard], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "cannot reach a Triton at 127.0.0.1:1" in out.stdout
+    embedded = subprocess.run(
+        [sys.executable, "-I", "-c", f"import runpy; print(runpy.run_path({str(script)!r})['ENTRY']['detail'])"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert embedded.stdout.strip() == tricky.detail, embedded.stderr
+
+
+def test_checked_in_corpus_loads_and_its_reproducers_are_current():
+    items = corpus.load_dir(ROOT / "corpus")
+    assert items, "the corpus holds at least the implicit-state divergence"
+    for item in items:
+        assert item.error is None, item.error
+        script = item.path.with_suffix(".py")
+        assert script.read_text() == __import__("fuzz.reproducer").reproducer.render(item.entry), (
+            f"{script} is stale: rewrite it with fuzz.corpus.write")
+    implicit = [i.entry for i in items if i.entry.model == "py_implicit_direct_s1_i1_int32_csr"]
+    assert implicit and implicit[0].status == "known-divergence" and "2.51.0" in implicit[0].divergence_versions
