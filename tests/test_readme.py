@@ -14,3 +14,4 @@ def test_readme_has_two_commands_and_ci_runs_the_test_one():
     assert main_job.startswith("python3 -m venv") and "pytest fuzz/" in main_job
     assert "pytest tests/" in tests
     assert tests in (ROOT / ".ci" / "run").read_text()
+    assert "redis-server" in tests  # the shared-database test needs it on a fresh machine
