@@ -1,0 +1,113 @@
+"""Oracle power: does each checker catch each deliberately broken accumulator, and how fast?
+
+    python -m benchmarks.oracle_power
+
+For every bug in tests/broken_models.py, on one embedded Triton serving all of them:
+- the state-machine fuzzer (fuzz_model) with a fixed budget (BUDGET: derandomized, so the same
+  program on every run): caught or not, seconds to the first failure, the shrunk step count;
+- the stress campaign (run_stress) with a fixed budget (STRESS): caught or not, seconds to the
+  first violation, and how many sequences and requests it took.
+A miss is a row that says "missed", never a dropped row.
+"""
+from __future__ import annotations
+
+import tempfile
+
+import attrs
+from hypothesis import HealthCheck, settings
+
+from fuzz.campaign import fuzz_model
+from fuzz.server import EmbeddedTriton
+from fuzz.stress import StressSettings, run_stress
+from tests.broken_models import BUGS, model_name, write_broken_repository
+
+BUDGET = settings(max_examples=100, stateful_step_count=30, derandomize=True, database=None, deadline=None,
+                  suppress_health_check=list(HealthCheck))
+STRESS = StressSettings(concurrency=4, iterations=50, seed=0)
+
+
+@attrs.frozen
+class Row:
+    bug: str
+    summary: str
+    fuzz_caught: bool
+    fuzz_invariant: str
+    fuzz_first_failure_s: float | None
+    fuzz_shrunk_steps: int | None
+    fuzz_examples: int
+    fuzz_wall_s: float  # including shrinking
+    stress_caught: bool
+    stress_invariant: str
+    stress_first_failure_s: float | None
+    stress_sequences: int  # until the first violation, or all of them when missed
+    stress_requests: int
+    stress_wall_s: float
+
+
+def measure_bug(server, bug) -> Row:
+    name = model_name(bug)
+    result, error = fuzz_model(server, name, BUDGET)
+    failure = result.failures[0] if result.failures else None
+    stress = run_stress(server, name, STRESS)
+    first = stress.violations[0] if stress.violations else None
+    return Row(
+        bug=bug.name, summary=bug.summary,
+        fuzz_caught=failure is not None and failure.expected_divergence is None,
+        fuzz_invariant=failure.invariant if failure else "",
+        fuzz_first_failure_s=failure.seconds_to_first_failure if failure else None,
+        fuzz_shrunk_steps=failure.shrunk_steps if failure else None,
+        fuzz_examples=result.examples, fuzz_wall_s=result.wall_s,
+        stress_caught=first is not None,
+        stress_invariant=first.invariant if first else "",
+        stress_first_failure_s=first.seconds if first else None,
+        stress_sequences=first.sequences if first else sum(n for _, n in stress.sequences),
+        stress_requests=first.requests if first else stress.requests,
+        stress_wall_s=stress.wall_s)
+
+
+def start_server() -> EmbeddedTriton:
+    repo = tempfile.mkdtemp(prefix="seqfuzz-bench-broken-")
+    write_broken_repository(repo)
+    return EmbeddedTriton(repo).start()
+
+
+def measure(server) -> list[Row]:
+    return [measure_bug(server, bug) for bug in BUGS]
+
+
+def table(rows: list[Row]) -> str:
+    def secs(x):
+        return "-" if x is None else f"{x:.2f}"
+
+    out = ["| bug | fuzzer | first failure (s) | shrunk steps | invariant | stress | first violation (s) "
+           "| sequences / requests until it | invariant |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(
+            f"| `{r.bug}` | {'caught' if r.fuzz_caught else '**missed**'} | {secs(r.fuzz_first_failure_s)} | "
+            f"{r.fuzz_shrunk_steps if r.fuzz_shrunk_steps is not None else '-'} | {r.fuzz_invariant or '-'} | "
+            f"{'caught' if r.stress_caught else '**missed**'} | {secs(r.stress_first_failure_s)} | "
+            + (f"{r.stress_sequences} / {r.stress_requests}" if r.stress_caught
+               else f"none in {r.stress_sequences} / {r.stress_requests}")
+            + f" | {r.stress_invariant or '-'} |")
+    return "\n".join(out)
+
+
+def budgets() -> str:
+    return (f"fuzzer budget: {BUDGET.max_examples} examples x {BUDGET.stateful_step_count} steps, derandomized; "
+            f"stress budget: {STRESS.concurrency} threads x {STRESS.iterations} patterns, seed {STRESS.seed}")
+
+
+def main(argv=None) -> int:
+    server = start_server()
+    try:
+        rows = measure(server)
+    finally:
+        server.stop()
+    print(f"Triton {server.version}; {budgets()}")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
