@@ -25,6 +25,17 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def _commit() -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
+                             cwd=os.path.dirname(os.path.abspath(__file__)), timeout=10)
+        return out.stdout.strip() or "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
 def machine_info(triton_version: str) -> dict:
     return {
         "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
@@ -37,4 +48,5 @@ def machine_info(triton_version: str) -> dict:
         "nvidia_pytriton": _version("nvidia-pytriton"),
         "hypothesis": _version("hypothesis"),
         "tritonclient": _version("tritonclient"),
+        "code": _commit(),
     }

@@ -78,6 +78,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     server = throughput.start_server()
+    info = machine_info(server.version)  # before the runs: the load average is the machine's, not ours
     try:
         tp = throughput.measure(server, seconds=args.seconds)
         version = server.version
@@ -93,7 +94,6 @@ def main(argv=None) -> int:
     print(oracle_power.budgets())
     print(oracle_power.table(rows), flush=True)
 
-    info = machine_info(version)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(
         {"machine": info, "throughput": {**attrs.asdict(tp), "ratio": tp.ratio, "active_ratio": tp.active_ratio,
