@@ -2,7 +2,8 @@
 
     python -m benchmarks.oracle_power
 
-For every bug in tests/broken_models.py, on one embedded Triton serving all of them:
+For every bug in tests/broken_models.py (ALL_BUGS: those test_broken_models holds the fuzzer to, and
+HARD_BUGS), on one embedded Triton serving all of them:
 - the state-machine fuzzer (fuzz_model) with a fixed budget (BUDGET: derandomized, so the same
   program on every run): caught or not, seconds to the first failure, the shrunk step count;
 - the stress campaign (run_stress) with a fixed budget (STRESS): caught or not, seconds to the
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, settings
 from fuzz.campaign import fuzz_model
 from fuzz.server import EmbeddedTriton
 from fuzz.stress import StressSettings, run_stress
-from tests.broken_models import BUGS, model_name, write_broken_repository
+from tests.broken_models import ALL_BUGS, model_name, write_broken_repository
 
 SHRINK_CAP_S = 60  # Hypothesis's own cap is 300 s of shrinking per failure; too long for 7 bugs
 BUDGET = settings(max_examples=100, stateful_step_count=30, derandomize=True, database=None, deadline=None,
@@ -94,7 +95,7 @@ def start_server() -> EmbeddedTriton:
 
 
 def measure(server) -> list[Row]:
-    return [measure_bug(server, bug) for bug in BUGS]
+    return [measure_bug(server, bug) for bug in ALL_BUGS]
 
 
 def verdict(caught: bool, invariant: str) -> str:
