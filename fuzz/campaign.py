@@ -13,6 +13,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from .divergences import known_for
 from .invariants import InvariantViolation
 from .machine import FuzzSettings, RunStats, make_machine
+from .progress import Progress, Snapshot
 from .spec import ModelSpec
 
 
@@ -102,15 +103,18 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     started = time.monotonic()
     error = None
     rounds = 0
-    while True:
-        rounds += 1
-        try:
-            run_state_machine_as_test(machine, settings=hypothesis_settings)
-        except Exception as err:  # noqa: BLE001 - classified below, re-raised if not known
-            error = err
-            break
-        if budget_s is None or time.monotonic() - started > budget_s:
-            break
+    snapshot = lambda: Snapshot(stats.examples, stats.steps, stats.requests,  # noqa: E731
+                                int(stats.first_failure_s is not None))
+    with Progress(f"fuzz {model}", snapshot):  # prints only when stderr is a terminal
+        while True:
+            rounds += 1
+            try:
+                run_state_machine_as_test(machine, settings=hypothesis_settings)
+            except Exception as err:  # noqa: BLE001 - classified below, re-raised if not known
+                error = err
+                break
+            if budget_s is None or time.monotonic() - started > budget_s:
+                break
     wall = time.monotonic() - started
     failures, unknown = [], None
     if error is not None:

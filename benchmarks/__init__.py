@@ -1,0 +1,1 @@
+"""Benchmarks that print numbers: `python -m benchmarks.run` (throughput and oracle power, one run)."""

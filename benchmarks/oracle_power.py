@@ -1,0 +1,144 @@
+"""Oracle power: does each checker catch each deliberately broken accumulator, and how fast?
+
+    python -m benchmarks.oracle_power
+
+For every bug in tests/broken_models.py (ALL_BUGS: those test_broken_models holds the fuzzer to, and
+HARD_BUGS), on one embedded Triton serving all of them:
+- the state-machine fuzzer (fuzz_model) with a fixed budget (BUDGET: derandomized, so the same
+  program on every run): caught or not, seconds to the first failure, the shrunk step count;
+- the stress campaign (run_stress) with a fixed budget (STRESS): caught or not, seconds to the
+  first violation, and how many sequences and requests it took.
+Every bug here only corrupts OUTPUT, so a catch is a `sums_match` violation (as
+tests/test_broken_models.py asserts); any other failure is shown as what it was, not as a catch.
+A miss is a row that says "missed", never a dropped row.
+"""
+from __future__ import annotations
+
+import tempfile
+from contextlib import contextmanager
+
+import attrs
+from hypothesis import HealthCheck, settings
+
+from fuzz.campaign import fuzz_model
+from fuzz.server import EmbeddedTriton
+from fuzz.stress import StressSettings, run_stress
+from tests.broken_models import ALL_BUGS, model_name, write_broken_repository
+
+SHRINK_CAP_S = 60  # Hypothesis's own cap is 300 s of shrinking per failure; too long for 7 bugs
+BUDGET = settings(max_examples=100, stateful_step_count=30, derandomize=True, database=None, deadline=None,
+                  suppress_health_check=list(HealthCheck))
+STRESS = StressSettings(concurrency=4, iterations=50, seed=0)
+
+
+@attrs.frozen
+class Row:
+    bug: str
+    summary: str
+    fuzz_caught: bool
+    fuzz_invariant: str
+    fuzz_flaky: bool  # Hypothesis could not replay it: steps are the shortest seen, not shrunk
+    fuzz_first_failure_s: float | None
+    fuzz_shrunk_steps: int | None
+    fuzz_examples: int
+    fuzz_wall_s: float  # including shrinking
+    stress_caught: bool
+    stress_invariant: str
+    stress_first_failure_s: float | None
+    stress_sequences: int  # until the first violation, or all of them when missed
+    stress_requests: int
+    stress_wall_s: float
+
+
+@contextmanager
+def shrink_cap(seconds: float):
+    """Caps Hypothesis's shrinking time (engine.MAX_SHRINKING_SECONDS): a shrink replays the
+    program against the live server, idle waits included, so the default 300 s per failure
+    would dominate the run. The step count is then the shortest found within the cap."""
+    from hypothesis.internal.conjecture import engine
+
+    before = engine.MAX_SHRINKING_SECONDS
+    engine.MAX_SHRINKING_SECONDS = seconds
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = before
+
+
+def measure_bug(server, bug) -> Row:
+    name = model_name(bug)
+    with shrink_cap(SHRINK_CAP_S):
+        result, error = fuzz_model(server, name, BUDGET)
+    failure = result.failures[0] if result.failures else None
+    stress = run_stress(server, name, STRESS)
+    first = stress.violations[0] if stress.violations else None
+    return Row(
+        bug=bug.name, summary=bug.summary,
+        fuzz_caught=failure is not None and failure.invariant == "sums_match",
+        fuzz_invariant=failure.invariant if failure else "",
+        fuzz_flaky=bool(failure and failure.flaky),
+        fuzz_first_failure_s=failure.seconds_to_first_failure if failure else None,
+        fuzz_shrunk_steps=failure.shrunk_steps if failure else None,
+        fuzz_examples=result.examples, fuzz_wall_s=result.wall_s,
+        stress_caught=first is not None and first.invariant == "sums_match",
+        stress_invariant=first.invariant if first else "",
+        stress_first_failure_s=first.seconds if first else None,
+        stress_sequences=first.sequences if first else sum(n for _, n in stress.sequences),
+        stress_requests=first.requests if first else stress.requests,
+        stress_wall_s=stress.wall_s)
+
+
+def start_server() -> EmbeddedTriton:
+    repo = tempfile.mkdtemp(prefix="seqfuzz-bench-broken-")
+    write_broken_repository(repo)
+    return EmbeddedTriton(repo).start()
+
+
+def measure(server) -> list[Row]:
+    return [measure_bug(server, bug) for bug in ALL_BUGS]
+
+
+def verdict(caught: bool, invariant: str) -> str:
+    if caught:
+        return "caught"
+    return f"**missed** (failed {invariant} instead)" if invariant else "**missed**"
+
+
+def table(rows: list[Row]) -> str:
+    def secs(x):
+        return "-" if x is None else f"{x:.2f}"
+
+    out = ["| bug | fuzzer | first failure (s) | shrunk steps | invariant | fuzzer wall incl. shrinking (s) "
+           "| stress | first violation (s) | sequences / requests until it | invariant |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(
+            f"| `{r.bug}` | {verdict(r.fuzz_caught, r.fuzz_invariant)} | {secs(r.fuzz_first_failure_s)} | "
+            f"{r.fuzz_shrunk_steps if r.fuzz_shrunk_steps is not None else '-'}{' (not replayable)' if r.fuzz_flaky else ''}"
+            f" | {r.fuzz_invariant or '-'} | "
+            f"{r.fuzz_wall_s:.0f} | {verdict(r.stress_caught, r.stress_invariant)} | {secs(r.stress_first_failure_s)} | "
+            + (f"{r.stress_sequences} / {r.stress_requests}" if r.stress_invariant
+               else f"none in {r.stress_sequences} / {r.stress_requests}")
+            + f" | {r.stress_invariant or '-'} |")
+    return "\n".join(out)
+
+
+def budgets() -> str:
+    return (f"fuzzer budget: {BUDGET.max_examples} examples x {BUDGET.stateful_step_count} steps, derandomized, "
+            f"shrinking capped at {SHRINK_CAP_S} s; "
+            f"stress budget: {STRESS.concurrency} threads x {STRESS.iterations} patterns, seed {STRESS.seed}")
+
+
+def main(argv=None) -> int:
+    server = start_server()
+    try:
+        rows = measure(server)
+    finally:
+        server.stop()
+    print(f"Triton {server.version}; {budgets()}")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
