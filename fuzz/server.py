@@ -113,6 +113,24 @@ def digest_log(text: str, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(parts)
 
 
+def free_ports(count: int, avoid=()) -> list[int]:
+    """`count` distinct free ports. They are held open together while chosen: one at a time,
+    the OS may hand the same port out twice (seen: HTTP and metrics on one port)."""
+    held, ports = [], []
+    try:
+        while len(ports) < count:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            held.append(s)
+            port = s.getsockname()[1]
+            if port not in avoid:
+                ports.append(port)
+    finally:
+        for s in held:
+            s.close()
+    return ports
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -235,7 +253,8 @@ class EmbeddedTriton(_Base):
                                        "for a free one")
         # A free port found now can be taken before the server binds it; retry on that race only.
         for attempt in range(3):
-            self._launch(grpc_port or free_port(), http_port or free_port(), free_port())
+            fresh = iter(free_ports(3, avoid=(grpc_port, http_port)))
+            self._launch(grpc_port or next(fresh), http_port or next(fresh), next(fresh))
             try:
                 self._wait_ready()
                 return self
