@@ -22,7 +22,7 @@ from . import nemesis
 from .client import GrpcClient, HttpClient, Request, StreamClient
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
-from .model import MAX_STRING_ID, Ambiguous, BatcherModel, Queued, idle_margins, key_of
+from .model import MAX_STRING_ID, Ambiguous, BatcherModel, Queued, key_of
 from .spec import ModelSpec
 
 
@@ -114,7 +114,8 @@ def string_ids_allowed(spec: ModelSpec, version: str | None) -> bool:
 def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(), stats: RunStats | None = None):
     """A RuleBasedStateMachine class bound to one model on one server."""
     stats = stats if stats is not None else RunStats()
-    margin, late = idle_margins(spec.idle_s, settings.margin_s, settings.late_s)
+    margin = settings.margin_s if settings.margin_s is not None else max(0.1, 0.3 * spec.idle_s)
+    late = settings.late_s if settings.late_s is not None else max(0.3, 0.6 * spec.idle_s)
     n_clients = max(3, min(settings.max_clients, spec.capacity + 2))
     version = getattr(server, "version", None)
     ids = id_strategy(spec, version)
@@ -151,7 +152,13 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
         # -- plumbing ---------------------------------------------------------------------------
         def _inference_count(self) -> int | None:
-            return server.inference_count(spec.name) if settings.check_stats else None
+            if not settings.check_stats:
+                return None
+            try:
+                st_ = server.client().get_inference_statistics(spec.name).model_stats
+                return sum(m.inference_count for m in st_)
+            except Exception:
+                return None
 
         def _record(self, **kw) -> StepRecord:
             rec = StepRecord(index=len(self.log) + 1, **kw)

@@ -171,14 +171,6 @@ class _Base:
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return ""
 
-    def inference_count(self, model: str) -> int | None:
-        """The server's inference_count for `model` (None when the statistics cannot be read)."""
-        try:
-            stats = self.client().get_inference_statistics(model).model_stats
-        except Exception:
-            return None
-        return sum(m.inference_count for m in stats)
-
     def check_alive(self) -> None:
         raise NotImplementedError
 
