@@ -47,6 +47,7 @@ class ModelResult:
     expected_divergences: tuple  # keys of known divergences this build should show here
     guards: tuple  # inputs left out because they would take this build down
     unexpected_pass: tuple = ()  # known divergences that did not show up
+    faults: tuple = ()  # (nemesis rule, times it struck)
     model_spec: ModelSpec | None = attrs.field(default=None, repr=False)
 
     @property
@@ -144,6 +145,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
         failures=tuple(failures), expected_divergences=tuple(d.key for d in expected),
         guards=tuple(d.guard for d in known if d.guard),
         unexpected_pass=tuple(d.key for d in expected if d.key not in seen) if require_known else (),
+        faults=tuple(sorted(stats.faults.items())),
         model_spec=spec)
     if result.unexpected_pass and unknown is None:
         unknown = AssertionError(

@@ -237,8 +237,13 @@ class StreamClient:
         return box
 
     def infer(self, req: Request, timeout_s: float = 30.0) -> Outcome:
+        return self.wait(self.send(req), timeout_s)
+
+    @staticmethod
+    def wait(box: "queue.Queue[Outcome]", timeout_s: float) -> Outcome:
+        """The outcome in a box from send(), or CLIENT_TIMEOUT after `timeout_s`."""
         try:
-            return self.send(req).get(timeout=timeout_s)
+            return box.get(timeout=timeout_s)
         except queue.Empty:
             return Outcome(status="CLIENT_TIMEOUT", message=f"no response within {timeout_s} s")
 
@@ -255,6 +260,13 @@ class StreamClient:
         self._reader.join(timeout_s)
         self._fail_pending("CANCELLED" if cancel_requests else "CLIENT_TIMEOUT",
                            "stream closed before the response came")
+
+    def close_channel(self) -> None:
+        """Drops the connection too (a stream whose connection was cut is not reused)."""
+        try:
+            self.close(cancel_requests=True, timeout_s=5.0)
+        finally:
+            self._channel.close()
 
     @property
     def in_flight(self) -> int:

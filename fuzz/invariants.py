@@ -22,6 +22,7 @@ INVARIANTS = (
     "cancel_ends_sequence",  # a cancelled backlogged START ends its sequence
     "server_alive",  # the server does not die
     "stats_agree",  # the server's inference_count matches the successful requests
+    "batches_fill",  # requests held for a full batch run as one batch per instance
 )
 
 

@@ -16,13 +16,13 @@ import hypothesis.strategies as st
 from hypothesis import assume
 from hypothesis import event as _hypothesis_event
 from hypothesis.errors import InvalidArgument
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from . import nemesis
-from .client import GrpcClient, HttpClient, Request, StreamClient
+from .client import GrpcClient, HttpClient, Outcome, Request, StreamClient
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
-from .model import MAX_STRING_ID, Ambiguous, BatcherModel, Queued, key_of
+from .model import MAX_STRING_ID, Ambiguous, BatcherModel, Queued, idle_margins, key_of
 from .spec import ModelSpec
 
 
@@ -35,6 +35,9 @@ class FuzzSettings:
     wire_s: float = 0.05  # time for a queued START to reach the server before the next step
     shrink_budget_s: float = 30.0  # after the first failure, how long shrinking may replay live programs
     check_stats: bool = True
+    # Faults the machine may draw (fuzz/nemesis.py NEMESES); none by default.
+    nemesis: frozenset = attrs.field(default=frozenset(), converter=frozenset)
+    proxied_clients: int = 2  # how many clients reach the server through the fault proxy (cut, stall)
 
 
 @attrs.frozen
@@ -81,6 +84,7 @@ class RunStats:
     first_failure_s: float | None = None
     shortest: dict = attrs.Factory(dict)  # invariant -> the violation with the shortest program seen
     shrink_stopped: bool = False  # the shrink budget ran out
+    faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
 
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
@@ -114,8 +118,7 @@ def string_ids_allowed(spec: ModelSpec, version: str | None) -> bool:
 def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(), stats: RunStats | None = None):
     """A RuleBasedStateMachine class bound to one model on one server."""
     stats = stats if stats is not None else RunStats()
-    margin = settings.margin_s if settings.margin_s is not None else max(0.1, 0.3 * spec.idle_s)
-    late = settings.late_s if settings.late_s is not None else max(0.3, 0.6 * spec.idle_s)
+    margin, late = idle_margins(spec.idle_s, settings.margin_s, settings.late_s)
     n_clients = max(3, min(settings.max_clients, spec.capacity + 2))
     version = getattr(server, "version", None)
     ids = id_strategy(spec, version)
@@ -124,6 +127,17 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url else [])
     lo_sum, hi_sum = spec.value_range
     as_value = float if spec.dtype == "FP32" else int
+    faults = settings.nemesis
+    unknown = set(faults) - set(nemesis.NEMESES)
+    if unknown:
+        raise ValueError(f"unknown nemesis {sorted(unknown)}; known: {', '.join(nemesis.NEMESES)}")
+    why_not = nemesis.unsupported(faults, server)
+    if why_not:
+        raise ValueError(why_not)
+    proxied = range(min(settings.proxied_clients, n_clients - 1)) if faults & {"cut", "stall"} else range(0)
+    # The DELAY_SCHEDULER hook holds the direct strategy's batcher threads (the oldest strategy
+    # batches through its own dynamic batcher); every client must be free to send a full batch.
+    full_batch_ok = "full_batch" in faults and spec.strategy == "direct" and n_clients >= spec.capacity
 
     class SequenceBatcherMachine(RuleBasedStateMachine):
         def __init__(self):
@@ -139,9 +153,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             stats.examples += 1
             self.salt = stats.examples  # fresh ids differ per example: no state leaks between them
             self.model = BatcherModel(spec, margin_s=margin, prompt_s=settings.prompt_s, late_s=late)
-            self.streams = [StreamClient(server.grpc_url) for _ in range(n_clients)]
-            self.grpc = GrpcClient(server.grpc_url)
-            self.http = HttpClient(server.http_url) if server.http_url else None
+            self.proxy = None
+            self._connect()
             self.pending: dict[int, Pending] = {}
             self.used_ids: list = []
             self.touched: set = set()  # every id sent, to clean up after a failure
@@ -151,14 +164,35 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             self.failed = False
 
         # -- plumbing ---------------------------------------------------------------------------
+        def _connect(self):
+            """Clients for the server as it is now (a restart may move its ports); the first
+            `proxied` clients go through a fresh fault proxy."""
+            if proxied:
+                self.proxy = nemesis.open_proxy(server.grpc_url)
+            self.streams = [StreamClient(self.proxy.url if c in proxied else server.grpc_url)
+                            for c in range(n_clients)]
+            self.grpc = GrpcClient(server.grpc_url)
+            self.http = HttpClient(server.http_url) if server.http_url else None
+
+        def _disconnect(self):
+            for s in self.streams:
+                try:
+                    s.close_channel()
+                except Exception:
+                    pass
+            self.grpc.close()
+            if self.http:
+                self.http.close()
+            if self.proxy is not None:
+                self.proxy.stop()
+                self.proxy = None
+
+        def _struck(self, fault: str):
+            stats.faults[fault] = stats.faults.get(fault, 0) + 1
+            event(f"nemesis: {fault}")
+
         def _inference_count(self) -> int | None:
-            if not settings.check_stats:
-                return None
-            try:
-                st_ = server.client().get_inference_statistics(spec.name).model_stats
-                return sum(m.inference_count for m in st_)
-            except Exception:
-                return None
+            return server.inference_count(spec.name) if settings.check_stats else None
 
         def _record(self, **kw) -> StepRecord:
             rec = StepRecord(index=len(self.log) + 1, **kw)
@@ -481,6 +515,164 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 req = Request(spec.name, seq_id, value, start=True, dtype=spec.dtype)
                 self._send(client, req, "stream", "start after timeout", context="refill")
 
+        @rule(data=st.data())
+        def burst(self, data):
+            """Several clients send the next request of distinct live sequences at the same moment:
+            they queue together and share batches (a slow model makes sure they do)."""
+            size = data.draw(st.integers(2, n_clients), label="burst size")
+            ends = data.draw(st.lists(st.booleans(), min_size=n_clients, max_size=n_clients), label="ends")
+            values = [self._value(data) for _ in range(n_clients)]
+            self._collect()
+            now = time.monotonic()
+            # Sequences well inside their idle timeout only: nothing in a burst may be ambiguous.
+            keys = [k for k in self._live() if self.model.seqs[k].expiry.lo > now + settings.wire_s]
+            sends = list(zip(self._idle_clients(), keys, ends, values))[:size]
+            if len(sends) < 2:
+                return self._skip("burst: fewer than two idle clients with live sequences")
+            reqs = [(client, Request(spec.name, key[1], self._fit(value, self.model.total(key)), end=end,
+                                     dtype=spec.dtype)) for client, key, end, value in sends]
+            self._send_together(reqs, "burst")
+
+        def _send_together(self, reqs, action: str, now: float | None = None):
+            """Sends every (client, request) at once on the clients' streams; each must be answered
+            promptly (the model must expect an Answer or a Refusal for each)."""
+            if self.stats_before is None:
+                self.stats_before = self._inference_count()
+            now = time.monotonic() if now is None else now
+            sent = []
+            for client, req in reqs:
+                self._remember(req.seq_id)
+                exp = self.model.expect(req, now)
+                stats.requests += 1
+                sent.append((client, req, exp, self.streams[client].send(req)))
+            for client, req, exp, box in sent:
+                got = StreamClient.wait(box, settings.prompt_s)
+                check = check_prompt(req, exp, got, "stream")
+                rec = self._record(client=client, action=action, request=req, via="stream",
+                                   expected=check.expected, got=check.got)
+                if got.ok:
+                    self.successes += 1
+                if check.violation:
+                    self._fail(check.violation, rec)
+            return sent
+
+        # -- nemesis rules: faults, drawn only when FuzzSettings.nemesis names them ------------
+        def _proxied_idle(self) -> list[int]:
+            return [c for c in proxied if c not in self.pending]
+
+        @precondition(lambda self: self.proxy is not None and "cut" in faults)
+        @rule()
+        def cut_connection(self):
+            """The network drops the proxied clients' connections (RST both ways) mid-sequence.
+            Their sequences are the server's, not the connection's: they stay live until they idle
+            out, and any client may go on with them before that."""
+            if len(self._proxied_idle()) < len(proxied):
+                return self._skip("cut: a proxied client waits on the backlog")
+            count = nemesis.cut_connections(self.proxy)
+            for c in proxied:  # a cut channel is not reused: the client reconnects
+                self.streams[c].close_channel()
+                self.streams[c] = StreamClient(self.proxy.url)
+            self._struck("cut")
+            self._record(client=None, action=f"the network cuts the proxied clients' {count} connection(s)")
+
+        @precondition(lambda self: self.proxy is not None and "stall" in faults)
+        @rule(data=st.data())
+        def stall_connection(self, data):
+            """The network holds a proxied client's bytes while it sends the next request of a live
+            sequence: the request reaches the server late, either well before the sequence's idle
+            timeout (the sum goes on) or after it (the START-flag error)."""
+            client = self._pick(data, self._proxied_idle(), "client")
+            key = self._pick(data, self._live(), "sequence")
+            end = data.draw(st.booleans(), label="end")
+            hold = data.draw(st.sampled_from([0.2, 0.5, 1.5, 2.5]), label="hold (x idle timeout)")
+            value = self._value(data)
+            self._collect()
+            if client is None or key is None or key not in self._live() or len(self._proxied_idle()) < len(proxied):
+                return self._skip("stall: no idle proxied client or no live sequence")
+            now = time.monotonic()
+            arrival = now + hold * spec.idle_s
+            window = self.model.seqs[key].expiry
+            if window.lo - settings.wire_s <= arrival <= window.hi + settings.wire_s:
+                arrival = window.hi + settings.wire_s  # never inside the idle-timeout window
+            req = Request(spec.name, key[1], self._fit(value, self.model.total(key)), end=end, dtype=spec.dtype)
+            if self.stats_before is None:
+                self.stats_before = self._inference_count()
+            self._remember(req.seq_id)
+            exp = self.model.expect(req, arrival)  # what the server must do when it arrives
+            stats.requests += 1
+            box = nemesis.held_send(self.proxy, self.streams[client], req, arrival)
+            self._struck("stall")
+            got = StreamClient.wait(box, settings.prompt_s)
+            check = check_prompt(req, exp, got, "stream")
+            rec = self._record(client=client, action="send while the network stalls, held", request=req,
+                               via="stream", wait_s=arrival - now, expected=check.expected, got=check.got)
+            if got.ok:
+                self.successes += 1
+            if check.violation:
+                self._fail(check.violation, rec)
+
+        def _server_fault(self, fault: str, action: str, do) -> bool:
+            """Runs a restart or reload with every client disconnected (an open stream keeps an
+            unloaded model's old copy alive); afterwards the model holds no sequence and the
+            statistics start again from the next request."""
+            self._collect()
+            if self.pending:
+                self._skip(f"{fault}: a client waits on the backlog")
+                return False
+            self._disconnect()
+            try:
+                do()
+            finally:
+                self._connect()
+            self.model.forget_all()
+            self.stats_before, self.successes = None, 0
+            self._struck(fault)
+            self._record(client=None, action=action)
+            return True
+
+        @precondition(lambda self: "restart" in faults)
+        @rule(graceful=st.booleans())
+        def restart_server(self, graceful):
+            """The server restarts mid-campaign (SIGTERM, or SIGKILL: a crash): every live sequence
+            is gone, so a request without START is refused and every slot is free."""
+            self._server_fault("restart", f"the server restarts ({'SIGTERM' if graceful else 'SIGKILL'})",
+                               lambda: nemesis.restart_server(server, graceful=graceful))
+
+        @precondition(lambda self: "reload" in faults)
+        @rule()
+        def reload_model(self):
+            """The model is reloaded through the repository API: its sequences are gone."""
+            self._server_fault("reload", f"the model is reloaded", lambda: nemesis.reload_model(server, spec.name))
+
+        @precondition(lambda self: full_batch_ok)
+        @rule(data=st.data())
+        def full_batch(self, data):
+            """The server restarts with TRITONSERVER_DELAY_SCHEDULER = the model's capacity, which
+            holds its batchers until that many requests wait: as many fresh STARTs, sent one after
+            another, must then run as one full batch per instance, each with its own sum. Then it
+            restarts without the hook (a reload would arm it again)."""
+            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity)]
+            values = [self._value(data) for _ in range(spec.capacity)]
+            if len({key_of(i) for i in fresh}) < spec.capacity:
+                return self._skip("full batch: drawn ids collide")
+            hook = {nemesis.DELAY_SCHEDULER: str(spec.capacity)}
+            if not self._server_fault("full_batch", f"the server restarts with {nemesis.DELAY_SCHEDULER}="
+                                      f"{spec.capacity}", lambda: nemesis.restart_server(server, graceful=True,
+                                                                                         env=hook)):
+                return
+            before = server.execution_count(spec.name)
+            reqs = [(c, Request(spec.name, i, v, start=True, dtype=spec.dtype))
+                    for c, i, v in zip(self._idle_clients(), fresh, values)]
+            self._send_together(reqs, "start (held for a full batch)")
+            after = server.execution_count(spec.name)
+            if before is not None and after is not None and after - before != spec.instances:
+                self._fail(InvariantViolation(
+                    "batches_fill", f"{spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={spec.capacity} ran "
+                                    f"in {after - before} execution(s), not one full batch per instance "
+                                    f"({spec.instances})"), self.log[-1])
+            self._server_fault("full_batch", "the server restarts without the hook",
+                               lambda: nemesis.restart_server(server, graceful=True))
+
         # -- invariants checked after every step ------------------------------------------------
         @invariant()
         def server_alive(self):
@@ -531,6 +723,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def _cleanup(self):
             """Leaves the server as it found it, whatever happened: cancel what waits, end every id
             this example touched, close everything."""
+            if self.proxy is not None:
+                self.proxy.resume()  # a failure inside a stall must not leave the proxy holding bytes
             for s in self.streams:
                 try:
                     s.close(cancel_requests=bool(self.failed or self.pending), timeout_s=settings.prompt_s)
@@ -544,9 +738,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                         self.grpc.infer(Request(spec.name, seq_id, 0, end=True, dtype=spec.dtype), timeout_s=2)
                 if self.model.backlog or self.pending:
                     time.sleep(spec.idle_s + margin + late)  # let what was queued run or idle out
-            self.grpc.close()
-            if self.http:
-                self.http.close()
+            self._disconnect()
 
     SequenceBatcherMachine.__name__ = f"Machine_{spec.name}"
     # Every model's machine has the same source, so Hypothesis would file all their examples under

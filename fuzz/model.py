@@ -48,6 +48,14 @@ def normalize_message(message: str) -> str:
     return _REQUEST_ID_PREFIX.sub("", message)
 
 
+def idle_margins(idle_s: float, margin_s: float | None = None, late_s: float | None = None) -> tuple:
+    """(early, late) widths of the idle-expiry window: by default max(0.1 s, 30 % of the timeout)
+    early (clock skew, send vs arrival) and max(0.3 s, 60 %) late (the reaper runs at nice 10)."""
+    early = margin_s if margin_s is not None else max(0.1, 0.3 * idle_s)
+    late = late_s if late_s is not None else max(0.3, 0.6 * idle_s)
+    return early, late
+
+
 def key_of(seq_id) -> Key:
     return ("s", seq_id) if isinstance(seq_id, str) else ("u", int(seq_id))
 
@@ -136,11 +144,6 @@ class BatcherModel:
         pos = self._live_backlog().index(key)
         los = sorted(s.expiry.lo for s in self.running)
         return los[pos] if pos < len(los) else float("inf")
-
-    def next_window_end(self, now: float) -> float | None:
-        """The end of the latest expiry window still open at `now` (to wait past them all)."""
-        his = [s.expiry.hi for s in self.running if s.expiry.lo <= now]
-        return max(his) if his else None
 
     # -- time -----------------------------------------------------------------------------------
     def _expiry(self, last_arrival: float, admitted: Window | None = None) -> Window:
@@ -303,8 +306,8 @@ class BatcherModel:
         """The id of a cancelled START whose backlog place has not been dropped yet."""
         return key in self.cancelled_waiting
 
-    def forget_on_restart(self) -> None:
-        """The server restarted: every sequence and the backlog are gone."""
+    def forget_all(self) -> None:
+        """The server restarted, or reloaded the model: every sequence and the backlog are gone."""
         self.seqs.clear()
         self.backlog.clear()
         self.awaiting.clear()

@@ -43,6 +43,11 @@ def pytest_addoption(parser):
                     help="write each new failure the fuzzer finds to the corpus, with a reproducer (default)")
     group.addoption("--no-corpus-write", dest="corpus_write", action="store_false",
                     help="do not write failures to the corpus (e.g. when fuzzing someone else's server)")
+    group.addoption("--nemesis", metavar="NAMES", default="",
+                    help="faults the fuzzer may draw, comma-separated, or all: slow (adds slow models to the "
+                         "generated repository), cut, stall (a TCP fault proxy before some clients), restart, "
+                         "reload, full_batch (restart with TRITONSERVER_DELAY_SCHEDULER); the last three need "
+                         "the embedded server. Default: none")
     group.addoption("--fuzz-db", metavar="redis://HOST:PORT/DB|dir:PATH",
                     help="Hypothesis example database shared between machines or workers (see fuzz/db.py)")
 
@@ -73,6 +78,16 @@ def pytest_configure(config):
     if budget is not None and budget <= 0:
         raise pytest.UsageError(f"--fuzz-budget must be a positive number of seconds, got {budget}")
     config._fuzz_corpus_written = []
+    from . import nemesis
+
+    try:
+        config._fuzz_nemesis = nemesis.parse(config.getoption("--nemesis", "") or "")
+    except ValueError as err:
+        raise pytest.UsageError(f"--nemesis: {err}") from None
+    server_faults = sorted(config._fuzz_nemesis & set(nemesis.SERVER_FAULTS))
+    if server_faults and (config.getoption("--triton-url", None) or config.getoption("numprocesses", None)):
+        raise pytest.UsageError(f"--nemesis {','.join(server_faults)} restarts the server or reloads models: it "
+                                "needs the embedded server, without --triton-url and without -n")
     xdist_support.configure(config)
     config._fuzz_db = None
     if config.getoption("--fuzz-db", None):
@@ -147,9 +162,14 @@ def _model_names(config) -> list[str]:
     models_dir = config.getoption("--models-dir")
     if models_dir:
         return sorted(p.name for p in Path(models_dir).iterdir() if (p / "config.pbtxt").is_file())
-    from modelgen import python_variants
+    return [v.name for v in _generated_variants(config)]
 
-    return [v.name for v in python_variants()]
+
+def _generated_variants(config) -> list:
+    """The models of the repository the embedded server gets when no --models-dir is given."""
+    from modelgen import python_variants, slow_variants
+
+    return python_variants() + (slow_variants() if "slow" in config._fuzz_nemesis else [])
 
 
 def pytest_generate_tests(metafunc):
@@ -173,7 +193,8 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(scope="session")
 def fuzz_options(request) -> FuzzOptions:
     config = request.config
-    return FuzzOptions(budget_s=config.getoption("--fuzz-budget"), fuzz_settings=FuzzSettings(),
+    return FuzzOptions(budget_s=config.getoption("--fuzz-budget"),
+                       fuzz_settings=FuzzSettings(nemesis=config._fuzz_nemesis),
                        corpus_dir=corpus_dir(config), corpus_write=config.getoption("corpus_write"),
                        database=config._fuzz_db)
 
@@ -217,6 +238,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             what = f"known divergence {f.expected_divergence}" if f.expected_divergence else "FAILURE"
             tr.write_line(f"      {what}: [{f.invariant}] {f.detail} (first seen after {f.seconds_to_first_failure:.1f} s, "
                           f"shrunk to {f.shrunk_steps} steps)")
+        if r.faults:
+            tr.write_line("      nemesis: " + ", ".join(f"{name} x{count}" for name, count in r.faults))
         for g in r.guards:
             tr.write_line(f"      guard: {g} (steering around a known divergence of this build)")
     if by_invariant:
@@ -246,13 +269,17 @@ def _make_server(config, tmp_path_factory):
         raise pytest.UsageError("--triton-http-url needs --triton-url (the embedded server has its own)")
     models_dir = config.getoption("--models-dir")
     if models_dir is None:
-        from modelgen import python_variants, write_repository
+        from modelgen import write_repository
 
         models_dir = tmp_path_factory.mktemp("models")
-        write_repository(python_variants(), models_dir)
+        write_repository(_generated_variants(config), models_dir)
     install_dir = config.getoption("--triton-install")
     install = TritonInstall.find(install_dir) if install_dir else None
-    return EmbeddedTriton(models_dir, install=install, workdir=tmp_path_factory.mktemp("triton")).start()
+    control = {}
+    if "reload" in config._fuzz_nemesis:  # the repository API needs explicit model control
+        names = sorted(p.name for p in Path(models_dir).iterdir() if (p / "config.pbtxt").is_file())
+        control = dict(model_control_mode="explicit", load_models=names)
+    return EmbeddedTriton(models_dir, install=install, workdir=tmp_path_factory.mktemp("triton"), **control).start()
 
 
 @pytest.fixture(scope="session")

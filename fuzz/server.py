@@ -171,6 +171,21 @@ class _Base:
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return ""
 
+    def inference_count(self, model: str) -> int | None:
+        """The server's inference_count for `model` (None when the statistics cannot be read)."""
+        return self._statistic(model, "inference_count")
+
+    def execution_count(self, model: str) -> int | None:
+        """How many batches the server has run for `model` (None when it will not say)."""
+        return self._statistic(model, "execution_count")
+
+    def _statistic(self, model: str, field: str) -> int | None:
+        try:
+            stats = self.client().get_inference_statistics(model).model_stats
+        except Exception:
+            return None
+        return sum(getattr(m, field) for m in stats)
+
     def check_alive(self) -> None:
         raise NotImplementedError
 

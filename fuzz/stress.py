@@ -49,7 +49,7 @@ import numpy as np
 
 from .client import Outcome, Request, StreamClient
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
-from .model import Ambiguous, Answer, BatcherModel, Queued, Refusal, key_of
+from .model import Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins, key_of
 from .progress import Progress, Snapshot
 from .spec import ModelSpec
 
@@ -142,8 +142,7 @@ class _Waiter:
 class _Run:
     def __init__(self, server, spec: ModelSpec, settings: StressSettings):
         self.server, self.spec, self.settings = server, spec, settings
-        margin = settings.margin_s if settings.margin_s is not None else max(0.1, 0.3 * spec.idle_s)
-        late = settings.late_s if settings.late_s is not None else max(0.3, 0.6 * spec.idle_s)
+        margin, late = idle_margins(spec.idle_s, settings.margin_s, settings.late_s)
         self.model = BatcherModel(spec, margin_s=margin, prompt_s=settings.prompt_s, late_s=late)
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -361,13 +360,7 @@ class _Run:
 
     # -- the whole run ----------------------------------------------------------------------------
     def _inference_count(self) -> int | None:
-        if not self.settings.check_stats:
-            return None
-        try:
-            stats = self.server.client().get_inference_statistics(self.spec.name).model_stats
-            return sum(m.inference_count for m in stats)
-        except Exception:
-            return None
+        return self.server.inference_count(self.spec.name) if self.settings.check_stats else None
 
     def run(self) -> None:
         before = self._inference_count()

@@ -76,10 +76,11 @@ def model_of(item) -> str | None:
     params = getattr(getattr(item, "callspec", None), "params", {})
     if "fuzz_model_name" in params:
         return params["fuzz_model_name"]
+    # An empty parametrization (no seed or corpus entry for the chosen --model) leaves NOTSET here.
     if "seed_case" in params:
-        return params["seed_case"].model
+        return getattr(params["seed_case"], "model", None)
     if "corpus_item" in params:
-        entry = params["corpus_item"].entry
+        entry = getattr(params["corpus_item"], "entry", None)
         return entry.model if entry is not None else None
     return None
 

@@ -1,7 +1,7 @@
 """Model repositories of stateful accumulator models for Triton's sequence batcher."""
 from .config import model_config, parse, render
 from .repository import write_model, write_repository
-from .variants import DEFAULT_IDLE_US, IMPLICIT_BACKENDS, Variant, implicit_variants, python_variants
+from .variants import DEFAULT_IDLE_US, IMPLICIT_BACKENDS, Variant, implicit_variants, python_variants, slow_variants
 
-__all__ = ["Variant", "python_variants", "implicit_variants", "IMPLICIT_BACKENDS", "DEFAULT_IDLE_US",
+__all__ = ["Variant", "python_variants", "slow_variants", "implicit_variants", "IMPLICIT_BACKENDS", "DEFAULT_IDLE_US",
            "model_config", "render", "parse", "write_model", "write_repository"]

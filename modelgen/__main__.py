@@ -12,7 +12,7 @@ import sys
 
 from .backends import BackendUnavailable, unavailable_reason
 from .repository import write_repository
-from .variants import DEFAULT_IDLE_US, DTYPES, IMPLICIT_BACKENDS, STRATEGIES, implicit_variants, python_variants
+from .variants import DEFAULT_IDLE_US, DTYPES, IMPLICIT_BACKENDS, STRATEGIES, implicit_variants, python_variants, slow_variants
 
 _BATCHING = {"both": (True, False), "batched": (True,), "no-batch": (False,)}
 # Triton's TensorFlow backend does not implement implicit state (its docs name onnxruntime,
@@ -41,6 +41,9 @@ def main(argv=None) -> int:
                         help="backend of the generated models (default python)")
     parser.add_argument("--idle-timeout-us", type=int, default=DEFAULT_IDLE_US,
                         help=f"max_sequence_idle_microseconds (default {DEFAULT_IDLE_US})")
+    parser.add_argument("--slow-ms", type=int, default=0, metavar="MS",
+                        help="also write the slow python models (modelgen.slow_variants): each execution "
+                             "sleeps MS milliseconds, for the fuzzer's slow-execution nemesis")
     parser.add_argument("--only", action="append", default=[], metavar="SUBSTRING",
                         help="write only models whose name contains SUBSTRING (repeatable)")
     implicit = parser.add_argument_group("framework backends (onnx, tensorflow, tensorrt)")
@@ -55,6 +58,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.idle_timeout_us <= 0:
         parser.error(f"--idle-timeout-us must be positive, got {args.idle_timeout_us}")
+    if args.slow_ms < 0:
+        parser.error(f"--slow-ms must be >= 0, got {args.slow_ms}")
     given = [f"--{n}" for n in ("dtype", "shape", "batching", "strategy") if getattr(args, n) is not None]
     if args.backend == "python" and given:
         parser.error(f"{', '.join(given)}: only for the onnx, tensorflow and tensorrt backends; "
@@ -65,6 +70,8 @@ def main(argv=None) -> int:
     for backend in backends:
         if backend == "python":
             variants += python_variants(idle_us=args.idle_timeout_us)
+            if args.slow_ms:
+                variants += slow_variants(idle_us=args.idle_timeout_us, delay_ms=args.slow_ms)
             continue
         reason = unavailable_reason(backend)
         if reason:

@@ -33,6 +33,8 @@ def model_config(variant: Variant) -> mc.ModelConfig:
         cfg.backend = "python"
         cfg.parameters["FLAVOUR"].string_value = variant.flavour
         cfg.parameters["STRATEGY"].string_value = variant.strategy
+        if variant.delay_ms:
+            cfg.parameters["EXEC_DELAY_MS"].string_value = str(variant.delay_ms)
     elif variant.backend in PLATFORMS:
         cfg.platform, cfg.backend, cfg.default_model_filename = PLATFORMS[variant.backend]
     else:

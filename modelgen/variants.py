@@ -60,6 +60,9 @@ class Variant:
     backend: str = attrs.field(default="python", validator=attrs.validators.in_(BACKENDS))
     batching: bool = True
     shape: tuple = attrs.field(default=(1,), converter=tuple, validator=_check_shape)
+    # Python backend only: execute() sleeps this long per batch, so that requests queue, batches
+    # fill and the backlog builds up (the nemesis's slow execution).
+    delay_ms: int = 0
 
     def __attrs_post_init__(self):
         needed = {"corrid": {"START", "CORRID"}, "slot": {"START", "READY"}, "implicit": {"START", "READY"}}
@@ -72,6 +75,9 @@ class Variant:
             raise ValueError("flavour 'slot' with strategy 'oldest' needs slots=1")
         if self.idle_us <= 0:
             raise ValueError(f"idle_us must be positive, got {self.idle_us}")
+        if self.delay_ms < 0 or (self.delay_ms and self.backend != "python"):
+            raise ValueError(f"delay_ms must be >= 0 and only the python backend takes it, got {self.delay_ms} "
+                             f"for backend {self.backend!r}")
         if self.backend != "python" and self.flavour != "implicit":
             # Framework graphs cannot keep state between executions; Triton must carry it.
             raise ValueError(f"backend {self.backend!r} only has the 'implicit' flavour, not {self.flavour!r}")
@@ -96,6 +102,8 @@ class Variant:
             parts.append("d" + "x".join(map(str, self.shape)))
         if not self.batching:
             parts.append("nb")
+        if self.delay_ms:
+            parts.append(f"slow{self.delay_ms}ms")
         return "_".join(parts)
 
     @property
@@ -128,6 +136,16 @@ def python_variants(idle_us: int = DEFAULT_IDLE_US) -> list[Variant]:
         V("implicit", "direct", 1, 1, "int32", controls=("START", "READY")),
         V("implicit", "direct", 4, 2, "fp32", controls=("START", "END", "READY")),
         V("implicit", "oldest", 2, 1, "int32", controls=("START", "READY", "CORRID")),
+    ]
+
+
+def slow_variants(idle_us: int = DEFAULT_IDLE_US, delay_ms: int = 100) -> list[Variant]:
+    """Slow models for the nemesis: each execution takes `delay_ms`, so concurrent requests queue
+    behind it and arrive as full batches. One per strategy, with several slots and END."""
+    V = lambda *a, **k: Variant(*a, idle_us=idle_us, delay_ms=delay_ms, **k)  # noqa: E731
+    return [
+        V("slot", "direct", 4, 1, "int32", controls=("START", "END", "READY")),
+        V("corrid", "oldest", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID")),
     ]
 
 

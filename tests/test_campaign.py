@@ -28,10 +28,15 @@ def test_unknown_model_is_a_clear_error(triton):
 
 
 def test_expected_divergence_passes_and_stays_visible(triton):
+    # A fixed seed, not derandomize: derandomized examples follow the machine's source, so any
+    # edit to the rules would change which programs this test runs and how far they shrink.
     result, error = fuzz_model(triton, "py_implicit_direct_s1_i1_int32_csr",
-                               settings(TINY, max_examples=5, stateful_step_count=20))
+                               settings(TINY, max_examples=5, stateful_step_count=20, derandomize=False), seed=1)
     assert error is None, error
     assert result.verdict == "expected divergence"
     (failure,) = result.failures
     assert failure.expected_divergence == "python-backend-drops-implicit-state"
-    assert failure.invariant == "sums_match" and failure.shrunk_steps <= 4, failure.program
+    # A finished shrink gets the divergence down to a START and one more request (plus the
+    # answers); a shrink stopped at its budget reports the shortest program seen by then.
+    limit = 30 if failure.shrink_stopped else 4
+    assert failure.invariant == "sums_match" and failure.shrunk_steps <= limit, failure.program

@@ -85,3 +85,21 @@ def test_cli_only_filter_and_bad_arguments(tmp_path, capsys):
 
 def test_public_names():
     assert set(modelgen.__all__) <= set(dir(modelgen))
+
+
+def test_slow_variants_carry_their_delay_in_the_config_and_the_name():
+    from modelgen import slow_variants
+
+    slow = slow_variants(delay_ms=250)
+    assert {v.strategy for v in slow} == {"direct", "oldest"}
+    for v in slow:
+        assert v.name.endswith("_slow250ms")
+        assert parse(render(model_config(v))).parameters["EXEC_DELAY_MS"].string_value == "250"
+    assert "EXEC_DELAY_MS" not in model_config(Variant("slot", "direct", 1, 1)).parameters
+
+
+def test_only_python_models_can_be_slow():
+    with pytest.raises(ValueError, match="delay_ms"):
+        Variant("implicit", "direct", 1, 1, backend="onnx", delay_ms=10)
+    with pytest.raises(ValueError, match="delay_ms"):
+        Variant("slot", "direct", 1, 1, delay_ms=-1)

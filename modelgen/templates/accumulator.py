@@ -10,6 +10,7 @@ The config's FLAVOUR parameter says where the running sum lives:
              relying on Triton to carry OUTPUT_STATE into the next INPUT_STATE.
 """
 import json
+import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -31,8 +32,12 @@ class TritonPythonModel:
         self.strategy = params["STRATEGY"]["string_value"]
         self.dtype = np.dtype(pb_utils.triton_string_to_numpy(config["output"][0]["data_type"]))
         self.sums = {}
+        # A slow model (the nemesis's slow execution): every execution takes this long.
+        self.delay_s = int(params.get("EXEC_DELAY_MS", {}).get("string_value", "0")) / 1000
 
     def execute(self, requests):
+        if self.delay_s:
+            time.sleep(self.delay_s)
         return [self._one(position, request) for position, request in enumerate(requests)]
 
     def _one(self, position, request):

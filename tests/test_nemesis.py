@@ -1,0 +1,119 @@
+"""The nemesis rules in the state machine, live: each fault strikes during a campaign and every
+promise still holds (the reference model knows what the server must do after each fault). The
+faults' own mechanics are pinned in tests/test_proxy.py and tests/test_restart.py; the server's
+batching hooks are pinned here."""
+import time
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from fuzz import nemesis
+from fuzz.campaign import fuzz_model
+from fuzz.client import Request, StreamClient
+from fuzz.machine import FuzzSettings, make_machine
+from fuzz.server import EmbeddedTriton, ExternalTriton
+from fuzz.spec import ModelSpec
+from modelgen import Variant, slow_variants, write_model
+
+SLOW = slow_variants()[0]  # slot flavour, direct, 4 slots, 100 ms an execution
+FAST = Variant("corrid", "direct", 2, 1, controls=("START", "END", "READY", "CORRID"))
+CAMPAIGN = settings(max_examples=4, stateful_step_count=25, derandomize=False, database=None, deadline=None,
+                    suppress_health_check=list(HealthCheck))
+
+pytestmark = pytest.mark.timeout(420)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("nemesis-models")
+    for v in (SLOW, FAST):
+        write_model(v, repo)
+    with EmbeddedTriton(repo, model_control_mode="explicit", load_models=[SLOW.name, FAST.name],
+                        workdir=tmp_path_factory.mktemp("nemesis-triton")) as s:
+        yield s
+
+
+def campaign(server, model, faults, seed):
+    result, error = fuzz_model(server, model, CAMPAIGN, fuzz_settings=FuzzSettings(nemesis=faults), seed=seed,
+                               require_known=False)
+    assert error is None, error
+    assert result.verdict == "pass", result
+    return dict(result.faults)
+
+
+def test_network_faults_strike_and_every_promise_holds(server):
+    struck = campaign(server, FAST.name, {"cut", "stall"}, seed=3)
+    assert struck.get("cut", 0) >= 1 and struck.get("stall", 0) >= 1, struck
+
+
+def test_server_faults_strike_and_every_promise_holds(server):
+    restarts = server.restarts
+    struck = campaign(server, SLOW.name, {"restart", "reload", "full_batch"}, seed=5)
+    assert all(struck.get(f, 0) >= 1 for f in ("restart", "reload", "full_batch")), struck
+    assert server.restarts > restarts
+
+
+def test_server_faults_need_the_embedded_server(server):
+    spec = ModelSpec.fetch(server, FAST.name)
+    external = ExternalTriton(server.grpc_url)
+    with pytest.raises(ValueError, match=r"nemesis \['restart'\] .* needs the embedded server"):
+        make_machine(external, spec, FuzzSettings(nemesis={"restart"}))
+    with pytest.raises(ValueError, match="unknown nemesis"):
+        make_machine(server, spec, FuzzSettings(nemesis={"earthquake"}))
+
+
+def test_parse_names():
+    assert nemesis.parse("cut, stall") == {"cut", "stall"}
+    assert nemesis.parse("all") == set(nemesis.NEMESES)
+    assert nemesis.parse("") == frozenset()
+    with pytest.raises(ValueError, match="unknown nemesis"):
+        nemesis.parse("cut,flood")
+
+
+# -- the server's own batching hooks, which the full_batch rule relies on ----------------------
+
+def burst(server, model, ids, gap_s=0.02, wait_s=5.0):
+    streams = [StreamClient(server.grpc_url) for _ in ids]
+    boxes = []
+    for stream, seq_id in zip(streams, ids):
+        boxes.append(stream.send(Request(model, seq_id, seq_id, start=True)))
+        time.sleep(gap_s)
+    outcomes = [StreamClient.wait(b, wait_s) for b in boxes]
+    for s in streams:
+        s.close(cancel_requests=True, timeout_s=5)
+    return outcomes
+
+
+def test_delay_scheduler_hook_makes_one_full_batch(tmp_path):
+    write_model(SLOW, tmp_path / "m")
+    with EmbeddedTriton(tmp_path / "m", env={nemesis.DELAY_SCHEDULER: "4"}, workdir=tmp_path / "w") as server:
+        outcomes = burst(server, SLOW.name, [1, 2, 3, 4])
+        assert [o.value for o in outcomes] == [1, 2, 3, 4], outcomes
+        assert server.execution_count(SLOW.name) == 1  # all four in one batch of the 4 slots
+
+
+def test_without_the_hook_the_same_requests_run_in_several_batches(tmp_path):
+    write_model(SLOW, tmp_path / "m")
+    with EmbeddedTriton(tmp_path / "m", workdir=tmp_path / "w") as server:
+        outcomes = burst(server, SLOW.name, [1, 2, 3, 4])
+        assert [o.value for o in outcomes] == [1, 2, 3, 4], outcomes
+        assert server.execution_count(SLOW.name) > 1  # the first START runs alone while the rest arrive
+
+
+def test_backlog_delay_hook_waits_for_a_full_backlog(tmp_path):
+    """TRITONSERVER_BACKLOG_DELAY_SCHEDULER=2 (with DELAY_SCHEDULER=1) holds a 1-slot model until
+    two STARTs wait in the backlog; then they are let in in order, one idle timeout apart."""
+    one_slot = Variant("slot", "direct", 1, 1, controls=("START", "END", "READY"))
+    write_model(one_slot, tmp_path / "m")
+    env = {nemesis.DELAY_SCHEDULER: "1", "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": "2"}
+    # stop_grace: the held STARTs count as in flight, and a graceful stop would wait for them.
+    with EmbeddedTriton(tmp_path / "m", env=env, workdir=tmp_path / "w", stop_grace=1.0) as server:
+        held = burst(server, one_slot.name, [1, 2], gap_s=0.05, wait_s=1.0)
+        assert [o.status for o in held] == ["CLIENT_TIMEOUT"] * 2, held  # one START short: nothing runs
+    with EmbeddedTriton(tmp_path / "m", env=env, workdir=tmp_path / "w2") as server:
+        outcomes = burst(server, one_slot.name, [1, 2, 3], gap_s=0.05)
+        assert [o.value for o in outcomes] == [1, 2, 3], outcomes
+        # Answered at send time + latency: the first when the backlog filled, the others only
+        # once the first idled out (0.5 s), in the order they queued.
+        answered = [i * 0.05 + o.latency_s for i, o in enumerate(outcomes)]
+        assert answered[0] < 0.3 and min(answered[1:]) > 0.35 and answered[1] <= answered[2] + 0.02, outcomes
