@@ -24,6 +24,8 @@ from pathlib import Path
 
 import attrs
 
+from . import leftovers
+
 LOG_TAIL_LINES = 40
 # Complaints every CPU-only start makes; they are not why anything failed.
 _HARMLESS = re.compile(r"CudaDriverHelper|NVML|DCGM|CUDA driver")
@@ -261,6 +263,7 @@ class EmbeddedTriton(_Base):
             raise TritonError("server already started")
         if not (self.model_repository / ".").is_dir():
             raise ServerStartError(f"model repository {self.model_repository} is not a folder")
+        leftovers.reap()  # what an earlier run, killed before it could stop its servers, left
         grpc_port, http_port = self._fixed_ports
         for name, port in [("gRPC", grpc_port), ("HTTP", http_port)]:
             if port is not None and port_in_use(port):
@@ -312,6 +315,7 @@ class EmbeddedTriton(_Base):
             log.close()
         _LIVE.add(self)
         STARTED_GROUPS.append(self.process.pid)
+        leftovers.register(self.process.pid)
         self.grpc_port, self.http_port, self.metrics_port = grpc_port, http_port, metrics_port
         self.grpc_url = f"127.0.0.1:{grpc_port}"
         self.http_url = f"127.0.0.1:{http_port}"
@@ -361,6 +365,7 @@ class EmbeddedTriton(_Base):
         except ProcessLookupError:
             pass
         proc.wait()
+        leftovers.unregister(proc.pid)
 
     def restart(self, *, graceful: bool = True, port_wait: float = 10.0) -> "EmbeddedTriton":
         """Stop the server and start it again on the same repository (and, under explicit model
