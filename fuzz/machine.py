@@ -533,18 +533,24 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                                      dtype=spec.dtype)) for client, key, end, value in sends]
             self._send_together(reqs, "burst")
 
-        def _send_together(self, reqs, action: str, now: float | None = None):
+        def _send_together(self, reqs, action: str):
             """Sends every (client, request) at once on the clients' streams; each must be answered
             promptly (the model must expect an Answer or a Refusal for each)."""
+            self._check_together(self._send_all(reqs), action)
+
+        def _send_all(self, reqs) -> list:
             if self.stats_before is None:
                 self.stats_before = self._inference_count()
-            now = time.monotonic() if now is None else now
+            now = time.monotonic()
             sent = []
             for client, req in reqs:
                 self._remember(req.seq_id)
                 exp = self.model.expect(req, now)
                 stats.requests += 1
                 sent.append((client, req, exp, self.streams[client].send(req)))
+            return sent
+
+        def _check_together(self, sent, action: str):
             for client, req, exp, box in sent:
                 got = StreamClient.wait(box, settings.prompt_s)
                 check = check_prompt(req, exp, got, "stream")
@@ -554,7 +560,6 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                     self.successes += 1
                 if check.violation:
                     self._fail(check.violation, rec)
-            return sent
 
         # -- nemesis rules: faults, drawn only when FuzzSettings.nemesis names them ------------
         def _proxied_idle(self) -> list[int]:
@@ -648,29 +653,44 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         @rule(data=st.data())
         def full_batch(self, data):
             """The server restarts with TRITONSERVER_DELAY_SCHEDULER = the model's capacity, which
-            holds its batchers until that many requests wait: as many fresh STARTs, sent one after
-            another, must then run as one full batch per instance, each with its own sum. Then it
-            restarts without the hook (a reload would arm it again)."""
-            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity)]
-            values = [self._value(data) for _ in range(spec.capacity)]
-            if len({key_of(i) for i in fresh}) < spec.capacity:
+            holds its batchers until that many requests wait (and, with
+            TRITONSERVER_BACKLOG_DELAY_SCHEDULER = b, until b more STARTs wait in the backlog): as
+            many fresh STARTs, sent one after another, must then run as one full batch per
+            instance, each with its own sum, and the backlog is let in as the batch's sequences
+            idle out. Then it restarts without the hooks (a reload would arm them again)."""
+            wanted = data.draw(st.integers(0, 2), label="backlog")
+            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity + 2)]
+            values = [self._value(data) for _ in range(spec.capacity + 2)]
+            self._collect()
+            if self.pending:
+                return self._skip("full batch: a client waits on the backlog")
+            backlog = min(wanted, n_clients - spec.capacity)
+            fresh = fresh[:spec.capacity + backlog]
+            if len({key_of(i) for i in fresh}) < len(fresh):
                 return self._skip("full batch: drawn ids collide")
             hook = {nemesis.DELAY_SCHEDULER: str(spec.capacity)}
-            if not self._server_fault("full_batch", f"the server restarts with {nemesis.DELAY_SCHEDULER}="
-                                      f"{spec.capacity}", lambda: nemesis.restart_server(server, graceful=True,
-                                                                                         env=hook)):
+            if backlog:
+                hook[nemesis.BACKLOG_DELAY_SCHEDULER] = str(backlog)
+            said = " ".join(f"{k}={v}" for k, v in hook.items())
+            if not self._server_fault("full_batch", f"the server restarts with {said}",
+                                      lambda: nemesis.restart_server(server, graceful=True, env=hook)):
                 return
             before = server.execution_count(spec.name)
             reqs = [(c, Request(spec.name, i, v, start=True, dtype=spec.dtype))
                     for c, i, v in zip(self._idle_clients(), fresh, values)]
-            self._send_together(reqs, "start (held for a full batch)")
+            held = self._send_all(reqs[:spec.capacity])
+            for client, req in reqs[spec.capacity:]:  # queued behind the held batch
+                self._send(client, req, "stream", "start (into the held backlog)")
+            self._check_together(held, "start (held for a full batch)")
             after = server.execution_count(spec.name)
             if before is not None and after is not None and after - before != spec.instances:
                 self._fail(InvariantViolation(
                     "batches_fill", f"{spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={spec.capacity} ran "
                                     f"in {after - before} execution(s), not one full batch per instance "
                                     f"({spec.instances})"), self.log[-1])
-            self._server_fault("full_batch", "the server restarts without the hook",
+            while self.pending:  # the backlog gets in as slots idle out; each pass lets one in
+                self.wait_past_idle_timeout()
+            self._server_fault("full_batch", "the server restarts without the hooks",
                                lambda: nemesis.restart_server(server, graceful=True))
 
         # -- invariants checked after every step ------------------------------------------------

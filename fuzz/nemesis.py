@@ -24,6 +24,7 @@ NEMESES = ("slow", "cut", "stall", "restart", "reload", "full_batch")
 # reload, explicit model control), and they are slow (a restart takes seconds).
 SERVER_FAULTS = ("restart", "reload", "full_batch")
 DELAY_SCHEDULER = "TRITONSERVER_DELAY_SCHEDULER"
+BACKLOG_DELAY_SCHEDULER = "TRITONSERVER_BACKLOG_DELAY_SCHEDULER"
 
 
 def parse(names: str) -> frozenset:

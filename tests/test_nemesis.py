@@ -105,7 +105,7 @@ def test_backlog_delay_hook_waits_for_a_full_backlog(tmp_path):
     two STARTs wait in the backlog; then they are let in in order, one idle timeout apart."""
     one_slot = Variant("slot", "direct", 1, 1, controls=("START", "END", "READY"))
     write_model(one_slot, tmp_path / "m")
-    env = {nemesis.DELAY_SCHEDULER: "1", "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": "2"}
+    env = {nemesis.DELAY_SCHEDULER: "1", nemesis.BACKLOG_DELAY_SCHEDULER: "2"}
     # stop_grace: the held STARTs count as in flight, and a graceful stop would wait for them.
     with EmbeddedTriton(tmp_path / "m", env=env, workdir=tmp_path / "w", stop_grace=1.0) as server:
         held = burst(server, one_slot.name, [1, 2], gap_s=0.05, wait_s=1.0)
