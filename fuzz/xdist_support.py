@@ -76,10 +76,12 @@ def model_of(item) -> str | None:
     params = getattr(getattr(item, "callspec", None), "params", {})
     if "fuzz_model_name" in params:
         return params["fuzz_model_name"]
+    # An empty parameter set (--model naming a model without corpus entries or seeds) leaves
+    # pytest's NOTSET placeholder in params: it belongs to no model.
     if "seed_case" in params:
-        return params["seed_case"].model
+        return getattr(params["seed_case"], "model", None)
     if "corpus_item" in params:
-        entry = params["corpus_item"].entry
+        entry = getattr(params["corpus_item"], "entry", None)
         return entry.model if entry is not None else None
     return None
 
