@@ -400,7 +400,7 @@ def format_table(cells_, runs) -> str:
             for c in cells_]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     line = lambda r: "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
-    text = [line(head), line(["-" * w for w in widths])]
+    text = [line(head), line(["-" * w for w in widths])] if rows else ["No build ran."]
     last = None
     for r in rows:
         if last is not None and r[0] != last:
@@ -579,7 +579,7 @@ def format_divergences(rows, reclassified, note: str) -> str:
             text.append(f"    shows on {s.build}{known}: {_short(s.detail, 120)}")
             text += [f"      reproducer: {p}" for p in s.reproducers]
         text.append(f"    absent on {', '.join(row.absent_on)}: {row.absence}")
-        text += [f"      whose fuzzer steers around a known divergence: {g}" for g in row.guards]
+        text += [f"      guard on {g}" for g in row.guards]  # inputs that build's fuzzer never sends
         for r in row.replays:
             text.append(f"    replay of {r.entry} on {r.build}: {r.outcome}")
         text.append(f"    {row.confirmation}")
