@@ -76,7 +76,8 @@ def model_of(item) -> str | None:
     params = getattr(getattr(item, "callspec", None), "params", {})
     if "fuzz_model_name" in params:
         return params["fuzz_model_name"]
-    # An empty parametrization (no seed or corpus entry for the chosen --model) leaves NOTSET here.
+    # An empty parameter set (--model naming a model without corpus entries or seeds) leaves
+    # pytest's NOTSET placeholder in params: it belongs to no model.
     if "seed_case" in params:
         return getattr(params["seed_case"], "model", None)
     if "corpus_item" in params:

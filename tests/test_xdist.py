@@ -32,3 +32,13 @@ def test_each_model_stays_on_one_worker(triton):
         workers[model].add(worker)
     assert set(workers) == set(MODELS), out.stdout
     assert all(len(w) == 1 for w in workers.values()), dict(workers)
+
+
+def test_an_empty_parameter_set_belongs_to_no_model():
+    """--model naming a model with no corpus entry leaves pytest's NOTSET in corpus_item."""
+    from types import SimpleNamespace
+
+    from fuzz.xdist_support import model_of
+
+    for name in ("corpus_item", "seed_case"):
+        assert model_of(SimpleNamespace(callspec=SimpleNamespace(params={name: object()}))) is None
