@@ -36,6 +36,7 @@ class KnownDivergence:
     invariant: str = ""  # the invariant the fuzzer reports it under
     signature: str = ""  # text the observed answer contains, where the invariant alone is too broad
     guard: str = ""  # set when the fuzzer must not generate it (it would take the server down)
+    no_string_ids: bool = False  # the guard: the fuzzer sends this model integer ids only
 
     def applies(self, model, version: str | None) -> bool:
         return version in self.versions and self.affects(model)
@@ -52,7 +53,7 @@ KNOWN = (
         "python-backend-drops-implicit-state",
         "The Python backend does not carry sequence_batching.state: every request sees the initial "
         "INPUT_STATE and OUTPUT_STATE is dropped, so OUTPUT is INPUT instead of the running sum.",
-        versions=("2.51.0",), symptom="OUTPUT equals the request's own INPUT",
+        versions=("2.41.0", "2.51.0"), symptom="OUTPUT equals the request's own INPUT",
         affects=_python_implicit, invariant="sums_match"),
     KnownDivergence(
         "string-corrid-control-rejected",
@@ -73,7 +74,17 @@ KNOWN = (
         versions=("2.51.0",),
         symptom="wrong running sums, or the server dies (UNAVAILABLE: Stream removed)",
         affects=lambda m: _corrid_type(m) == "UINT64", invariant="sums_match",
-        guard="no string ids are sent to this model (its CORRID is uint64)"),
+        guard="no string ids are sent to this model (its CORRID is uint64)", no_string_ids=True),
+    KnownDivergence(
+        "string-ids-refused",
+        "Triton 2.41 refuses every string sequence_id on a model without a TYPE_STRING CORRID control "
+        "(no CORRID at all, or a uint64 one), START included; 2.51 accepts them. Found by the release "
+        "matrix (python -m fuzz.matrix, 0.5.0 against 0.7.0).",
+        versions=("2.41.0",),
+        symptom="INVALID_ARGUMENT: correlation ID in request is not an unsigned int",
+        affects=lambda m: _corrid_type(m) != "STRING", invariant="valid_is_accepted",
+        signature="correlation ID in request is not an unsigned int",
+        guard="no string ids are sent to this model (this build takes only integer ids)", no_string_ids=True),
 )
 
 KNOWN = KNOWN + (

@@ -112,7 +112,7 @@ def id_strategy(spec: ModelSpec, version: str | None):
 
 
 def string_ids_allowed(spec: ModelSpec, version: str | None) -> bool:
-    return not any(d.key == "string-id-on-uint64-corrid" for d in known_for(spec, version))
+    return not any(d.no_string_ids for d in known_for(spec, version))
 
 
 def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(), stats: RunStats | None = None):
