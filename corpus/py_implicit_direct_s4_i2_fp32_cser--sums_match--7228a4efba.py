@@ -35,6 +35,8 @@ ENTRY = json.loads("""
   "status": "known-divergence",
   "divergence": "python-backend-drops-implicit-state",
   "divergence_versions": [
+    "2.39.0",
+    "2.41.0",
     "2.51.0"
   ],
   "invariant": "sums_match",

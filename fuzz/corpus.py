@@ -25,6 +25,7 @@ import attrs
 
 from .client import Request
 from .machine import StepRecord
+from .model import MAX_STRING_ID
 from .spec import ModelSpec
 
 FORMAT_VERSION = 1
@@ -64,6 +65,12 @@ class CorpusEntry:
 
     def diverges_on(self, version: str | None) -> bool:
         return self.status == "known-divergence" and version in self.divergence_versions
+
+    def sends_string_ids(self) -> bool:
+        """Whether the program names a sequence by a string id (the misuse ids "" and over-long
+        ones are malformed requests, not sequence ids)."""
+        return any(isinstance(s.request.seq_id, str) and 0 < len(s.request.seq_id) <= MAX_STRING_ID
+                   for s in self.steps if s.request is not None)
 
     def describe(self) -> str:
         head = (f"corpus entry {self.name} ({self.status}"

@@ -34,7 +34,7 @@ class KnownDivergence:
     symptom: str  # what comes back instead
     affects: Callable = attrs.field(repr=False)
     invariant: str = ""  # the invariant the fuzzer reports it under
-    signature: str = ""  # text the observed answer contains, where the invariant alone is too broad
+    signatures: tuple = ()  # texts one of which the observed answer contains, where the invariant is too broad
     guard: str = ""  # set when the fuzzer must not generate it (it would take the server down)
     no_string_ids: bool = False  # the guard: the fuzzer sends this model integer ids only
 
@@ -43,8 +43,8 @@ class KnownDivergence:
 
     def explains(self, invariant: str, got: str) -> bool:
         """Whether a violation (its invariant and what came back) is this divergence."""
-        if self.signature:
-            return self.signature in got
+        if self.signatures:
+            return any(s in got for s in self.signatures)
         return invariant == self.invariant
 
 
@@ -53,17 +53,20 @@ KNOWN = (
         "python-backend-drops-implicit-state",
         "The Python backend does not carry sequence_batching.state: every request sees the initial "
         "INPUT_STATE and OUTPUT_STATE is dropped, so OUTPUT is INPUT instead of the running sum.",
-        versions=("2.41.0", "2.51.0"), symptom="OUTPUT equals the request's own INPUT",
+        versions=("2.39.0", "2.41.0", "2.51.0"), symptom="OUTPUT equals the request's own INPUT",
         affects=_python_implicit, invariant="sums_match"),
     KnownDivergence(
         "string-corrid-control-rejected",
-        "A model whose CORRID control is TYPE_STRING refuses every sequence request, string or integer "
-        "id, under both strategies.",
-        versions=("2.51.0",),
-        symptom="INVALID_ARGUMENT: unexpected number of string elements 2 for inference input 'CORRID', "
-                "expecting 1",
+        "A model whose CORRID control is TYPE_STRING fails every sequence request, string or integer "
+        "id, under both strategies: 2.51 refuses it; 2.39 and 2.41 hand the Python model a CORRID "
+        "bytes tensor with a garbage length prefix, which it cannot deserialize.",
+        versions=("2.39.0", "2.41.0", "2.51.0"),
+        symptom="2.51: INVALID_ARGUMENT: unexpected number of string elements 2 for inference input 'CORRID', "
+                "expecting 1; 2.39/2.41: the model fails with 'unpack_from requires a buffer of at least "
+                "<~2^31> bytes ... (actual buffer size is 132)'",
         affects=lambda m: _corrid_type(m) == "STRING", invariant="valid_is_accepted",
-        signature="unexpected number of string elements 2 for inference input 'CORRID'"),
+        signatures=("unexpected number of string elements 2 for inference input 'CORRID'",
+                    "unpack_from requires a buffer of at least")),
     KnownDivergence(
         "string-id-on-uint64-corrid",
         "A string sequence_id sent to a model with a uint64 CORRID control is accepted and its bytes "
@@ -77,13 +80,13 @@ KNOWN = (
         guard="no string ids are sent to this model (its CORRID is uint64)", no_string_ids=True),
     KnownDivergence(
         "string-ids-refused",
-        "Triton 2.41 refuses every string sequence_id on a model without a TYPE_STRING CORRID control "
-        "(no CORRID at all, or a uint64 one), START included; 2.51 accepts them. Found by the release "
-        "matrix (python -m fuzz.matrix, 0.5.0 against 0.7.0).",
-        versions=("2.41.0",),
+        "Triton 2.39 and 2.41 refuse every string sequence_id on a model without a TYPE_STRING CORRID "
+        "control (no CORRID at all, or a uint64 one), START included; 2.51 accepts them. Found by the "
+        "release matrix (python -m fuzz.matrix: 0.4.2 and 0.5.0 against 0.7.0).",
+        versions=("2.39.0", "2.41.0"),
         symptom="INVALID_ARGUMENT: correlation ID in request is not an unsigned int",
         affects=lambda m: _corrid_type(m) != "STRING", invariant="valid_is_accepted",
-        signature="correlation ID in request is not an unsigned int",
+        signatures=("correlation ID in request is not an unsigned int",),
         guard="no string ids are sent to this model (this build takes only integer ids)", no_string_ids=True),
 )
 

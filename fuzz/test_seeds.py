@@ -14,7 +14,7 @@ def test_seed(triton, seed_case, fuzz_options, fuzz_results):
     budget = settings(max_examples=seeds.EXAMPLES, stateful_step_count=seeds.STEPS, derandomize=False,
                       database=None)
     result, error = fuzz_model(triton, seed_case.model, budget, fuzz_settings=fuzz_options.fuzz_settings,
-                               seed=seed_case.seed, require_known=False)
+                               seed=seed_case.seed)
     assert result.examples >= 1, result
     if error is not None:
         raise error

@@ -18,7 +18,7 @@ def main(url, model, db, mode):
     phases = {"find": [Phase.generate], "reuse": [Phase.reuse]}[mode]
     budget = settings(max_examples=100, stateful_step_count=10, derandomize=False, database=open_database(db),
                       phases=phases, deadline=None, suppress_health_check=list(HealthCheck))
-    result, error = fuzz_model(ExternalTriton(url), model, budget, require_known=False)
+    result, error = fuzz_model(ExternalTriton(url), model, budget)
     print(json.dumps({"examples": result.examples, "wall_s": result.wall_s,
                       "failures": [[f.invariant, f.expected_divergence] for f in result.failures],
                       "unexpected_error": repr(error) if error else None}))

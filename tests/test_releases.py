@@ -67,3 +67,18 @@ def test_a_version_pip_cannot_find_is_a_clear_error(tmp_path):
     with pytest.raises(ReleaseInstallError, match="nvidia-pytriton==0.0.999"):
         install_release("0.0.999", tmp_path)
     assert not any(tmp_path.iterdir()) or [p.name for p in tmp_path.iterdir()] == [".nvidia-pytriton-0.0.999.lock"]
+
+
+def test_2_41_refuses_string_ids_where_2_51_takes_them(repo, tmp_path):
+    """Pins the known divergence string-ids-refused (found by the release matrix)."""
+    from fuzz.divergences import KNOWN
+
+    if not (WANTED or is_installed("0.5.0")):
+        pytest.skip("set TRITON_SEQFUZZ_RELEASES=1 to download nvidia-pytriton 0.5.0")
+    (known,) = [d for d in KNOWN if d.key == "string-ids-refused"]
+    with EmbeddedTriton(repo, install=install_release("0.5.0"), workdir=tmp_path / "w") as server:
+        assert server.version in known.versions
+        client = GrpcClient(server.grpc_url)
+        for model in sorted(p.name for p in repo.iterdir()):  # a uint64 CORRID, and no CORRID
+            got = client.infer(Request(model, "abc", 1, start=True, end=True))
+            assert (got.status, got.message) == ("INVALID_ARGUMENT", known.signatures[0]), (model, got)
