@@ -673,7 +673,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 hook[nemesis.BACKLOG_DELAY_SCHEDULER] = str(backlog)
             said = " ".join(f"{k}={v}" for k, v in hook.items())
             if not self._server_fault("full_batch", f"the server restarts with {said}",
-                                      lambda: nemesis.restart_server(server, graceful=True, env=hook)):
+                                      lambda: nemesis.restart_server(server, graceful=False, env=hook)):
                 return
             before = server.execution_count(spec.name)
             reqs = [(c, Request(spec.name, i, v, start=True, dtype=spec.dtype))
@@ -691,7 +691,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             while self.pending:  # the backlog gets in as slots idle out; each pass lets one in
                 self.wait_past_idle_timeout()
             self._server_fault("full_batch", "the server restarts without the hooks",
-                               lambda: nemesis.restart_server(server, graceful=True))
+                               lambda: nemesis.restart_server(server, graceful=False))
 
         # -- invariants checked after every step ------------------------------------------------
         @invariant()

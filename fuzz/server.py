@@ -434,7 +434,15 @@ class EmbeddedTriton(_Base):
         if name not in self.load_models:
             self.load_models.append(name)
 
-    reload_model = load_model
+    def reload_model(self, name: str, timeout: float = 60.0) -> None:
+        """Load a new copy of `name`, retiring the old one and its sequences. Triton reloads a
+        loaded model only when its files changed (seen live on 2.51: a second load of an
+        unchanged model is a no-op that keeps its sequences; touching config.pbtxt is not enough,
+        its content is compared), so the model's other files are touched first."""
+        for path in (self.model_repository / name).rglob("*"):
+            if path.is_file() and path.name != "config.pbtxt":
+                os.utime(path)
+        self.load_model(name, timeout)
 
     def unload_model(self, name: str, timeout: float = 60.0) -> None:
         """Unload `name` through the repository API and wait until it no longer serves."""

@@ -78,11 +78,27 @@ def test_reload_forgets_that_models_sequences_only(long_repo, tmp_path):
         client = GrpcClient(server.grpc_url)
         assert client.infer(Request(A.name, 1, 5, start=True)).value == 5
         assert client.infer(Request(B.name, 2, 7, start=True)).value == 7
-        server.reload_model(A.name)  # same files: Triton loads a new copy all the same
+        server.reload_model(A.name)
         assert gone(client, A.name, 1)
         assert client.infer(Request(B.name, 2, 1)).value == 8  # B's sequence lives on
         assert sums(client, A.name, 3, [2, 3]) == [2, 5]
         assert client.infer(Request(B.name, 2, 1, end=True)).value == 9
+
+
+def test_every_reload_forgets_the_sequences(repo, tmp_path):
+    """Triton skips loading a loaded model whose files did not change (the second raw load below
+    keeps the sequence); reload_model touches the files so that each reload is real."""
+    with EmbeddedTriton(repo, workdir=tmp_path / "w", model_control_mode="explicit",
+                        load_models=[A.name]) as server:
+        client = GrpcClient(server.grpc_url)
+        server.client().load_model(A.name)  # the first load after start-up does reload
+        assert client.infer(Request(A.name, 5, 2, start=True)).value == 2
+        server.client().load_model(A.name)  # unchanged: a no-op
+        assert client.infer(Request(A.name, 5, 1)).value == 3
+        for _ in range(2):
+            server.reload_model(A.name)
+            assert gone(client, A.name, 5)
+            assert client.infer(Request(A.name, 5, 4, start=True)).value == 4
 
 
 def test_unload_then_load_again(long_repo, tmp_path):
