@@ -95,8 +95,9 @@ KNOWN = KNOWN + (
         "cancelled-backlog-id-lingers",
         "Cancelling a START that waits in the backlog does not free its id: until a slot next frees "
         "and the batcher drops the dead backlog entry, a request to that id (with or without START) "
-        "is queued behind it and then fails CANCELLED, instead of the START-flag error.",
-        versions=("2.51.0",), symptom="CANCELLED with an empty message, after the next slot frees",
+        "is queued behind it and then fails CANCELLED, instead of the START-flag error. On 2.39 and "
+        "2.41 too (the release matrix replayed a 2.39 reproducer on all three).",
+        versions=("2.39.0", "2.41.0", "2.51.0"), symptom="CANCELLED with an empty message, after the next slot frees",
         affects=lambda m: True, invariant="start_is_required",
         guard="no request goes to the id of a cancelled backlogged START until its backlog place is dropped"),
 )

@@ -19,7 +19,7 @@ from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from . import nemesis
-from .client import GrpcClient, HttpClient, Outcome, Request, StreamClient
+from .client import GrpcClient, HttpClient, Request, StreamClient
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
 from .model import MAX_STRING_ID, Ambiguous, BatcherModel, Queued, idle_margins, key_of
@@ -128,9 +128,6 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     lo_sum, hi_sum = spec.value_range
     as_value = float if spec.dtype == "FP32" else int
     faults = settings.nemesis
-    unknown = set(faults) - set(nemesis.NEMESES)
-    if unknown:
-        raise ValueError(f"unknown nemesis {sorted(unknown)}; known: {', '.join(nemesis.NEMESES)}")
     why_not = nemesis.unsupported(faults, server)
     if why_not:
         raise ValueError(why_not)
@@ -270,14 +267,18 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 got = self.http.infer(req, timeout_s=settings.prompt_s)
             else:
                 got = self.grpc.infer(req, timeout_s=settings.prompt_s)
+            self._check(client, req, exp, got, via, action, wait_s=waited, context=context)
+            return exp
+
+        def _check(self, client, req, exp, got, via, action, *, wait_s=0.0, context=""):
+            """Checks a prompt answer against the model's expectation and logs the step."""
             check = check_prompt(req, exp, got, via, context=context)
-            rec = self._record(client=client, action=action, request=req, via=via, wait_s=waited,
+            rec = self._record(client=client, action=action, request=req, via=via, wait_s=wait_s,
                                expected=check.expected, got=check.got)
             if got.ok:
                 self.successes += 1
             if check.violation:
                 self._fail(check.violation, rec)
-            return exp
 
         def _collect(self):
             """Checks answered backlogged STARTs, in the order they arrived. A START the model has
@@ -552,14 +553,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
         def _check_together(self, sent, action: str):
             for client, req, exp, box in sent:
-                got = StreamClient.wait(box, settings.prompt_s)
-                check = check_prompt(req, exp, got, "stream")
-                rec = self._record(client=client, action=action, request=req, via="stream",
-                                   expected=check.expected, got=check.got)
-                if got.ok:
-                    self.successes += 1
-                if check.violation:
-                    self._fail(check.violation, rec)
+                self._check(client, req, exp, StreamClient.wait(box, settings.prompt_s), "stream", action)
 
         # -- nemesis rules: faults, drawn only when FuzzSettings.nemesis names them ------------
         def _proxied_idle(self) -> list[int]:
@@ -607,14 +601,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             stats.requests += 1
             box = nemesis.held_send(self.proxy, self.streams[client], req, arrival)
             self._struck("stall")
-            got = StreamClient.wait(box, settings.prompt_s)
-            check = check_prompt(req, exp, got, "stream")
-            rec = self._record(client=client, action="send while the network stalls, held", request=req,
-                               via="stream", wait_s=arrival - now, expected=check.expected, got=check.got)
-            if got.ok:
-                self.successes += 1
-            if check.violation:
-                self._fail(check.violation, rec)
+            self._check(client, req, exp, StreamClient.wait(box, settings.prompt_s), "stream",
+                        "send while the network stalls, held", wait_s=arrival - now)
 
         def _server_fault(self, fault: str, action: str, do) -> bool:
             """Runs a restart or reload with every client disconnected (an open stream keeps an

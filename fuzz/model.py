@@ -255,7 +255,10 @@ class BatcherModel:
                         f"{ahead} earlier sequence(s) in the backlog")
             for _, holder in schedule:
                 seq = self.seqs[holder]
-                self._release(seq, Window(seq.expiry.lo, min(seq.expiry.hi, at)))
+                # A START+END let in from the backlog freed its slot when it ran, not at expiry
+                # (the same rule _earliest_admissions schedules by).
+                held = seq.admitted if seq.end_on_admit and seq.admitted else seq.expiry
+                self._release(seq, Window(held.lo, min(held.hi, at)))
         window = self.awaiting.pop(key, None)
         if window is None:
             return f"answered, but the model holds no backlogged START for {key[1]!r}"

@@ -39,7 +39,10 @@ def parse(names: str) -> frozenset:
 
 
 def unsupported(faults, server) -> str | None:
-    """Why `server` cannot take these faults, or None."""
+    """Why `server` cannot take these faults (or they are not faults), or None."""
+    unknown = set(faults) - set(NEMESES)
+    if unknown:
+        return f"unknown nemesis {sorted(unknown)}; known: {', '.join(NEMESES)}"
     if set(faults) & set(SERVER_FAULTS) and not hasattr(server, "restart"):
         return (f"nemesis {sorted(set(faults) & set(SERVER_FAULTS))} restarts or reloads the server: it needs the "
                 f"embedded server this harness starts, not {server!r}")

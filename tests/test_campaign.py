@@ -8,13 +8,15 @@ from fuzz.campaign import fuzz_model
 from fuzz.server import ExternalTriton
 from fuzz.spec import ContractError
 
-TINY = settings(max_examples=2, stateful_step_count=8, derandomize=True, database=None, deadline=None,
+# Seeded, not derandomized: derandomized examples follow the machine's source, so an edit to the
+# rules could leave a tiny budget with no request at all.
+TINY = settings(max_examples=2, stateful_step_count=8, derandomize=False, database=None, deadline=None,
                 suppress_health_check=list(HealthCheck))
 
 
 def test_fuzzing_an_external_triton(triton):
     external = ExternalTriton(triton.grpc_url, triton.http_url)
-    result, error = fuzz_model(external, "py_slot_direct_s2_i2_fp32_cser", TINY)
+    result, error = fuzz_model(external, "py_slot_direct_s2_i2_fp32_cser", TINY, seed=1)
     assert error is None, error
     assert result.verdict == "pass" and result.examples >= 2 and result.requests > 0
     assert result.triton_version == triton.version
@@ -31,7 +33,7 @@ def test_expected_divergence_passes_and_stays_visible(triton):
     # A fixed seed, not derandomize: derandomized examples follow the machine's source, so any
     # edit to the rules would change which programs this test runs and how far they shrink.
     result, error = fuzz_model(triton, "py_implicit_direct_s1_i1_int32_csr",
-                               settings(TINY, max_examples=5, stateful_step_count=20, derandomize=False), seed=1)
+                               settings(TINY, max_examples=5, stateful_step_count=20), seed=1)
     assert error is None, error
     assert result.verdict == "expected divergence"
     (failure,) = result.failures

@@ -137,6 +137,20 @@ def test_slots_pass_down_the_backlog_in_a_chain():
     assert m.served(key_of(3), IDLE + 0.05) is None
 
 
+def test_a_start_and_end_let_in_passes_its_slot_on_at_once():
+    """Seen live (Triton 2.51, the release matrix's seed run): 1 ends; the backlogged START+END 2
+    runs in the freed slot and ends; 3 takes that slot long before 2's idle deadline, and its
+    answer can come back before 2's. The slot 2 held freed when 2 ran, not when it would expire."""
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    assert m.expect(R(2, 2, start=True, end=True), 0.1) == Queued(2)
+    assert m.expect(R(3, 3, start=True), 0.2) == Queued(3)
+    m.expect(R(1, 0, end=True), 0.3)
+    assert m.served(key_of(3), 0.31) is None  # 2 ran in between, unseen yet
+    assert m.served(key_of(2), 0.32) is None
+    assert m.is_live(key_of(3)) and not m.is_live(key_of(2))
+
+
 def test_cancelled_backlogged_start_takes_no_slot_and_its_place_lingers():
     m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
     m.expect(R(1, 1, start=True), 0.0)
