@@ -80,6 +80,11 @@ class ModelResult:
         return d
 
 
+def _cut_short(err: BaseException) -> bool:
+    """Hypothesis's verdict on a failure whose shrinking could not replay or was stopped."""
+    return isinstance(err, Flaky)  # FlakyStrategyDefinition included
+
+
 def _violations(err: BaseException) -> list[InvariantViolation]:
     if isinstance(err, InvariantViolation):
         return [err]
@@ -132,8 +137,12 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             unknown = error
         for v in violations:
             match = next((d.key for d in expected if d.explains(v.invariant, getattr(v, "got", ""))), None)
-            if match is None:
-                unknown = error
+            if match is None and unknown is None:
+                # The violation itself (its message holds the program), not Hypothesis's Flaky or
+                # FlakyStrategyDefinition, which is all it reports once shrinking was cut short.
+                unknown = v if _cut_short(error) else error
+                if unknown is not error:
+                    unknown.__cause__ = error
             program = tuple(r.describe() for r in getattr(v, "program", []))
             failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
                                     len(program), program, match, flaky=flaky,

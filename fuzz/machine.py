@@ -615,6 +615,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             self._disconnect()
             try:
                 do()
+            except Exception as err:  # noqa: BLE001 - a server that does not come back is a finding
+                self._fail(InvariantViolation("server_alive", f"{action}: it did not come back: {err}"),
+                           self._record(client=None, action=action, got=f"{type(err).__name__}: {err}"))
             finally:
                 self._connect()
             self.model.forget_all()

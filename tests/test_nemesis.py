@@ -45,7 +45,7 @@ def slow_server(tmp_path_factory):
 
 def campaign(server, model, faults, seed, budget=CAMPAIGN):
     result, error = fuzz_model(server, model, budget, fuzz_settings=FuzzSettings(nemesis=faults), seed=seed)
-    assert error is None, error
+    assert error is None, f"{error}\n{result.failures}"
     assert result.verdict == "pass", result
     return dict(result.faults)
 
