@@ -670,6 +670,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             reqs = [(c, Request(spec.name, i, v, start=True, dtype=spec.dtype))
                     for c, i, v in zip(self._idle_clients(), fresh, values)]
             held = self._send_all(reqs[:spec.capacity])
+            # The backlog STARTs go on other connections: sent at once, one could overtake a held
+            # START (seen in CI: it took a slot and pushed that START into a second batch).
+            time.sleep(settings.wire_s)
             for client, req in reqs[spec.capacity:]:  # queued behind the held batch
                 self._send(client, req, "stream", "start (into the held backlog)")
             self._check_together(held, "start (held for a full batch)")
