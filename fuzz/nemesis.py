@@ -32,17 +32,22 @@ def parse(names: str) -> frozenset:
     chosen = {n.strip() for n in names.split(",") if n.strip()}
     if "all" in chosen:
         return frozenset(NEMESES)
-    unknown = chosen - set(NEMESES)
-    if unknown:
-        raise ValueError(f"unknown nemesis {sorted(unknown)}; known: {', '.join(NEMESES)} (or all)")
+    problem = _unknown(chosen)
+    if problem:
+        raise ValueError(f"{problem} (or all)")
     return frozenset(chosen)
+
+
+def _unknown(faults) -> str | None:
+    unknown = set(faults) - set(NEMESES)
+    return f"unknown nemesis {sorted(unknown)}; known: {', '.join(NEMESES)}" if unknown else None
 
 
 def unsupported(faults, server) -> str | None:
     """Why `server` cannot take these faults (or they are not faults), or None."""
-    unknown = set(faults) - set(NEMESES)
-    if unknown:
-        return f"unknown nemesis {sorted(unknown)}; known: {', '.join(NEMESES)}"
+    problem = _unknown(faults)
+    if problem:
+        return problem
     if set(faults) & set(SERVER_FAULTS) and not hasattr(server, "restart"):
         return (f"nemesis {sorted(set(faults) & set(SERVER_FAULTS))} restarts or reloads the server: it needs the "
                 f"embedded server this harness starts, not {server!r}")
