@@ -10,6 +10,7 @@ from hypothesis import settings as hsettings
 from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
+from .depth import DepthSummary
 from .divergences import known_for
 from .invariants import InvariantViolation
 from .machine import FuzzSettings, RunStats, make_machine
@@ -50,6 +51,7 @@ class ModelResult:
     # replays its entry (a strict xfail), which fails when a build really stops showing it.
     unexpected_pass: tuple = ()
     faults: tuple = ()  # (nemesis rule, times it struck)
+    depth: DepthSummary = DepthSummary()  # sequence lengths and expiry -> reuse cycles
     model_spec: ModelSpec | None = attrs.field(default=None, repr=False)
 
     @property
@@ -70,11 +72,13 @@ class ModelResult:
         names = {a.name for a in attrs.fields(cls)}
         kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names}
         kw["failures"] = tuple(Failure(**{**f, "program": tuple(f["program"])}) for f in d["failures"])
+        kw["depth"] = DepthSummary.from_json(d.get("depth") or {})
         return cls(**kw)
 
     def to_json(self) -> dict:
         d = attrs.asdict(self, recurse=False, filter=lambda a, _: a.name != "model_spec")
         d["failures"] = [f.to_json() for f in self.failures]
+        d["depth"] = attrs.asdict(self.depth)
         d["requests_per_s"] = round(self.requests_per_s, 1)
         d["verdict"] = self.verdict
         return d
@@ -156,5 +160,6 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
         guards=tuple(d.guard for d in known if d.guard),
         unexpected_pass=tuple(d.key for d in expected if d.key not in seen),
         faults=tuple(sorted(stats.faults.items())),
+        depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall),
         model_spec=spec)
     return result, unknown

@@ -85,6 +85,8 @@ class RunStats:
     shortest: dict = attrs.Factory(dict)  # invariant -> the violation with the shortest program seen
     shrink_stopped: bool = False  # the shrink budget ran out
     faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
+    lengths: list = attrs.Factory(list)  # requests per sequence, over every example (fuzz/depth.py)
+    reuse_cycles: int = 0  # expiry -> slot-reuse cycles, over every example
 
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
@@ -701,6 +703,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 if not self.failed:
                     self._drain()
             finally:
+                stats.lengths.extend(self.model.depth.lengths)
+                stats.reuse_cycles += self.model.depth.reuse_cycles
                 self._cleanup()
 
         def _drain(self):

@@ -27,6 +27,7 @@ from typing import Union
 import attrs
 
 from .client import Request
+from .depth import Depth
 from .spec import ModelSpec
 
 Key = tuple  # ("u", int) or ("s", str)
@@ -107,6 +108,7 @@ class Seq:
     expiry: Window | None = None  # while running
     admitted: Window | None = None  # when a backlogged START was (or will be) let in
     end_on_admit: bool = False
+    requests: int = 1  # accepted requests since its START (the START included)
 
 
 class BatcherModel:
@@ -119,6 +121,7 @@ class BatcherModel:
         self.backlog: list[Key] = []
         self.awaiting: dict[Key, Window] = {}  # admitted from the backlog, answer not yet seen
         self.cancelled_waiting: set[Key] = set()  # cancelled STARTs still holding a backlog place
+        self.depth = Depth()
 
     # -- views ----------------------------------------------------------------------------------
     @property
@@ -160,10 +163,11 @@ class BatcherModel:
             if not gone:
                 return
             for seq in sorted(gone, key=lambda s: s.expiry.hi):
-                self._release(seq, seq.expiry)
+                self._release(seq, seq.expiry, expired=True)
 
-    def _release(self, seq: Seq, freed: Window) -> None:
+    def _release(self, seq: Seq, freed: Window, expired: bool = False) -> None:
         self.seqs.pop(seq.key, None)
+        self.depth.ended(seq, expired)
         self._admit_next(freed)
 
     def _admit_next(self, freed: Window) -> None:
@@ -175,6 +179,7 @@ class BatcherModel:
             return
         seq = self.seqs[self.backlog.pop(0)]
         seq.running = True
+        self.depth.slot_taken()
         seq.admitted = freed
         seq.expiry = self._expiry(seq.last_arrival, freed)
         self.awaiting[seq.key] = freed
@@ -198,14 +203,17 @@ class BatcherModel:
                 return Refusal("INVALID_ARGUMENT", START_ERROR.format(id=req.seq_id, model=self.spec.name),
                                "start_is_required")
             seq.total += req.value
+            seq.requests += 1
             return self._ran(seq, req, now)
 
         if seq is not None:  # restart: same slot, fresh state
-            seq.total = req.value
+            self.depth.ended(seq)
+            seq.total, seq.requests = req.value, 1
             return self._ran(seq, req, now)
         if len(self.running) < self.spec.capacity and not self.backlog:
             seq = Seq(key, req.value, now, running=True)
             self.seqs[key] = seq
+            self.depth.slot_taken()
             return self._ran(seq, req, now)
         open_windows = [s.expiry.hi for s in self.running if now >= s.expiry.lo]
         if open_windows:
@@ -258,7 +266,7 @@ class BatcherModel:
                 # A START+END let in from the backlog freed its slot when it ran, not at expiry
                 # (the same rule _earliest_admissions schedules by).
                 held = seq.admitted if seq.end_on_admit and seq.admitted else seq.expiry
-                self._release(seq, Window(held.lo, min(held.hi, at)))
+                self._release(seq, Window(held.lo, min(held.hi, at)), expired=not seq.end_on_admit)
         window = self.awaiting.pop(key, None)
         if window is None:
             return f"answered, but the model holds no backlogged START for {key[1]!r}"
@@ -311,6 +319,8 @@ class BatcherModel:
 
     def forget_all(self) -> None:
         """The server restarted, or reloaded the model: every sequence and the backlog are gone."""
+        for seq in self.running:
+            self.depth.ended(seq)
         self.seqs.clear()
         self.backlog.clear()
         self.awaiting.clear()

@@ -234,6 +234,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         line = (f"  {r.verdict:<20} {r.model:<45} {r.examples:>4} ex {r.steps:>5} steps {r.requests:>5} req "
                 f"{r.wall_s:>7.1f} s")
         tr.write_line(line)
+        tr.write_line(f"      {r.depth.line()}")
         for f in r.failures:
             what = f"known divergence {f.expected_divergence}" if f.expected_divergence else "FAILURE"
             tr.write_line(f"      {what}: [{f.invariant}] {f.detail} (first seen after {f.seconds_to_first_failure:.1f} s, "
