@@ -8,6 +8,7 @@ server never blocks the machine.
 """
 from __future__ import annotations
 
+import random
 import string
 import time
 
@@ -22,7 +23,7 @@ from . import nemesis
 from .client import GrpcClient, HttpClient, Request, StreamClient
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
-from .model import MAX_STRING_ID, Ambiguous, BatcherModel, Queued, idle_margins, key_of
+from .model import MAX_STRING_ID, Ambiguous, Answer, BatcherModel, Queued, idle_margins, key_of
 from .spec import ModelSpec
 
 
@@ -38,6 +39,10 @@ class FuzzSettings:
     # Faults the machine may draw (fuzz/nemesis.py NEMESES); none by default.
     nemesis: frozenset = attrs.field(default=frozenset(), converter=frozenset)
     proxied_clients: int = 2  # how many clients reach the server through the fault proxy (cut, stall)
+    # A request whose answer depends on an idle-timeout window is parked on its client until the
+    # window has passed, while the other clients go on (fuzzing). False: the whole machine waits
+    # (corpus replay, which re-sends a recorded program in its recorded order).
+    park: bool = True
 
 
 @attrs.frozen
@@ -73,6 +78,19 @@ class Pending:
     step: int
 
 
+@attrs.frozen
+class Parked:
+    """A request a client holds back until `until` (monotonic): its answer would depend on which
+    side of an idle-timeout window the server is, or it is a START that must not overtake a START
+    still on its way to the backlog. Only this client waits; the model is asked again at send time."""
+    request: Request
+    via: str
+    action: str
+    context: str
+    until: float
+    since: float
+
+
 @attrs.define
 class RunStats:
     """Counters shared by every example of one model's test."""
@@ -91,6 +109,10 @@ class RunStats:
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
 SPECIAL_IDS = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1)
+# Requests in one `run`: mostly around L0_sequence_stress's normal(16, 8), with a tail past 100.
+# Hypothesis shrinks it toward 1.
+RUN_LENGTHS = st.one_of(st.integers(1, 32), st.integers(33, 250))
+RUN_CHUNK = 32  # requests of a run in flight at once
 
 
 def event(value: str) -> None:
@@ -155,9 +177,13 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             self.proxy = None
             self._connect()
             self.pending: dict[int, Pending] = {}
+            self.parked: dict[int, Parked] = {}
+            self.silenced: set = set()  # sequences left to expire: no client sends on them
+            self.backlog_settled_at = 0.0  # a new START waits until the last queued START is there
             self.used_ids: list = []
             self.touched: set = set()  # every id sent, to clean up after a failure
             self.log: list[StepRecord] = []
+            self.last_step_at = time.monotonic()
             self.successes = 0
             self.stats_before = None  # taken at the first request: the last example's stragglers are not ours
             self.failed = False
@@ -196,6 +222,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def _record(self, **kw) -> StepRecord:
             rec = StepRecord(index=len(self.log) + 1, **kw)
             self.log.append(rec)
+            self.last_step_at = time.monotonic()
             stats.steps += 1
             return rec
 
@@ -216,7 +243,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             raise violation
 
         def _idle_clients(self) -> list[int]:
-            return [c for c in range(n_clients) if c not in self.pending]
+            return [c for c in range(n_clients) if c not in self.pending and c not in self.parked]
 
         def _value(self, data):
             """Drawn from a fixed range (see the rules' note); _fit keeps the running sum in range."""
@@ -231,35 +258,56 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 self.used_ids.append(seq_id)
             self.touched.add(seq_id)
 
-        def _expect(self, req: Request):
-            """The model's expectation, waiting out any idle-timeout window it depends on."""
-            waited = 0.0
+        def _hold_until(self, req: Request, now: float):
+            """Until when `req` must wait before it may be sent (None: send it now)."""
+            if req.start and not self.model.is_live(key_of(req.seq_id)) and now < self.backlog_settled_at:
+                # A START queued in the backlog a moment ago may still be on its way; a new START
+                # sent now on another connection could overtake it and take its backlog place.
+                return self.backlog_settled_at
+            return None
+
+        def _send(self, client: int, req: Request, via: str, action: str, context: str = "", park: bool = True):
+            """Sends one request the generator chose; checks a prompt answer, parks a queued one,
+            or parks the request itself on its client while its answer depends on a window
+            (park=False: waits, as a replay does, for a step that must go now)."""
+            self._collect()
+            return self._dispatch(client, req, via, action, context, since=time.monotonic(), park=park)
+
+        def _dispatch(self, client: int, req: Request, via: str, action: str, context: str, since: float,
+                      park: bool = True):
             while True:
                 now = time.monotonic()
-                exp = self.model.expect(req, now)
-                if not isinstance(exp, Ambiguous):
-                    return exp, now, waited
-                stats.ambiguous_waits += 1
-                event(f"waited out an idle-timeout window ({exp.reason.split(' ', 1)[0]})")
-                waited += nemesis.go_silent(max(0.0, exp.until - now) + 0.005)
+                hold = self._hold_until(req, now)
+                exp = None
+                if hold is None:
+                    exp = self.model.expect(req, now)
+                    if isinstance(exp, Ambiguous):
+                        stats.ambiguous_waits += 1
+                        event(f"waited out an idle-timeout window ({exp.reason.split(' ', 1)[0]})")
+                        hold = exp.until + 0.005
+                if hold is None:
+                    break
+                if park and settings.park:
+                    self.parked[client] = Parked(req, via, action, context, hold, since)
+                    return exp or Ambiguous(hold, "held behind a START on its way to the backlog")
+                nemesis.go_silent(max(0.0, hold - time.monotonic()))
                 self._collect()
-
-        def _send(self, client: int, req: Request, via: str, action: str, context: str = ""):
-            """Sends one request the generator chose; checks a prompt answer, or parks a queued one."""
-            self._collect()
+            # Recorded as the silence before this send (since the later of when it was drawn and
+            # the last step), so a replay, which runs the steps in order, sleeps just that gap.
+            waited = now - max(since, self.last_step_at)
             if self.stats_before is None:
                 self.stats_before = self._inference_count()
             self._remember(req.seq_id)
-            exp, sent_at, waited = self._expect(req)
             event(f"{action} -> {type(exp).__name__}")
             stats.requests += 1
             if isinstance(exp, Queued):
                 box = self.streams[client].send(req)
-                self.pending[client] = Pending(req, exp, box, sent_at, len(self.log) + 1)
+                self.pending[client] = Pending(req, exp, box, now, len(self.log) + 1)
                 # send() hands the request to gRPC's sender thread; two STARTs "sent" a moment
                 # apart on different streams can reach the server in either order (seen live),
-                # and the backlog's order is the server's. Let it get there before anything else.
-                time.sleep(settings.wire_s)
+                # and the backlog's order is the server's. A new START waits until this one is
+                # there (_hold_until); nothing else has to.
+                self.backlog_settled_at = now + settings.wire_s
                 self._record(client=client, action=action, request=req, via="stream", wait_s=waited,
                              expected=describe_expectation(exp), got="(waiting)")
                 return exp
@@ -272,6 +320,15 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             self._check(client, req, exp, got, via, action, wait_s=waited, context=context)
             return exp
 
+        def _release_parked(self) -> None:
+            """Sends every parked request whose time has come, the earliest first."""
+            while self.parked:
+                client, p = min(self.parked.items(), key=lambda cp: cp[1].until)
+                if p.until > time.monotonic():
+                    return
+                del self.parked[client]
+                self._dispatch(client, p.request, p.via, p.action, p.context, since=p.since)
+
         def _check(self, client, req, exp, got, via, action, *, wait_s=0.0, context=""):
             """Checks a prompt answer against the model's expectation and logs the step."""
             check = check_prompt(req, exp, got, via, context=context)
@@ -283,6 +340,11 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 self._fail(check.violation, rec)
 
         def _collect(self):
+            """Checks what has come back, then sends the parked requests whose time has come."""
+            self._collect_answers()
+            self._release_parked()
+
+        def _collect_answers(self):
             """Checks answered backlogged STARTs, in the order they arrived. A START the model has
             let in is waited for here (until it is due), so that a program notices its answer at
             the same step on every replay, and one that never comes is a hang."""
@@ -347,9 +409,14 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def _via(self, data) -> str:
             return data.draw(st.sampled_from(vias), label="via")
 
+        def _parked_keys(self) -> set:
+            return {key_of(p.request.seq_id) for p in self.parked.values()}
+
         def _blocked(self, seq_id) -> bool:
             key = key_of(seq_id)
-            if self.model.is_backlogged(key) or key in self.model.awaiting:
+            if self.model.is_backlogged(key) or key in self.model.awaiting or key in self._parked_keys():
+                return True
+            if key in self.silenced and self.model.is_live(key):
                 return True
             return lingering_guard and self.model.lingering(key)
 
@@ -357,7 +424,11 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             event(f"skipped: {why}")
 
         def _live(self):
-            return self.model.live_keys()
+            """Running sequences a client may send on: not waiting for an answer, not left to
+            expire, no request parked on them."""
+            self.silenced &= set(self.model.seqs)
+            held = self._parked_keys()
+            return [k for k in self.model.live_keys() if k not in self.silenced and k not in held]
 
         @rule(data=st.data())
         def start(self, data):
@@ -384,6 +455,71 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def restart(self, data):
             """A client sends START on an id that is still live: state restarts, slot kept."""
             self._next_of_live(data, end=False, start=True, action="restart")
+
+        @rule(data=st.data())
+        def run(self, data):
+            """A client runs one sequence for k requests back to back on its stream: a fresh START
+            and k - 1 more, or k more of a live sequence; the last one sometimes ENDs it. Deep
+            sequences are where state corruption that builds up over many requests shows."""
+            client = self._client(data)
+            fresh = data.draw(st.booleans(), label="fresh sequence")
+            key = self._pick(data, self._live(), "sequence")
+            seq_id = self._fresh(data.draw(ids, label="id"))
+            k = data.draw(RUN_LENGTHS, label="requests")
+            seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
+            scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
+            end = data.draw(st.sampled_from([False, False, True]), label="end at the last")
+            if client is None:
+                return self._skip("run: no idle client")
+            if fresh or key is None:
+                if self._blocked(seq_id):
+                    return self._skip("run: id busy")
+                total, start = 0, True
+            else:
+                seq_id, total, start = key[1], self.model.total(key), False
+            values = random.Random(seed)
+
+            def nth(i, total):
+                value = self._fit(values.randint(-scale, scale), 0 if start and i == 0 else total)
+                return Request(spec.name, seq_id, value, start=start and i == 0, end=end and i == k - 1,
+                               dtype=spec.dtype)
+
+            began = time.monotonic()
+            exp = self._send(client, nth(0, total), "stream", f"run 1/{k}")
+            if not isinstance(exp, Answer):
+                return  # queued in the backlog, parked, or refused: the run stops here
+            # The rest is pipelined on the client's stream, a chunk at a time: the stream keeps
+            # their order, and requests already queued run even if the sequence idles out
+            # meanwhile (TRITON_NOTES), so every answer is the model's. A chunk is kept to a
+            # fraction of the idle timeout at the latency the first request saw (a slow model
+            # gets one request at a time).
+            latency = max(time.monotonic() - began, 1e-4)
+            chunk = max(1, min(RUN_CHUNK, int(0.2 * spec.idle_s / latency)))
+            i, total = 1, exp.value
+            while i < k:
+                self._collect()
+                now, sent = time.monotonic(), []
+                for j in range(i, min(k, i + chunk)):
+                    req = nth(j, total)
+                    exp = self.model.expect(req, now)
+                    if not isinstance(exp, Answer):
+                        # A slow chunk brought the sequence to its idle window (an Ambiguous
+                        # leaves the model as it was): this request goes the ordinary way.
+                        self._check_all(client, sent, k)
+                        self._dispatch(client, req, "stream", f"run {j + 1}/{k}", "", since=now)
+                        return
+                    self._remember(req.seq_id)
+                    stats.requests += 1
+                    total = exp.value
+                    sent.append((req, exp, self.streams[client].send(req), j))
+                self._check_all(client, sent, k, latency)
+                i += len(sent)
+            event(f"run of {k} requests")
+
+        def _check_all(self, client, sent, k, latency=0.0):
+            wait_s = settings.prompt_s + len(sent) * latency
+            for req, exp, box, j in sent:
+                self._check(client, req, exp, StreamClient.wait(box, wait_s), "stream", f"run {j + 1}/{k}")
 
         def _next_of_live(self, data, *, end, start, action):
             client = self._client(data)
@@ -469,7 +605,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             """A client whose START waits in the backlog cancels it (stop_stream(cancel_requests=True))."""
             now = time.monotonic()
             choices = sorted(c for c, p in self.pending.items()
-                             if self.model.surely_backlogged_until(key_of(p.request.seq_id)) > now + 0.2)
+                             if self.model.surely_backlogged_until(key_of(p.request.seq_id)) > now + 0.2
+                             and now > p.sent_at + settings.wire_s)  # it has reached the backlog
             client = self._pick(data, choices, "client")
             if client is None:
                 return self._skip("cancel: nothing surely in the backlog")
@@ -487,9 +624,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 self._fail(InvariantViolation("cancel_ends_sequence",
                                               "the cancelled START was answered as if it ran"), rec)
 
-        @rule()
-        def wait_past_idle_timeout(self):
-            """Every client goes silent until every running sequence has certainly timed out."""
+        def _go_silent_past_idle(self):
+            """Every client goes silent until every running sequence has certainly timed out (a
+            wait for the whole machine: the nemesis's full batch, and replays of old programs)."""
             now = time.monotonic()
             ends = [s.expiry.hi for s in self.model.running if s.key not in self.model.awaiting]
             seconds = max([e - now for e in ends] + [0]) + 0.01
@@ -497,26 +634,69 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             self._record(client=None, action="go silent past the idle timeout", wait_s=waited)
             self._collect()
 
-        @rule(fraction=st.sampled_from([0.05, 0.2]))
-        def pause(self, fraction):
-            """Every client goes silent for a short while, well inside the idle timeout."""
-            waited = nemesis.go_silent(fraction * spec.idle_s)
-            self._record(client=None, action="pause", wait_s=waited)
+        def _park(self, client: int, req: Request, action: str, until: float, context: str = ""):
+            self.parked[client] = Parked(req, "stream", action, context, until, time.monotonic())
+
+        def _leave_to_expire(self, keys) -> None:
+            """No client sends on these sequences any more: they are left to the idle timeout."""
+            if keys:
+                self.silenced.update(keys)
+                self._record(client=None, action=f"leave {len(keys)} sequence(s) to expire: "
+                                                 + ", ".join(repr(k[1]) for k in keys))
+
+        @rule(data=st.data())
+        def let_expire(self, data):
+            """Clients stop sending on a running sequence (or on every one) and leave it to the idle
+            timeout; one client comes back to it once its window has passed and must get the
+            START-flag error. Only that client waits: the others go on."""
+            everyone = data.draw(st.booleans(), label="every sequence")
+            key = self._pick(data, self._live(), "sequence")
+            client = self._client(data)
+            end = data.draw(st.booleans(), label="end")
+            value = self._value(data)
+            if key is None:
+                return self._skip("let expire: no live sequence")
+            self._leave_to_expire(self._live() if everyone else [key])
+            if client is not None:
+                req = Request(spec.name, key[1], value, end=end, dtype=spec.dtype)
+                self._park(client, req, "send after its idle timeout", self.model.seqs[key].expiry.hi + 0.005)
+
+        @rule(data=st.data(), fraction=st.sampled_from([0.05, 0.2]))
+        def pause(self, data, fraction):
+            """A client pauses on its sequence for a while, well inside the idle timeout, then goes
+            on: the sum must go on too. Only that client waits."""
+            client = self._client(data)
+            key = self._pick(data, self._live(), "sequence")
+            end = data.draw(st.booleans(), label="end")
+            value = self._value(data)
+            if client is None or key is None:
+                return self._skip("pause: no idle client or no live sequence")
+            until = time.monotonic() + fraction * spec.idle_s
+            if until >= self.model.seqs[key].expiry.lo:
+                return self._skip("pause: the sequence is near its idle timeout")
+            # The value is fitted to the sum when the request is drawn; nothing else touches
+            # this sequence while it is parked, so the sum is the same when it goes.
+            req = Request(spec.name, key[1], self._fit(value, self.model.total(key)), end=end, dtype=spec.dtype)
+            self._park(client, req, "continue after a pause", until)
 
         @rule(data=st.data())
         def refill_after_timeout(self, data):
-            """After everything times out, as many new sequences as there are slots must get in
-            promptly: a leaked slot shows up here."""
+            """After every running sequence times out, as many new sequences as there are slots
+            must get in promptly: a leaked slot shows up here. Those clients wait; the others go on."""
             fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity)]
             values = [self._value(data) for _ in range(spec.capacity)]
-            if len(self._idle_clients()) < spec.capacity:
+            self._collect()
+            idle = self._idle_clients()
+            if len(idle) < spec.capacity:
                 return self._skip("refill: fewer idle clients than slots")
-            self.wait_past_idle_timeout()
-            for client, seq_id, value in zip(self._idle_clients(), fresh, values):
+            keys = self._live()
+            self._leave_to_expire(keys)
+            until = max([self.model.seqs[k].expiry.hi for k in keys] + [time.monotonic()]) + 0.005
+            for client, seq_id, value in zip(idle, fresh, values):
                 if self.model.is_live(key_of(seq_id)) or self._blocked(seq_id):
                     continue  # refill wants fresh sequences
                 req = Request(spec.name, seq_id, value, start=True, dtype=spec.dtype)
-                self._send(client, req, "stream", "start after timeout", context="refill")
+                self._park(client, req, "start after timeout", until, context="refill")
 
         @rule(data=st.data())
         def burst(self, data):
@@ -559,7 +739,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
         # -- nemesis rules: faults, drawn only when FuzzSettings.nemesis names them ------------
         def _proxied_idle(self) -> list[int]:
-            return [c for c in proxied if c not in self.pending]
+            return [c for c in proxied if c not in self.pending and c not in self.parked]
 
         @precondition(lambda self: self.proxy is not None and "cut" in faults)
         @rule()
@@ -611,8 +791,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             unloaded model's old copy alive); afterwards the model holds no sequence and the
             statistics start again from the next request."""
             self._collect()
-            if self.pending:
-                self._skip(f"{fault}: a client waits on the backlog")
+            if self.pending or self.parked:
+                self._skip(f"{fault}: a client waits on the backlog or holds a request back")
                 return False
             self._disconnect()
             try:
@@ -623,6 +803,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             finally:
                 self._connect()
             self.model.forget_all()
+            self.silenced.clear()
             self.stats_before, self.successes = None, 0
             self._struck(fault)
             self._record(client=None, action=action)
@@ -655,8 +836,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity + 2)]
             values = [self._value(data) for _ in range(spec.capacity + 2)]
             self._collect()
-            if self.pending:
-                return self._skip("full batch: a client waits on the backlog")
+            if self.pending or self.parked:
+                return self._skip("full batch: a client waits on the backlog or holds a request back")
             backlog = min(wanted, n_clients - spec.capacity)
             fresh = fresh[:spec.capacity + backlog]
             if len({key_of(i) for i in fresh}) < len(fresh):
@@ -676,7 +857,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # START (seen in CI: it took a slot and pushed that START into a second batch).
             time.sleep(settings.wire_s)
             for client, req in reqs[spec.capacity:]:  # queued behind the held batch
-                self._send(client, req, "stream", "start (into the held backlog)")
+                self._send(client, req, "stream", "start (into the held backlog)", park=False)
             self._check_together(held, "start (held for a full batch)")
             after = server.execution_count(spec.name)
             if before is not None and after is not None and after - before != spec.instances:
@@ -685,11 +866,17 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                                     f"in {after - before} execution(s), not one full batch per instance "
                                     f"({spec.instances})"), self.log[-1])
             while self.pending:  # the backlog gets in as slots idle out; each pass lets one in
-                self.wait_past_idle_timeout()
+                self._go_silent_past_idle()
             self._server_fault("full_batch", "the server restarts without the hooks",
                                lambda: nemesis.restart_server(server, graceful=False))
 
         # -- invariants checked after every step ------------------------------------------------
+        @invariant()
+        def no_hangs(self):
+            """Every backlogged START let in is answered by its due time; parked requests whose
+            time has come are sent (and checked) between steps, whatever the next rule is."""
+            self._collect()
+
         @invariant()
         def server_alive(self):
             try:
@@ -708,22 +895,31 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 self._cleanup()
 
         def _drain(self):
-            """Ends every live sequence (which lets the backlog in), checks every answer, and
-            checks the server's statistics against the successful requests."""
-            deadline = time.monotonic() + settings.prompt_s + (len(self.pending) + 2) * (spec.idle_s + margin + late)
-            while self.model.seqs and time.monotonic() < deadline:
+            """Sends what is parked, ends every live sequence (which lets the backlog in) once no
+            request is held on it, checks every answer, and checks the server's statistics
+            against the successful requests."""
+            window = spec.idle_s + margin + late
+            deadline = time.monotonic() + settings.prompt_s + (len(self.pending) + len(self.parked) + 2) * window
+            while time.monotonic() < deadline:
                 self._collect()
-                for key in self._live():
+                self.model.settle(time.monotonic())
+                # Sequences left to expire are ended too, unless a parked request comes back to
+                # them: the example is over, and waiting out their windows would idle the machine.
+                held = self._parked_keys()
+                for key in [k for k in self.model.live_keys() if k not in held]:
                     if self._idle_clients():
                         req = Request(spec.name, key[1], as_value(0), end=True, dtype=spec.dtype)
                         self._send(self._idle_clients()[0], req, "grpc", "end (teardown)")
-                if self.pending:
-                    time.sleep(0.01)
+                if not (self.model.seqs or self.pending or self.parked):
+                    break
+                next_parked = min((p.until for p in self.parked.values()), default=float("inf"))
+                time.sleep(max(0.0, min(0.01, next_parked - time.monotonic())))
             self._collect()
-            if self.pending:
-                p = next(iter(self.pending.values()))
-                self._fail(InvariantViolation("no_hangs", f"{len(self.pending)} request(s) never answered, "
-                                                          f"e.g. the START of step {p.step}"))
+            if self.pending or self.parked:
+                what = next(iter(self.pending.values()), None)
+                self._fail(InvariantViolation("no_hangs", f"{len(self.pending)} request(s) never answered"
+                                              + (f", e.g. the START of step {what.step}" if what else "")
+                                              + f"; {len(self.parked)} still held back at the end"))
             if self.stats_before is None:
                 return
             # The server updates its statistics just after it answers: give it a moment.

@@ -33,7 +33,9 @@ def replay(server, entry: CorpusEntry, settings: FuzzSettings = FuzzSettings()) 
     if spec != entry.spec:
         raise ReplayDrift(f"model {entry.model} is configured differently from when {entry.name} was recorded:\n"
                           f"  recorded: {entry.spec.describe()}\n  now:      {spec.describe()}")
-    machine = make_machine(server, spec, settings)()
+    # A replay sends the recorded steps in their order: a request whose answer depends on an
+    # idle-timeout window makes the whole program wait, never parks on its client.
+    machine = make_machine(server, spec, attrs.evolve(settings, park=False))()
     try:
         for step in entry.steps:
             _step(machine, step, spec, settings)
@@ -69,7 +71,11 @@ def _step(machine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) ->
     if action == "pause":
         machine._record(client=None, action="pause", wait_s=nemesis.go_silent(step.wait_s))
     elif action == "go silent past the idle timeout":
-        machine.wait_past_idle_timeout()  # how long is the model's call now, as in fuzzing
+        machine._go_silent_past_idle()  # how long is the model's call now, as in fuzzing
+    elif action.startswith("leave ") and step.request is None:
+        # "leave N sequence(s) to expire": no request; the recorded request that comes back to
+        # one of them after its window follows, with the silence before it as its wait.
+        machine._record(client=None, action=action)
     elif action == "close its stream":
         nemesis.drop_stream(machine.streams[client], settings.prompt_s)
         machine._record(client=client, action=action)

@@ -58,9 +58,15 @@ def test_network_faults_strike_and_every_promise_holds(server):
 
 def test_server_faults_strike_and_every_promise_holds(slow_server):
     restarts = slow_server.restarts
-    # A restart takes ~3 s and a reload ~1.5 s: a smaller budget, a seed that draws all three.
-    struck = campaign(slow_server, SLOW.name, {"restart", "reload", "full_batch"}, seed=1,
-                      budget=settings(CAMPAIGN, max_examples=3, stateful_step_count=15))
+    # A restart takes ~3 s and a reload ~1.5 s: a small budget per seed, and seeds until all three
+    # have struck (which seed draws which fault changes with the rules); every campaign must pass.
+    struck: dict = {}
+    for seed in (1, 2, 3, 4, 5):
+        for fault, n in campaign(slow_server, SLOW.name, {"restart", "reload", "full_batch"}, seed=seed,
+                                 budget=settings(CAMPAIGN, max_examples=3, stateful_step_count=15)).items():
+            struck[fault] = struck.get(fault, 0) + n
+        if all(struck.get(f, 0) >= 1 for f in ("restart", "reload", "full_batch")):
+            break
     assert all(struck.get(f, 0) >= 1 for f in ("restart", "reload", "full_batch")), struck
     assert slow_server.restarts > restarts
 
