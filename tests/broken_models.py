@@ -25,6 +25,10 @@ class Bug:
     find: str
     replace: str
     variant: Variant
+    # The shortest program that shows the bug, in requests (each a line of a shrunk program),
+    # derived by hand from the bug; the oracle-power table shows it beside the shrunk length.
+    minimal: int = 2
+    minimal_how: str = ""
 
     def source(self) -> str:
         assert self.find in TEMPLATE, f"{self.name}: the template changed, re-point the patch"
@@ -33,21 +37,45 @@ class Bug:
 
 _CORRID = Variant("corrid", "direct", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"))
 _SLOT = Variant("slot", "direct", 2, 1, "int32", controls=("START", "END", "READY"))
+_ONE_SLOT = Variant("slot", "direct", 1, 1, "int32", controls=("START", "END", "READY", "CORRID"))
 
 BUGS = (
     Bug("no_reset_on_start", "START does not reset the running sum of a reused key",
-        _BASE, "        base = self.sums.get(key, self.dtype.type(0))\n", _CORRID),
+        _BASE, "        base = self.sums.get(key, self.dtype.type(0))\n", _CORRID,
+        2, "START id, then START id again: the second answer still holds the first value"),
     Bug("drops_every_third", "every third request's INPUT is lost",
         _TOTAL, "        self.n = getattr(self, 'n', 0) + 1\n"
-                "        total = ((x * 0 if self.n % 3 == 0 else x) + base).astype(self.dtype)\n", _CORRID),
+                "        total = ((x * 0 if self.n % 3 == 0 else x) + base).astype(self.dtype)\n", _CORRID,
+        3, "three requests with non-zero values (the count is the model's, across sequences)"),
     Bug("int16_wrap", "the running sum is kept in 16 bits",
-        _TOTAL, "        total = (x + base).astype(np.int16).astype(self.dtype)\n", _CORRID),
+        _TOTAL, "        total = (x + base).astype(np.int16).astype(self.dtype)\n", _CORRID,
+        1, "one START whose value does not fit 16 bits"),
     Bug("id_hashed_to_8_buckets", "state is keyed by the correlation id modulo 8",
-        _CORRID_KEY, '            key = int(_scalar(request, "CORRID")) % 8\n', _CORRID),
+        _CORRID_KEY, '            key = int(_scalar(request, "CORRID")) % 8\n', _CORRID,
+        3, "START a, START b with a = b mod 8, then a request on a: it sums onto b's value"),
     Bug("slot_state_ignores_position", "per-slot state kept in slot 0 whatever the batch position",
-        "            key = position if self.strategy == \"direct\" else 0\n", "            key = 0\n", _SLOT),
+        "            key = position if self.strategy == \"direct\" else 0\n", "            key = 0\n", _SLOT,
+        3, "START a, START b (slot 1), then a request on b alone: batch position 0 holds a's sum"),
     Bug("reverse_batch_order", "responses go back in reverse batch order (a batch's sums are swapped)",
-        _EXECUTE, "        return [self._one(p, r) for p, r in enumerate(requests)][::-1]\n", _CORRID),
+        _EXECUTE, "        return [self._one(p, r) for p, r in enumerate(requests)][::-1]\n", _CORRID,
+        2, "two requests of two sequences in one batch (a burst): each gets the other's sum"),
+    Bug("forgets_after_12", "a sequence's state is dropped after its 12th request (a fixed-size cache)",
+        _TOTAL, "        self.n = self.__dict__.setdefault('n', {})\n"
+                "        self.n[key] = 1 if start else self.n.get(key, 0) + 1\n"
+                "        total = ((x + base) if self.n[key] <= 12 else x).astype(self.dtype)\n", _CORRID,
+        13, "START and 12 more requests of one sequence: the 13th answer is its own value"),
+    Bug("expired_slot_keeps_state", "a START in a slot whose last sequence never ENDed (it idled out) is "
+                                    "taken for a reconnect: the old sum is kept",
+        _BASE, "        owners = self.__dict__.setdefault('owners', {})\n"
+               "        corrid = _scalar(request, 'CORRID')\n"
+               "        resumed = start and owners.get(key, corrid) != corrid\n"
+               "        base = self.dtype.type(0) if start and not resumed else self.sums.get(key, self.dtype.type(0))\n"
+               "        if end:\n"
+               "            owners.pop(key, None)\n"
+               "        else:\n"
+               "            owners[key] = corrid\n", _ONE_SLOT,
+        3, "START a on the one slot, a left to expire (a step without a request), START b once a has "
+           "expired: b's answer holds a's sum"),
 )
 
 # Bugs the fuzzer does not catch reliably within test_broken_models' budget, so they are kept out
@@ -56,7 +84,8 @@ BUGS = (
 # non-replayable start_is_required, one found nothing in 104 examples.
 HARD_BUGS = (
     Bug("corrid_truncated_to_32_bits", "the uint64 correlation id is cut to its low 32 bits",
-        _CORRID_KEY, '            key = int(_scalar(request, "CORRID")) & 0xFFFFFFFF\n', _CORRID),
+        _CORRID_KEY, '            key = int(_scalar(request, "CORRID")) & 0xFFFFFFFF\n', _CORRID,
+        3, "START a, START b with a = b mod 2**32, then a request on a: it sums onto b's value"),
 )
 ALL_BUGS = BUGS + HARD_BUGS
 
