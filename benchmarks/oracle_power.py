@@ -18,7 +18,9 @@ import tempfile
 from contextlib import contextmanager
 
 import attrs
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
+
+from fuzz import profiles  # noqa: F401  (registers dev)
 
 from fuzz.campaign import fuzz_model
 from fuzz.server import EmbeddedTriton
@@ -26,8 +28,8 @@ from fuzz.stress import StressSettings, run_stress
 from tests.broken_models import ALL_BUGS, model_name, write_broken_repository
 
 SHRINK_CAP_S = 60  # Hypothesis's own cap is 300 s of shrinking per failure; too long for 7 bugs
-BUDGET = settings(max_examples=100, stateful_step_count=30, derandomize=True, database=None, deadline=None,
-                  suppress_health_check=list(HealthCheck))
+# A `dev` campaign, what `pytest fuzz/` runs at a terminal (randomized; no example database).
+BUDGET = settings(settings.get_profile("dev"), database=None)
 STRESS = StressSettings(concurrency=4, iterations=50, seed=0)
 
 
@@ -40,6 +42,7 @@ class Row:
     fuzz_flaky: bool  # Hypothesis could not replay it: steps are the shortest seen, not shrunk
     fuzz_first_failure_s: float | None
     fuzz_shrunk_steps: int | None
+    minimal_steps: int  # the shortest program that shows the bug, derived by hand (Bug.minimal)
     fuzz_examples: int
     fuzz_wall_s: float  # including shrinking
     stress_caught: bool
@@ -78,7 +81,7 @@ def measure_bug(server, bug) -> Row:
         fuzz_invariant=failure.invariant if failure else "",
         fuzz_flaky=bool(failure and failure.flaky),
         fuzz_first_failure_s=failure.seconds_to_first_failure if failure else None,
-        fuzz_shrunk_steps=failure.shrunk_steps if failure else None,
+        fuzz_shrunk_steps=failure.shrunk_steps if failure else None, minimal_steps=bug.minimal,
         fuzz_examples=result.examples, fuzz_wall_s=result.wall_s,
         stress_caught=first is not None and first.invariant == "sums_match",
         stress_invariant=first.invariant if first else "",
@@ -108,14 +111,14 @@ def table(rows: list[Row]) -> str:
     def secs(x):
         return "-" if x is None else f"{x:.2f}"
 
-    out = ["| bug | fuzzer | first failure (s) | shrunk steps | invariant | fuzzer wall incl. shrinking (s) "
+    out = ["| bug | fuzzer | first failure (s) | shrunk steps | minimal | invariant | fuzzer wall incl. shrinking (s) "
            "| stress | first violation (s) | sequences / requests until it | invariant |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(
             f"| `{r.bug}` | {verdict(r.fuzz_caught, r.fuzz_invariant)} | {secs(r.fuzz_first_failure_s)} | "
             f"{r.fuzz_shrunk_steps if r.fuzz_shrunk_steps is not None else '-'}{' (not replayable)' if r.fuzz_flaky else ''}"
-            f" | {r.fuzz_invariant or '-'} | "
+            f" | {r.minimal_steps} | {r.fuzz_invariant or '-'} | "
             f"{r.fuzz_wall_s:.0f} | {verdict(r.stress_caught, r.stress_invariant)} | {secs(r.stress_first_failure_s)} | "
             + (f"{r.stress_sequences} / {r.stress_requests}" if r.stress_invariant
                else f"none in {r.stress_sequences} / {r.stress_requests}")
@@ -124,8 +127,8 @@ def table(rows: list[Row]) -> str:
 
 
 def budgets() -> str:
-    return (f"fuzzer budget: {BUDGET.max_examples} examples x {BUDGET.stateful_step_count} steps, derandomized, "
-            f"shrinking capped at {SHRINK_CAP_S} s; "
+    return (f"fuzzer budget: the dev profile, {BUDGET.max_examples} examples x {BUDGET.stateful_step_count} steps, "
+            f"randomized, shrinking capped at {SHRINK_CAP_S} s; "
             f"stress budget: {STRESS.concurrency} threads x {STRESS.iterations} patterns, seed {STRESS.seed}")
 
 

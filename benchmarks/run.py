@@ -58,11 +58,16 @@ def report(info: dict, tp, rows) -> str:
              "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
     lines += ["", "## Throughput", "", "```", *tp.lines(), "```", "",
-              "The raw loop is the ceiling: one unary gRPC call after another, nothing checked. The fuzzer's "
-              "rate includes its deliberate sleeps (pauses, waits past idle timeouts and expiry windows, "
-              "50 ms after a queued START); the second line leaves them out. Hypothesis's per-step cost is "
-              "a machine with the fuzzer's rule shapes and draws and no-op rules.", "",
-              "## Oracle power", "", oracle_power.budgets(), "", oracle_power.table(rows), ""]
+              "The raw loop is the ceiling: one unary gRPC call after another, nothing checked. The fuzzer "
+              "runs the `dev` profile; its rate includes the time it waits for idle-timeout windows (parked "
+              "requests sent at the end of an example, sequences left to expire), which the second line "
+              "leaves out. Hypothesis's per-step cost is a machine with the fuzzer's rule shapes and draws and "
+              "no-op rules. The last line is how deep the fuzzer's sequences went.", "",
+              "## Oracle power", "", oracle_power.budgets(), "", oracle_power.table(rows), "",
+              "Shrunk and minimal lengths count the lines of a program (requests, and steps such as "
+              "\"leave a sequence to expire\"). How each minimal program was derived:", ""]
+    lines += [f"- `{b.name}` ({b.minimal}): {b.minimal_how}" for b in oracle_power.ALL_BUGS]
+    lines.append("")
     fuzz_missed = [r.bug for r in rows if not r.fuzz_caught]
     stress_missed = [r.bug for r in rows if not r.stress_caught]
     lines.append(f"The fuzzer missed: {', '.join(fuzz_missed) or 'none'}. "

@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
-from fuzz import nemesis
+from fuzz import nemesis, profiles  # noqa: F401  (registers dev)
 from fuzz.campaign import fuzz_model
 from fuzz.machine import id_strategy
 from fuzz.server import EmbeddedTriton
@@ -29,8 +29,8 @@ from fuzz.spec import ModelSpec
 from fuzz.stress import StressSettings, run_stress
 
 MODEL = "py_slot_direct_s4_i1_int32_cserc_u64"
-FUZZ_SETTINGS = settings(max_examples=10, stateful_step_count=40, deadline=None, database=None,
-                         derandomize=False, suppress_health_check=list(HealthCheck))
+# The `dev` profile (what `pytest fuzz/` runs at a terminal), without an example database.
+FUZZ_SETTINGS = settings(settings.get_profile("dev"), database=None, derandomize=False)
 
 
 @attrs.frozen
@@ -45,6 +45,7 @@ class Throughput:
     hypothesis_s_per_step: float  # the no-op machine: generation, shrinking bookkeeping, rule dispatch
     stress_requests_per_s: float
     stress_concurrency: int
+    depth: str = ""  # the fuzzer's sequence lengths and reuse cycles (DepthSummary.line)
 
     @property
     def ratio(self) -> float:
@@ -74,6 +75,7 @@ class Throughput:
             f"{self.stress_requests_per_s:8.0f} requests/s  ratio {self.stress_ratio:.3f}",
             f"per step: fuzzer {self.fuzz_s_per_step * 1000:.2f} ms, Hypothesis alone (no-op rules) "
             f"{self.hypothesis_s_per_step * 1000:.3f} ms = {self.hypothesis_share:.1%} of a fuzzer step",
+            f"fuzzer {self.depth}",
         ]
 
 
@@ -190,7 +192,8 @@ def measure(server, model: str = MODEL, seconds: float = 30.0, stress_concurrenc
                       fuzz_sleep_fraction=round(slept[0] / result.wall_s, 3), fuzz_steps=result.steps,
                       fuzz_s_per_step=result.wall_s / max(1, result.steps),
                       hypothesis_s_per_step=hypothesis_per_step(spec),
-                      stress_requests_per_s=round(stress.requests_per_s, 1), stress_concurrency=stress_concurrency)
+                      stress_requests_per_s=round(stress.requests_per_s, 1), stress_concurrency=stress_concurrency,
+                      depth=result.depth.line())
 
 
 def start_server(model: str = MODEL) -> EmbeddedTriton:
