@@ -102,8 +102,10 @@ def raw_loop(server, model: str, seconds: float, length: int = 16) -> float:
 
 @contextmanager
 def timed_sleeps():
-    """Totals the seconds the fuzzer sleeps on purpose (nemesis.go_silent and time.sleep in the
-    machine module, i.e. the wire wait). Timing only: nothing the fuzzer does changes."""
+    """Totals the seconds the fuzzer sleeps on purpose (nemesis.go_silent, and time.sleep in the
+    machine and engine modules: the wire wait, waits for parked requests). Timing only: nothing
+    the fuzzer does changes."""
+    import fuzz.engine as engine_module
     import fuzz.machine as machine_module
 
     total = [0.0]
@@ -124,11 +126,11 @@ def timed_sleeps():
             real_time.sleep(seconds)
             total[0] += real_time.monotonic() - t
 
-    nemesis.go_silent, machine_module.time = go_silent, _Time()
+    nemesis.go_silent, machine_module.time, engine_module.time = go_silent, _Time(), _Time()
     try:
         yield total
     finally:
-        nemesis.go_silent, machine_module.time = real_silent, real_time
+        nemesis.go_silent, machine_module.time, engine_module.time = real_silent, real_time, real_time
 
 
 def hypothesis_per_step(spec: ModelSpec, examples: int = 200, steps: int = 40) -> float:

@@ -24,7 +24,7 @@ from pathlib import Path
 import attrs
 
 from .client import Request
-from .machine import StepRecord
+from .engine import StepRecord
 from .model import MAX_STRING_ID
 from .spec import ModelSpec
 

@@ -1,7 +1,7 @@
-"""Replays a corpus entry's program with the fuzzer's own machinery: the same clients, reference
+"""Replays a corpus entry's program with the fuzzer's own enginery: the same clients, reference
 model and checker. Expectations are re-derived by the model at replay time (so timing is judged
 as in fuzzing: idle-timeout windows are waited out, backlog answers checked against every legal
-schedule), recorded waits are slept again, and the machine's teardown drains and checks what is
+schedule), recorded waits are slept again, and the engine's teardown drains and checks what is
 left (answers, inference statistics).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from . import nemesis
 from .corpus import CorpusEntry
 from .divergences import KNOWN
 from .invariants import InvariantViolation
-from .machine import FuzzSettings, StepRecord, make_machine
+from .engine import Engine, FuzzSettings, Setup, StepRecord
 from .spec import ModelSpec
 
 
@@ -35,66 +35,66 @@ def replay(server, entry: CorpusEntry, settings: FuzzSettings = FuzzSettings()) 
                           f"  recorded: {entry.spec.describe()}\n  now:      {spec.describe()}")
     # A replay sends the recorded steps in their order: a request whose answer depends on an
     # idle-timeout window makes the whole program wait, never parks on its client.
-    machine = make_machine(server, spec, attrs.evolve(settings, park=False))()
+    engine = Engine(Setup.of(server, spec, attrs.evolve(settings, park=False)), salt=1)
     try:
         for step in entry.steps:
-            _step(machine, step, spec, settings)
-            machine.server_alive()
+            _step(engine, step, spec, settings)
+            engine.check_alive()
     except BaseException:
-        machine.failed = True
-        machine.teardown()  # cleanup only
+        engine.failed = True
+        engine.finish()  # cleanup only
         raise
-    machine.teardown()  # drain: every answer and the statistics are checked
-    return machine.log
+    engine.finish()  # drain: every answer and the statistics are checked
+    return engine.log
 
 
-def _bound(machine, spec: ModelSpec, settings: FuzzSettings) -> float:
-    window = spec.idle_s + machine.model.margin + machine.model.late
-    return time.monotonic() + settings.prompt_s + (len(machine.pending) + 2) * window
+def _bound(engine, spec: ModelSpec, settings: FuzzSettings) -> float:
+    window = spec.idle_s + engine.model.margin + engine.model.late
+    return time.monotonic() + settings.prompt_s + (len(engine.pending) + 2) * window
 
 
-def _await_answer(machine, client: int, spec: ModelSpec, settings: FuzzSettings) -> None:
+def _await_answer(engine, client: int, spec: ModelSpec, settings: FuzzSettings) -> None:
     """Waits until the client's backlogged START has been answered and checked."""
-    deadline = _bound(machine, spec, settings)
-    while client in machine.pending and time.monotonic() < deadline:
-        machine._collect()
-        if client in machine.pending:
+    deadline = _bound(engine, spec, settings)
+    while client in engine.pending and time.monotonic() < deadline:
+        engine.collect()
+        if client in engine.pending:
             time.sleep(0.01)
-    if client in machine.pending:
-        p = machine.pending[client]
-        machine._fail(InvariantViolation("no_hangs", f"the START queued at step {p.step} was not answered "
+    if client in engine.pending:
+        p = engine.pending[client]
+        engine.fail(InvariantViolation("no_hangs", f"the START queued at step {p.step} was not answered "
                                                      f"within {deadline - p.sent_at:.1f} s of being sent"))
 
 
-def _step(machine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> None:
+def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> None:
     action, client = step.action, step.client
     if action == "pause":
-        machine._record(client=None, action="pause", wait_s=nemesis.go_silent(step.wait_s))
+        engine.record(client=None, action="pause", wait_s=nemesis.go_silent(step.wait_s))
     elif action == "go silent past the idle timeout":
-        machine._go_silent_past_idle()  # how long is the model's call now, as in fuzzing
+        engine.go_silent_past_idle()  # how long is the model's call now, as in fuzzing
     elif action.startswith("leave ") and step.request is None:
         # "leave N sequence(s) to expire": no request; the recorded request that comes back to
         # one of them after its window follows, with the silence before it as its wait.
-        machine._record(client=None, action=action)
+        engine.record(client=None, action=action)
     elif action == "close its stream":
-        nemesis.drop_stream(machine.streams[client], settings.prompt_s)
-        machine._record(client=client, action=action)
+        nemesis.drop_stream(engine.streams[client], settings.prompt_s)
+        engine.record(client=client, action=action)
     elif action.startswith("cancel its queued START"):
-        if client not in machine.pending:
+        if client not in engine.pending:
             raise ReplayDrift(f"step {step.index} ({action}): client {client} has no START waiting in the "
                               f"backlog at replay")
-        machine._cancel(client)
+        engine.cancel(client)
     elif action.startswith("answer to step") or action == "still waiting":
-        if client in machine.pending:  # otherwise it was answered (and checked) already
-            _await_answer(machine, client, spec, settings)
+        if client in engine.pending:  # otherwise it was answered (and checked) already
+            _await_answer(engine, client, spec, settings)
     elif step.request is not None:
         if step.wait_s:
             nemesis.go_silent(step.wait_s)
-        if client in machine.pending:  # the recorded client was idle here; let its answer come in
-            _await_answer(machine, client, spec, settings)
-        via = "grpc" if step.via == "http" and machine.http is None else step.via
+        if client in engine.pending:  # the recorded client was idle here; let its answer come in
+            _await_answer(engine, client, spec, settings)
+        via = "grpc" if step.via == "http" and engine.http is None else step.via
         context = "refill" if action == "start after timeout" else ""
-        machine._send(client, step.request, via, action, context=context)
+        engine.send(client, step.request, via, action, context=context)
     else:
         raise ReplayDrift(f"step {step.index}: unknown action {action!r} (written by a newer fuzzer?)")
 

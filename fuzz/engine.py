@@ -1,0 +1,515 @@
+"""The harness every driver shares: one example's clients, reference model, checker and log.
+
+Data flows one way: a driver (the state machine's rules, or a corpus replay) hands it a Request;
+the reference model (model.py) says what must happen, the client (client.py) sends it, the
+checker (invariants.py) compares, and the step is logged. Each client owns a gRPC stream; some
+steps go over unary gRPC or HTTP instead. A client whose START waits in the backlog is pending
+(its box fills when the server lets it in), and a client whose request must wait for an
+idle-timeout window is parked: either way only that client waits, the others go on.
+"""
+from __future__ import annotations
+
+import time
+
+import attrs
+from hypothesis import event as _hypothesis_event
+from hypothesis.errors import InvalidArgument
+
+from . import nemesis
+from .client import GrpcClient, HttpClient, Request, StreamClient
+from .divergences import known_for
+from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
+from .model import MAX_STRING_ID, Ambiguous, BatcherModel, Queued, idle_margins, key_of
+from .spec import ModelSpec
+
+
+@attrs.frozen
+class FuzzSettings:
+    prompt_s: float = 5.0  # a request that must be answered at once gets this long
+    margin_s: float | None = None  # how early a sequence may be reaped; default max(0.1 s, 30 % of the timeout)
+    late_s: float | None = None  # how late; default max(0.3 s, 60 % of the timeout): the reaper runs at nice 10
+    max_clients: int = 6
+    wire_s: float = 0.05  # time for a queued START to reach the server before the next step
+    shrink_budget_s: float = 30.0  # after the first failure, how long shrinking may replay live programs
+    check_stats: bool = True
+    # Faults the machine may draw (fuzz/nemesis.py NEMESES); none by default.
+    nemesis: frozenset = attrs.field(default=frozenset(), converter=frozenset)
+    proxied_clients: int = 2  # how many clients reach the server through the fault proxy (cut, stall)
+    # A request whose answer depends on an idle-timeout window is parked on its client until the
+    # window has passed, while the other clients go on (fuzzing). False: the whole machine waits
+    # (corpus replay, which re-sends a recorded program in its recorded order).
+    park: bool = True
+
+
+@attrs.frozen
+class StepRecord:
+    """One line of a program: who did what, what was expected, what came back."""
+    index: int
+    client: int | None
+    action: str
+    request: Request | None = None
+    via: str = ""
+    wait_s: float = 0.0
+    expected: str = ""
+    got: str = ""
+
+    def describe(self) -> str:
+        who = f"client {self.client}" if self.client is not None else "all clients"
+        line = f"{self.index:3d}. {who}: {self.action}"
+        if self.wait_s:
+            line += f" (waited {self.wait_s:.3f} s)"
+        if self.request is not None:
+            line += f" {self.request.describe()} via {self.via}"
+        if self.expected or self.got:
+            line += f"\n       expected {self.expected}\n       got      {self.got}"
+        return line
+
+
+@attrs.define
+class Pending:
+    request: Request
+    expectation: Queued
+    box: object
+    sent_at: float
+    step: int
+
+
+@attrs.frozen
+class Parked:
+    """A request a client holds back until `until` (monotonic): its answer would depend on which
+    side of an idle-timeout window the server is, or it is a START that must not overtake a START
+    still on its way to the backlog. Only this client waits; the model is asked again at send time."""
+    request: Request
+    via: str
+    action: str
+    context: str
+    until: float
+    since: float
+
+
+@attrs.define
+class RunStats:
+    """Counters shared by every example of one model's test."""
+    examples: int = 0
+    steps: int = 0
+    requests: int = 0
+    ambiguous_waits: int = 0
+    started: float = attrs.Factory(time.monotonic)
+    first_failure_s: float | None = None
+    shortest: dict = attrs.Factory(dict)  # invariant -> the violation with the shortest program seen
+    shrink_stopped: bool = False  # the shrink budget ran out
+    faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
+    lengths: list = attrs.Factory(list)  # requests per sequence, over every example (fuzz/depth.py)
+    reuse_cycles: int = 0  # expiry -> slot-reuse cycles, over every example
+
+
+def event(value: str) -> None:
+    """hypothesis.event, and nothing outside a Hypothesis run (a corpus replay drives the machine)."""
+    try:
+        _hypothesis_event(value)
+    except InvalidArgument:
+        pass
+
+
+@attrs.frozen
+class Setup:
+    """What every example against one model shares: the server, the model, the settings, the
+    campaign's counters, and what follows from them."""
+    server: object
+    spec: ModelSpec
+    settings: FuzzSettings
+    stats: RunStats
+    margin: float  # how early the server may reap an idle sequence
+    late: float  # how late
+    n_clients: int
+    proxied: range  # the clients that reach the server through the fault proxy
+
+    @classmethod
+    def of(cls, server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(),
+           stats: RunStats | None = None) -> "Setup":
+        margin, late = idle_margins(spec.idle_s, settings.margin_s, settings.late_s)
+        n_clients = max(3, min(settings.max_clients, spec.capacity + 2))
+        proxied = range(min(settings.proxied_clients, n_clients - 1)) \
+            if settings.nemesis & {"cut", "stall"} else range(0)
+        return cls(server, spec, settings, stats if stats is not None else RunStats(), margin, late,
+                   n_clients, proxied)
+
+
+class Engine:
+    """One example: sends what a driver asks for, checks every answer against the reference
+    model, and logs each step. `finish()` drains and checks what is left, then cleans up."""
+
+    def __init__(self, setup: Setup, salt: int):
+        self.setup = setup
+        self.server, self.spec, self.settings, self.stats = setup.server, setup.spec, setup.settings, setup.stats
+        self.margin, self.late, self.n_clients, self.proxied = setup.margin, setup.late, setup.n_clients, setup.proxied
+        self.as_value = float if self.spec.dtype == "FP32" else int
+        version = getattr(self.server, "version", None)
+        self.lingering_guard = any(d.key == "cancelled-backlog-id-lingers" for d in known_for(self.spec, version))
+        self.salt = salt  # fresh ids differ per example: no state leaks between them
+        self.model = BatcherModel(self.spec, margin_s=self.margin, prompt_s=self.settings.prompt_s, late_s=self.late)
+        self.proxy = None
+        self.connect()
+        self.pending: dict[int, Pending] = {}
+        self.parked: dict[int, Parked] = {}
+        self.silenced: set = set()  # sequences left to expire: no client sends on them
+        self.backlog_settled_at = 0.0  # a new START waits until the last queued START is there
+        self.used_ids: list = []
+        self.touched: set = set()  # every id sent, to clean up after a failure
+        self.log: list[StepRecord] = []
+        self.last_step_at = time.monotonic()
+        self.successes = 0
+        self.stats_before = None  # taken at the first request: the last example's stragglers are not ours
+        self.failed = False
+
+    def check_alive(self) -> None:
+        try:
+            self.server.check_alive()
+        except Exception as err:
+            self.fail(InvariantViolation("server_alive", str(err)), self.log[-1] if self.log else None)
+
+    def finish(self) -> None:
+        """Drains (unless the example failed) and cleans up, whatever happens."""
+        try:
+            if not self.failed:
+                self._drain()
+        finally:
+            self.stats.lengths.extend(self.model.depth.lengths)
+            self.stats.reuse_cycles += self.model.depth.reuse_cycles
+            self._cleanup()
+
+    def connect(self):
+        """Clients for the server as it is now (a restart may move its ports); the first
+        `proxied` clients go through a fresh fault proxy."""
+        if self.proxied:
+            self.proxy = nemesis.open_proxy(self.server.grpc_url)
+        self.streams = [StreamClient(self.proxy.url if c in self.proxied else self.server.grpc_url)
+                        for c in range(self.n_clients)]
+        self.grpc = GrpcClient(self.server.grpc_url)
+        self.http = HttpClient(self.server.http_url) if self.server.http_url else None
+
+    def _disconnect(self):
+        for s in self.streams:
+            try:
+                s.close_channel()
+            except Exception:
+                pass
+        self.grpc.close()
+        if self.http:
+            self.http.close()
+        if self.proxy is not None:
+            self.proxy.stop()
+            self.proxy = None
+
+    def struck(self, fault: str):
+        self.stats.faults[fault] = self.stats.faults.get(fault, 0) + 1
+        event(f"nemesis: {fault}")
+
+    def inference_count(self) -> int | None:
+        return self.server.inference_count(self.spec.name) if self.settings.check_stats else None
+
+    def record(self, **kw) -> StepRecord:
+        rec = StepRecord(index=len(self.log) + 1, **kw)
+        self.log.append(rec)
+        self.last_step_at = time.monotonic()
+        self.stats.steps += 1
+        return rec
+
+    def fail(self, violation: InvariantViolation, rec: StepRecord | None = None):
+        self.failed = True
+        if self.stats.first_failure_s is None:
+            self.stats.first_failure_s = time.monotonic() - self.stats.started
+        program = "\n".join(r.describe() for r in self.log)
+        where = f" at step {rec.index}" if rec else ""
+        violation.program = list(self.log)
+        violation.got = rec.got if rec else ""
+        best = self.stats.shortest.get(violation.invariant)
+        if best is None or len(violation.program) < len(best.program):
+            self.stats.shortest[violation.invariant] = violation
+        violation.args = (f"[{violation.invariant}] {violation.detail}{where}\n"
+                          f"model {self.spec.describe()}\nTriton {getattr(self.server, 'version', '?')} at "
+                          f"{self.server.grpc_url}\nprogram:\n{program}",)
+        raise violation
+
+    def idle_clients(self) -> list[int]:
+        return [c for c in range(self.n_clients) if c not in self.pending and c not in self.parked]
+
+    def remember(self, seq_id):
+        if seq_id not in self.used_ids:
+            self.used_ids.append(seq_id)
+        self.touched.add(seq_id)
+
+    def _hold_until(self, req: Request, now: float):
+        """Until when `req` must wait before it may be sent (None: send it now)."""
+        if req.start and not self.model.is_live(key_of(req.seq_id)) and now < self.backlog_settled_at:
+            # A START queued in the backlog a moment ago may still be on its way; a new START
+            # sent now on another connection could overtake it and take its backlog place.
+            return self.backlog_settled_at
+        return None
+
+    def send(self, client: int, req: Request, via: str, action: str, context: str = "", park: bool = True):
+        """Sends one request the generator chose; checks a prompt answer, parks a queued one,
+        or parks the request itself on its client while its answer depends on a window
+        (park=False: waits, as a replay does, for a step that must go now)."""
+        self.collect()
+        return self.dispatch(client, req, via, action, context, since=time.monotonic(), park=park)
+
+    def dispatch(self, client: int, req: Request, via: str, action: str, context: str, since: float,
+                  park: bool = True):
+        while True:
+            now = time.monotonic()
+            hold = self._hold_until(req, now)
+            exp = None
+            if hold is None:
+                exp = self.model.expect(req, now)
+                if isinstance(exp, Ambiguous):
+                    self.stats.ambiguous_waits += 1
+                    event(f"waited out an idle-timeout window ({exp.reason.split(' ', 1)[0]})")
+                    hold = exp.until + 0.005
+            if hold is None:
+                break
+            if park and self.settings.park:
+                self.parked[client] = Parked(req, via, action, context, hold, since)
+                return exp or Ambiguous(hold, "held behind a START on its way to the backlog")
+            nemesis.go_silent(max(0.0, hold - time.monotonic()))
+            self.collect()
+        # Recorded as the silence before this send (since the later of when it was drawn and
+        # the last step), so a replay, which runs the steps in order, sleeps just that gap.
+        waited = now - max(since, self.last_step_at)
+        if self.stats_before is None:
+            self.stats_before = self.inference_count()
+        self.remember(req.seq_id)
+        event(f"{action} -> {type(exp).__name__}")
+        self.stats.requests += 1
+        if isinstance(exp, Queued):
+            box = self.streams[client].send(req)
+            self.pending[client] = Pending(req, exp, box, now, len(self.log) + 1)
+            # send() hands the request to gRPC's sender thread; two STARTs "sent" a moment
+            # apart on different streams can reach the server in either order (seen live),
+            # and the backlog's order is the server's. A new START waits until this one is
+            # there (_hold_until); nothing else has to.
+            self.backlog_settled_at = now + self.settings.wire_s
+            self.record(client=client, action=action, request=req, via="stream", wait_s=waited,
+                         expected=describe_expectation(exp), got="(waiting)")
+            return exp
+        if via == "stream":
+            got = self.streams[client].infer(req, timeout_s=self.settings.prompt_s)
+        elif via == "http":
+            got = self.http.infer(req, timeout_s=self.settings.prompt_s)
+        else:
+            got = self.grpc.infer(req, timeout_s=self.settings.prompt_s)
+        self.check(client, req, exp, got, via, action, wait_s=waited, context=context)
+        return exp
+
+    def _release_parked(self) -> None:
+        """Sends every parked request whose time has come, the earliest first."""
+        while self.parked:
+            client, p = min(self.parked.items(), key=lambda cp: cp[1].until)
+            if p.until > time.monotonic():
+                return
+            del self.parked[client]
+            self.dispatch(client, p.request, p.via, p.action, p.context, since=p.since)
+
+    def check(self, client, req, exp, got, via, action, *, wait_s=0.0, context=""):
+        """Checks a prompt answer against the model's expectation and logs the step."""
+        check = check_prompt(req, exp, got, via, context=context)
+        rec = self.record(client=client, action=action, request=req, via=via, wait_s=wait_s,
+                           expected=check.expected, got=check.got)
+        if got.ok:
+            self.successes += 1
+        if check.violation:
+            self.fail(check.violation, rec)
+
+    def collect(self):
+        """Checks what has come back, then sends the parked requests whose time has come."""
+        self._collect_answers()
+        self._release_parked()
+
+    def _collect_answers(self):
+        """Checks answered backlogged STARTs, in the order they arrived. A START the model has
+        let in is waited for here (until it is due), so that a program notices its answer at
+        the same step on every replay, and one that never comes is a hang."""
+        while True:
+            answered = []
+            for client, p in list(self.pending.items()):
+                due = self.model.due(key_of(p.request.seq_id))
+                got = nemesis.outcome_of(p.box, max(0.0, due - time.monotonic()) if due is not None else 0)
+                if got is not None:
+                    answered.append((p.sent_at + got.latency_s, client, p, got))
+                    del self.pending[client]
+                elif due is not None:
+                    del self.pending[client]
+                    rec = self.record(client=client, action="still waiting", request=p.request, via="stream",
+                                       expected=describe_expectation(p.expectation), got="no answer")
+                    self.fail(InvariantViolation(
+                        "no_hangs", f"the START queued at step {p.step} was let in when a slot freed but "
+                                    f"not answered within {self.settings.prompt_s} s"), rec)
+            if not answered:
+                return
+            for at, client, p, got in sorted(answered, key=lambda a: a[0]):
+                problem = self.model.served(key_of(p.request.seq_id), at) if got.ok else None
+                check = check_served(p.request, p.expectation, got, problem)
+                if got.ok:
+                    self.successes += 1
+                rec = self.record(client=client, action=f"answer to step {p.step}", request=p.request,
+                                   via="stream", expected=check.expected, got=check.got)
+                event("backlogged START answered")
+                if check.violation:
+                    self.fail(check.violation, rec)
+
+    def parked_keys(self) -> set:
+        return {key_of(p.request.seq_id) for p in self.parked.values()}
+
+    def blocked(self, seq_id) -> bool:
+        key = key_of(seq_id)
+        if self.model.is_backlogged(key) or key in self.model.awaiting or key in self.parked_keys():
+            return True
+        if key in self.silenced and self.model.is_live(key):
+            return True
+        return self.lingering_guard and self.model.lingering(key)
+
+    def live(self):
+        """Running sequences a client may send on: not waiting for an answer, not left to
+        expire, no request parked on them."""
+        self.silenced &= set(self.model.seqs)
+        held = self.parked_keys()
+        return [k for k in self.model.live_keys() if k not in self.silenced and k not in held]
+
+    def cancel(self, client: int):
+        p = self.pending.pop(client)
+        nemesis.cancel_in_flight(self.streams[client], self.settings.prompt_s)
+        got = nemesis.outcome_of(p.box, self.settings.prompt_s)
+        self.model.cancelled(key_of(p.request.seq_id))
+        rec = self.record(client=client, action=f"cancel its queued START (step {p.step})", request=p.request,
+                           via="stream", expected="CANCELLED, sequence ended",
+                           got=got.describe() if got else "nothing")
+        if got is not None and got.ok:
+            self.fail(InvariantViolation("cancel_ends_sequence",
+                                          "the cancelled START was answered as if it ran"), rec)
+
+    def go_silent_past_idle(self):
+        """Every client goes silent until every running sequence has certainly timed out (a
+        wait for the whole machine: the nemesis's full batch, and replays of old programs)."""
+        now = time.monotonic()
+        ends = [s.expiry.hi for s in self.model.running if s.key not in self.model.awaiting]
+        seconds = max([e - now for e in ends] + [0]) + 0.01
+        waited = nemesis.go_silent(seconds)
+        self.record(client=None, action="go silent past the idle timeout", wait_s=waited)
+        self.collect()
+
+    def park(self, client: int, req: Request, action: str, until: float, context: str = ""):
+        self.parked[client] = Parked(req, "stream", action, context, until, time.monotonic())
+
+    def leave_to_expire(self, keys) -> None:
+        """No client sends on these sequences any more: they are left to the idle timeout."""
+        if keys:
+            self.silenced.update(keys)
+            self.record(client=None, action=f"leave {len(keys)} sequence(s) to expire: "
+                                             + ", ".join(repr(k[1]) for k in keys))
+
+    def send_together(self, reqs, action: str):
+        """Sends every (client, request) at once on the clients' streams; each must be answered
+        promptly (the model must expect an Answer or a Refusal for each)."""
+        self.check_together(self.send_all(reqs), action)
+
+    def send_all(self, reqs) -> list:
+        if self.stats_before is None:
+            self.stats_before = self.inference_count()
+        now = time.monotonic()
+        sent = []
+        for client, req in reqs:
+            self.remember(req.seq_id)
+            exp = self.model.expect(req, now)
+            self.stats.requests += 1
+            sent.append((client, req, exp, self.streams[client].send(req)))
+        return sent
+
+    def check_together(self, sent, action: str):
+        for client, req, exp, box in sent:
+            self.check(client, req, exp, StreamClient.wait(box, self.settings.prompt_s), "stream", action)
+
+    def proxied_idle(self) -> list[int]:
+        return [c for c in self.proxied if c not in self.pending and c not in self.parked]
+
+    def server_fault(self, fault: str, action: str, do) -> bool:
+        """Runs a restart or reload with every client disconnected (an open stream keeps an
+        unloaded model's old copy alive); afterwards the model holds no sequence and the
+        statistics start again from the next request."""
+        self.collect()
+        if self.pending or self.parked:
+            event(f"skipped: {fault}: a client waits on the backlog or holds a request back")
+            return False
+        self._disconnect()
+        try:
+            do()
+        except Exception as err:  # noqa: BLE001 - a server that does not come back is a finding
+            self.fail(InvariantViolation("server_alive", f"{action}: it did not come back: {err}"),
+                       self.record(client=None, action=action, got=f"{type(err).__name__}: {err}"))
+        finally:
+            self.connect()
+        self.model.forget_all()
+        self.silenced.clear()
+        self.stats_before, self.successes = None, 0
+        self.struck(fault)
+        self.record(client=None, action=action)
+        return True
+
+    def _drain(self):
+        """Sends what is parked, ends every live sequence (which lets the backlog in) once no
+        request is held on it, checks every answer, and checks the server's statistics
+        against the successful requests."""
+        window = self.spec.idle_s + self.margin + self.late
+        deadline = time.monotonic() + self.settings.prompt_s + (len(self.pending) + len(self.parked) + 2) * window
+        while time.monotonic() < deadline:
+            self.collect()
+            self.model.settle(time.monotonic())
+            # Sequences left to expire are ended too, unless a parked request comes back to
+            # them: the example is over, and waiting out their windows would idle the machine.
+            held = self.parked_keys()
+            for key in [k for k in self.model.live_keys() if k not in held]:
+                if self.idle_clients():
+                    req = Request(self.spec.name, key[1], self.as_value(0), end=True, dtype=self.spec.dtype)
+                    self.send(self.idle_clients()[0], req, "grpc", "end (teardown)")
+            if not (self.model.seqs or self.pending or self.parked):
+                break
+            next_parked = min((p.until for p in self.parked.values()), default=float("inf"))
+            time.sleep(max(0.0, min(0.01, next_parked - time.monotonic())))
+        self.collect()
+        if self.pending or self.parked:
+            what = next(iter(self.pending.values()), None)
+            self.fail(InvariantViolation("no_hangs", f"{len(self.pending)} request(s) never answered"
+                                          + (f", e.g. the START of step {what.step}" if what else "")
+                                          + f"; {len(self.parked)} still held back at the end"))
+        if self.stats_before is None:
+            return
+        # The self.server updates its statistics just after it answers: give it a moment.
+        deadline = time.monotonic() + 2.0
+        while True:
+            after = self.inference_count()
+            if after is None or after - self.stats_before == self.successes or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if after is not None and after - self.stats_before != self.successes:
+            self.fail(InvariantViolation(
+                "stats_agree", f"inference_count rose by {after - self.stats_before}, but "
+                               f"{self.successes} request(s) succeeded"))
+
+    def _cleanup(self):
+        """Leaves the server as it found it, whatever happened: cancel what waits, end every id
+        this example touched, close everything."""
+        if self.proxy is not None:
+            self.proxy.resume()  # a failure inside a stall must not leave the proxy holding bytes
+        for s in self.streams:
+            try:
+                s.close(cancel_requests=bool(self.failed or self.pending), timeout_s=self.settings.prompt_s)
+            except Exception:
+                pass
+        if self.failed:
+            for seq_id in self.touched:
+                if self.model.lingering(key_of(seq_id)):
+                    continue  # it would wait behind its dead backlog place
+                if seq_id not in (0, "") and not (isinstance(seq_id, str) and len(seq_id) > MAX_STRING_ID):
+                    self.grpc.infer(Request(self.spec.name, seq_id, 0, end=True, dtype=self.spec.dtype), timeout_s=2)
+            if self.model.backlog or self.pending:
+                time.sleep(self.spec.idle_s + self.margin + self.late)  # let what was queued run or idle out
+        self._disconnect()
