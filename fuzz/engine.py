@@ -375,7 +375,7 @@ class Engine:
         held = self.parked_keys()
         return [k for k in self.model.live_keys() if k not in self.silenced and k not in held]
 
-    def cancel(self, client: int):
+    def cancel_queued(self, client: int):
         p = self.pending.pop(client)
         nemesis.cancel_in_flight(self.streams[client], self.settings.prompt_s)
         got = nemesis.outcome_of(p.box, self.settings.prompt_s)

@@ -312,7 +312,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             client = self._pick(data, choices, "client")
             if client is None:
                 return self._skip("cancel: nothing surely in the backlog")
-            self.cancel(client)
+            self.cancel_queued(client)
 
         @rule(data=st.data())
         def let_expire(self, data):
@@ -508,6 +508,12 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def teardown(self):
             self.finish()
 
+    # The machine is its rules over the engine: a rule named like an engine method would replace
+    # it for every caller (a `cancel` rule once hid Engine.cancel_queued).
+    shadowed = sorted(n for n, v in vars(SequenceBatcherMachine).items()
+                      if callable(v) and not n.startswith("__") and hasattr(Engine, n))
+    if shadowed:
+        raise TypeError(f"machine rules shadow engine methods: {', '.join(shadowed)}")
     SequenceBatcherMachine.__name__ = f"Machine_{spec.name}"
     # Every model's machine has the same source, so Hypothesis would file all their examples under
     # one database key; this keeps each model's saved failures apart (a shared --fuzz-db).

@@ -83,7 +83,7 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
         if client not in engine.pending:
             raise ReplayDrift(f"step {step.index} ({action}): client {client} has no START waiting in the "
                               f"backlog at replay")
-        engine.cancel(client)
+        engine.cancel_queued(client)
     elif action.startswith("answer to step") or action == "still waiting":
         if client in engine.pending:  # otherwise it was answered (and checked) already
             _await_answer(engine, client, spec, settings)
