@@ -161,6 +161,7 @@ class Engine:
         self.successes = 0
         self.stats_before = None  # taken at the first request: the last example's stragglers are not ours
         self.failed = False
+        self.finished = False
 
     def check_alive(self) -> None:
         try:
@@ -169,7 +170,10 @@ class Engine:
             self.fail(InvariantViolation("server_alive", str(err)), self.log[-1] if self.log else None)
 
     def finish(self) -> None:
-        """Drains (unless the example failed) and cleans up, whatever happens."""
+        """Drains (unless the example failed) and cleans up, whatever happens; once."""
+        if self.finished:
+            return
+        self.finished = True
         try:
             if not self.failed:
                 self._drain()

@@ -1,0 +1,53 @@
+"""The engine as a driver uses it (corpus replay does; the machine's rules do through the same
+methods): live against the session's Triton, one example at a time."""
+import time
+
+import pytest
+
+from fuzz.client import Request
+from fuzz.engine import Engine, FuzzSettings, Setup
+from fuzz.invariants import InvariantViolation
+from fuzz.machine import make_machine
+from fuzz.model import Answer, Queued
+from fuzz.spec import ModelSpec
+
+ONE_SLOT = "py_slot_direct_s1_i1_int32_csr"
+
+
+@pytest.fixture
+def engine(triton):
+    e = Engine(Setup.of(triton, ModelSpec.fetch(triton, ONE_SLOT)), salt=10_000 + time.monotonic_ns() % 10_000)
+    yield e
+    e.failed = True  # a test that stopped half-way: clean up only (finish() runs once)
+    e.finish()
+
+
+def test_a_cancelled_backlogged_start_is_recorded_and_the_example_drains(triton, engine):
+    base = engine.salt * 2**40
+    assert isinstance(engine.send(0, Request(ONE_SLOT, base + 1, 3, start=True), "stream", "start"), Answer)
+    assert isinstance(engine.send(1, Request(ONE_SLOT, base + 2, 5, start=True), "stream", "start"), Queued)
+    assert 1 in engine.pending
+    time.sleep(engine.settings.wire_s * 2)  # surely in the backlog
+    engine.cancel_queued(1)
+    assert 1 not in engine.pending
+    assert engine.log[-1].action.startswith("cancel its queued START") and engine.log[-1].got.startswith("CANCELLED")
+    got = engine.send(0, Request(ONE_SLOT, base + 1, 4, end=True), "stream", "end")
+    assert got == Answer(7)
+    engine.finish()  # drains: answers and the server's statistics are checked
+    assert not engine.failed
+
+
+def test_a_wrong_answer_fails_with_the_program(triton, engine):
+    base = engine.salt * 2**40
+    engine.send(0, Request(ONE_SLOT, base + 1, 3, start=True), "stream", "start")
+    engine.model.seqs[("u", base + 1)].total = 100  # the reference model now expects 104, the server 7
+    with pytest.raises(InvariantViolation) as caught:
+        engine.send(0, Request(ONE_SLOT, base + 1, 4, end=True), "stream", "end")
+    assert caught.value.invariant == "sums_match" and len(caught.value.program) == 2
+    assert engine.failed
+
+
+def test_rules_may_not_shadow_engine_methods(triton, monkeypatch):
+    monkeypatch.setattr(Engine, "let_expire", lambda self: None, raising=False)
+    with pytest.raises(TypeError, match="machine rules shadow engine methods: let_expire"):
+        make_machine(triton, ModelSpec.fetch(triton, ONE_SLOT), FuzzSettings())
