@@ -11,7 +11,7 @@ from pathlib import Path
 
 import attrs
 
-from . import oracle_power, throughput
+from . import depth, oracle_power, throughput
 from .machine_info import machine_info
 
 RESULTS = Path(__file__).parent / "results"
@@ -53,7 +53,7 @@ def plot(rows, tp, path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
-def report(info: dict, tp, rows) -> str:
+def report(info: dict, tp, rows, one_slot: str = "") -> str:
     lines = ["# Benchmark results", "", "Written by `python -m benchmarks.run`; numbers from one run.", "",
              "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
@@ -63,6 +63,9 @@ def report(info: dict, tp, rows) -> str:
               "requests sent at the end of an example, sequences left to expire), which the second line "
               "leaves out. Hypothesis's per-step cost is a machine with the fuzzer's rule shapes and draws and "
               "no-op rules. The last line is how deep the fuzzer's sequences went.", "",
+              "## Depth on a one-slot model", "", "```", one_slot, "```", "",
+              f"A `dev` campaign on `{depth.ONE_SLOT}` (`python -m benchmarks.depth`): with one slot, every "
+              "sequence left to expire frees the slot that the next START takes (an expiry -> reuse cycle).", "",
               "## Oracle power", "", oracle_power.budgets(), "", oracle_power.table(rows), "",
               "Shrunk and minimal lengths count the lines of a program (requests, and steps such as "
               "\"leave a sequence to expire\"). How each minimal program was derived:", ""]
@@ -91,6 +94,10 @@ def main(argv=None) -> int:
         server.stop()
     print(f"Triton {version}\n" + "\n".join(tp.lines()), flush=True)
 
+    summary, wall, requests = depth.measure(seconds=args.seconds)
+    one_slot = f"{depth.ONE_SLOT}: {requests} requests in {wall:.1f} s; {summary.line()}"
+    print(one_slot, flush=True)
+
     server = oracle_power.start_server()
     try:
         rows = oracle_power.measure(server)
@@ -103,9 +110,11 @@ def main(argv=None) -> int:
     (args.out / "results.json").write_text(json.dumps(
         {"machine": info, "throughput": {**attrs.asdict(tp), "ratio": tp.ratio, "active_ratio": tp.active_ratio,
                                          "stress_ratio": tp.stress_ratio, "hypothesis_share": tp.hypothesis_share},
+         "depth_one_slot": {"model": depth.ONE_SLOT, "wall_s": wall, "requests": requests,
+                            **attrs.asdict(summary)},
          "oracle_power": {"budgets": oracle_power.budgets(), "rows": [attrs.asdict(r) for r in rows]}},
         indent=2))
-    (args.out / "README.md").write_text(report(info, tp, rows))
+    (args.out / "README.md").write_text(report(info, tp, rows, one_slot))
     plot(rows, tp, args.out / "benchmarks.png")
     print(f"wrote {args.out}/README.md, results.json, benchmarks.png")
     return 0
