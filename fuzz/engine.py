@@ -321,6 +321,7 @@ class Engine:
                            expected=check.expected, got=check.got)
         if got.ok:
             self.successes += 1
+            self.model.answered(key_of(req.seq_id), time.monotonic())
         if check.violation:
             self.fail(check.violation, rec)
 

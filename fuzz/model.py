@@ -246,6 +246,15 @@ class BatcherModel:
         return None
 
     # -- what comes back later ------------------------------------------------------------------
+    def answered(self, key: Key, at: float) -> None:
+        """The server answered a request of `key` at `at`. The idle clock counts from when the
+        server took the request, somewhere between its send and this answer: a request that
+        waited in a queue (a pipelined run on a loaded machine) restarts the clock late, so the
+        sequence may live until `at` + idle + late. Only ever widens the expiry window."""
+        seq = self.seqs.get(key)
+        if seq is not None and seq.running and seq.expiry is not None and key not in self.awaiting:
+            seq.expiry = Window(seq.expiry.lo, max(seq.expiry.hi, at + self.spec.idle_s + self.late))
+
     def served(self, key: Key, at: float) -> str | None:
         """A backlogged START was answered at `at`. Returns why that breaks capacity, or None
         (and the model now holds the sequence as running)."""

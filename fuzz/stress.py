@@ -243,6 +243,7 @@ class _Run:
         try:
             if got.ok:
                 self.successes += 1
+                self.model.answered(key_of(req.seq_id), time.monotonic())
             elif isinstance(exp, Refusal) and check.violation is None:
                 self.refusals[exp.invariant] += 1
         finally:

@@ -80,6 +80,25 @@ def test_idle_expiry_window_is_ambiguous_and_then_certain(model):
     assert isinstance(model.expect(R(1, 1), last + IDLE + MARGIN + 0.001), Refusal)
 
 
+def test_a_late_answer_keeps_the_sequence_possibly_alive_that_much_longer(model):
+    # A pipelined request that waited in the server's queue restarts the idle clock when the
+    # server takes it, which can be as late as its answer: seen live, a run's next chunk sent
+    # past send + idle + late was accepted.
+    model.expect(R(1, 1, start=True), 0.0)
+    model.answered(key_of(1), 0.6)  # the answer took 0.6 s
+    after_send_window = IDLE + MARGIN + 0.05
+    inside = model.expect(R(1, 1), after_send_window)
+    assert isinstance(inside, Ambiguous) and inside.until == pytest.approx(0.6 + IDLE + MARGIN)
+    assert isinstance(model.expect(R(1, 1), 0.6 + IDLE + MARGIN + 0.001), Refusal)
+
+
+def test_an_answer_never_narrows_the_expiry_window(model):
+    model.expect(R(1, 1, start=True), 0.0)
+    model.answered(key_of(1), -5.0)  # an answer time before the send changes nothing
+    inside = model.expect(R(1, 1), IDLE)
+    assert isinstance(inside, Ambiguous) and inside.until == pytest.approx(IDLE + MARGIN)
+
+
 def test_capacity_is_slots_times_instances_and_the_backlog_waits():
     m = BatcherModel(spec(capacity=2, instances=2), MARGIN)
     for i in range(4):
