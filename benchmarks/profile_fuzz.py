@@ -13,13 +13,14 @@ import cProfile
 import io
 import pstats
 
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
+
+from fuzz import profiles  # noqa: F401  (registers dev)
 
 from benchmarks.throughput import MODEL, start_server
 from fuzz.campaign import fuzz_model
 
-DEV = settings(max_examples=10, stateful_step_count=30, deadline=None, database=None,
-               suppress_health_check=list(HealthCheck))
+DEV = settings(settings.get_profile("dev"), database=None)  # what a user gets at a terminal
 _WAITS = ("sleep", "acquire", "wait", "get")  # blocking primitives: time spent waiting, not working
 
 
@@ -44,6 +45,10 @@ def main(argv=None) -> int:
           f"{result.wall_s:.1f} s = {result.requests_per_s:.0f} requests/s; error: {error!r}")
     print(f"blocked in sleeps and waits: {waiting:.1f} s ({waiting / result.wall_s:.0%}); "
           f"the rest per step: {(result.wall_s - waiting) / max(1, result.steps) * 1000:.2f} ms")
+    # Where the waits are: the fuzzer's own functions by cumulative time (waits included).
+    ours = sorted(((ct, f"{file.rsplit('/', 1)[-1]}:{name}") for (file, _, name), (_, _, _, ct, _)
+                   in stats.stats.items() if "/fuzz/" in file), reverse=True)[:8]
+    print("fuzzer functions by cumulative time: " + ", ".join(f"{n} {ct:.1f} s" for ct, n in ours))
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.top)
     print(out.getvalue())
