@@ -36,7 +36,7 @@ class FuzzSettings:
     nemesis: frozenset = attrs.field(default=frozenset(), converter=frozenset)
     proxied_clients: int = 2  # how many clients reach the server through the fault proxy (cut, stall)
     # A request whose answer depends on an idle-timeout window is parked on its client until the
-    # window has passed, while the other clients go on (fuzzing). False: the whole machine waits
+    # window has passed, while the other clients go on (fuzzing). False: the whole engine waits
     # (corpus replay, which re-sends a recorded program in its recorded order).
     park: bool = True
 
@@ -104,7 +104,7 @@ class RunStats:
 
 
 def event(value: str) -> None:
-    """hypothesis.event, and nothing outside a Hypothesis run (a corpus replay drives the machine)."""
+    """hypothesis.event, and nothing outside a Hypothesis run (a corpus replay drives the engine)."""
     try:
         _hypothesis_event(value)
     except InvalidArgument:
