@@ -10,23 +10,19 @@ from __future__ import annotations
 
 import argparse
 
-from hypothesis import settings
-
-from fuzz import profiles  # noqa: F401  (registers dev)
 from fuzz.campaign import fuzz_model
 from fuzz.depth import DepthSummary
 
-from .throughput import start_server
+from .throughput import FUZZ_SETTINGS, start_server
 
 ONE_SLOT = "py_slot_direct_s1_i1_int32_csr"
-DEV = settings(settings.get_profile("dev"), database=None, derandomize=False)
 
 
 def measure(model: str = ONE_SLOT, seconds: float = 60.0) -> tuple[DepthSummary, float, int]:
     """The campaign's depth, its wall time and its requests, on a server of its own."""
     server = start_server(model)
     try:
-        result, error = fuzz_model(server, model, DEV, budget_s=seconds)
+        result, error = fuzz_model(server, model, FUZZ_SETTINGS, budget_s=seconds)
     finally:
         server.stop()
     if error is not None:

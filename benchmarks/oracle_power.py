@@ -18,10 +18,8 @@ import tempfile
 from contextlib import contextmanager
 
 import attrs
-from hypothesis import settings
 
-from fuzz import profiles  # noqa: F401  (registers dev)
-
+from benchmarks.throughput import FUZZ_SETTINGS
 from fuzz.campaign import fuzz_model
 from fuzz.server import EmbeddedTriton
 from fuzz.stress import StressSettings, run_stress
@@ -29,7 +27,7 @@ from tests.broken_models import ALL_BUGS, model_name, write_broken_repository
 
 SHRINK_CAP_S = 60  # Hypothesis's own cap is 300 s of shrinking per failure; too long for 7 bugs
 # A `dev` campaign, what `pytest fuzz/` runs at a terminal (randomized; no example database).
-BUDGET = settings(settings.get_profile("dev"), database=None)
+BUDGET = FUZZ_SETTINGS
 STRESS = StressSettings(concurrency=4, iterations=50, seed=0)
 
 

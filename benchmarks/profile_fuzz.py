@@ -13,14 +13,9 @@ import cProfile
 import io
 import pstats
 
-from hypothesis import settings
-
-from fuzz import profiles  # noqa: F401  (registers dev)
-
-from benchmarks.throughput import MODEL, start_server
+from benchmarks.throughput import FUZZ_SETTINGS, MODEL, start_server
 from fuzz.campaign import fuzz_model
 
-DEV = settings(settings.get_profile("dev"), database=None)  # what a user gets at a terminal
 _WAITS = ("sleep", "acquire", "wait", "get")  # blocking primitives: time spent waiting, not working
 
 
@@ -34,7 +29,7 @@ def main(argv=None) -> int:
     try:
         prof = cProfile.Profile()
         prof.enable()
-        result, error = fuzz_model(server, args.model, DEV, budget_s=args.seconds)
+        result, error = fuzz_model(server, args.model, FUZZ_SETTINGS, budget_s=args.seconds)
         prof.disable()
     finally:
         server.stop()

@@ -123,6 +123,8 @@ class Setup:
     late: float  # how late
     n_clients: int
     proxied: range  # the clients that reach the server through the fault proxy
+    as_value: type  # int or float: the model's dtype in Python
+    lingering_guard: bool  # this build leaves a cancelled backlogged START's id behind
 
     @classmethod
     def of(cls, server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(),
@@ -131,8 +133,10 @@ class Setup:
         n_clients = max(3, min(settings.max_clients, spec.capacity + 2))
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
+        lingering = any(d.key == "cancelled-backlog-id-lingers"
+                        for d in known_for(spec, getattr(server, "version", None)))
         return cls(server, spec, settings, stats if stats is not None else RunStats(), margin, late,
-                   n_clients, proxied)
+                   n_clients, proxied, float if spec.dtype == "FP32" else int, lingering)
 
 
 class Engine:
@@ -143,9 +147,7 @@ class Engine:
         self.setup = setup
         self.server, self.spec, self.settings, self.stats = setup.server, setup.spec, setup.settings, setup.stats
         self.margin, self.late, self.n_clients, self.proxied = setup.margin, setup.late, setup.n_clients, setup.proxied
-        self.as_value = float if self.spec.dtype == "FP32" else int
-        version = getattr(self.server, "version", None)
-        self.lingering_guard = any(d.key == "cancelled-backlog-id-lingers" for d in known_for(self.spec, version))
+        self.as_value, self.lingering_guard = setup.as_value, setup.lingering_guard
         self.salt = salt  # fresh ids differ per example: no state leaks between them
         self.model = BatcherModel(self.spec, margin_s=self.margin, prompt_s=self.settings.prompt_s, late_s=self.late)
         self.proxy = None
@@ -243,6 +245,14 @@ class Engine:
             self.used_ids.append(seq_id)
         self.touched.add(seq_id)
 
+    def going_out(self, req: Request) -> None:
+        """Bookkeeping for a request about to be sent, however it goes: the statistics baseline
+        (taken at the example's first request), its id (for clean-up), the request count."""
+        if self.stats_before is None:
+            self.stats_before = self.inference_count()
+        self.remember(req.seq_id)
+        self.stats.requests += 1
+
     def _hold_until(self, req: Request, now: float):
         """Until when `req` must wait before it may be sent (None: send it now)."""
         if req.start and not self.model.is_live(key_of(req.seq_id)) and now < self.backlog_settled_at:
@@ -280,11 +290,8 @@ class Engine:
         # Recorded as the silence before this send (since the later of when it was drawn and
         # the last step), so a replay, which runs the steps in order, sleeps just that gap.
         waited = now - max(since, self.last_step_at)
-        if self.stats_before is None:
-            self.stats_before = self.inference_count()
-        self.remember(req.seq_id)
+        self.going_out(req)
         event(f"{action} -> {type(exp).__name__}")
-        self.stats.requests += 1
         if isinstance(exp, Queued):
             box = self.streams[client].send(req)
             self.pending[client] = Pending(req, exp, box, now, len(self.log) + 1)
@@ -394,7 +401,7 @@ class Engine:
 
     def go_silent_past_idle(self):
         """Every client goes silent until every running sequence has certainly timed out (a
-        wait for the whole machine: the nemesis's full batch, and replays of old programs)."""
+        wait for every client: the nemesis's full batch, and replays of old programs)."""
         now = time.monotonic()
         ends = [s.expiry.hi for s in self.model.running if s.key not in self.model.awaiting]
         seconds = max([e - now for e in ends] + [0]) + 0.01
@@ -418,14 +425,11 @@ class Engine:
         self.check_together(self.send_all(reqs), action)
 
     def send_all(self, reqs) -> list:
-        if self.stats_before is None:
-            self.stats_before = self.inference_count()
         now = time.monotonic()
         sent = []
         for client, req in reqs:
-            self.remember(req.seq_id)
+            self.going_out(req)
             exp = self.model.expect(req, now)
-            self.stats.requests += 1
             sent.append((client, req, exp, self.streams[client].send(req)))
         return sent
 

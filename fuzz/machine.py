@@ -17,8 +17,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from . import nemesis
 from .client import Request, StreamClient
 from .divergences import known_for
-from .engine import (Engine, FuzzSettings, Parked, Pending, RunStats, Setup, StepRecord,  # noqa: F401 - re-exported
-                     event)
+from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
+from .engine import Engine, Setup, event
 from .invariants import InvariantViolation
 from .model import MAX_STRING_ID, Answer, key_of
 from .spec import ModelSpec
@@ -65,7 +65,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     strings_ok = string_ids_allowed(spec, version)
     vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url else [])
     lo_sum, hi_sum = spec.value_range
-    as_value = float if spec.dtype == "FP32" else int
+    as_value = setup.as_value
     faults = settings.nemesis
     why_not = nemesis.unsupported(faults, server)
     if why_not:
@@ -210,8 +210,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                         self._check_all(client, sent, k)
                         self.dispatch(client, req, "stream", f"run {j + 1}/{k}", "", since=now)
                         return
-                    self.remember(req.seq_id)
-                    stats.requests += 1
+                    self.going_out(req)
                     total = exp.value
                     sent.append((req, exp, self.streams[client].send(req), j))
                 self._check_all(client, sent, k, latency)
@@ -422,11 +421,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if window.lo - settings.wire_s <= arrival <= window.hi + settings.wire_s:
                 arrival = window.hi + settings.wire_s  # never inside the idle-timeout window
             req = Request(spec.name, key[1], self._fit(value, self.model.total(key)), end=end, dtype=spec.dtype)
-            if self.stats_before is None:
-                self.stats_before = self.inference_count()
-            self.remember(req.seq_id)
+            self.going_out(req)
             exp = self.model.expect(req, arrival)  # what the server must do when it arrives
-            stats.requests += 1
             box = nemesis.held_send(self.proxy, self.streams[client], req, arrival)
             self.struck("stall")
             self.check(client, req, exp, StreamClient.wait(box, settings.prompt_s), "stream",

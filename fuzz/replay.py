@@ -1,4 +1,4 @@
-"""Replays a corpus entry's program with the fuzzer's own enginery: the same clients, reference
+"""Replays a corpus entry's program with the fuzzer's own machinery: the same clients, reference
 model and checker. Expectations are re-derived by the model at replay time (so timing is judged
 as in fuzzing: idle-timeout windows are waited out, backlog answers checked against every legal
 schedule), recorded waits are slept again, and the engine's teardown drains and checks what is
