@@ -149,6 +149,7 @@ class Engine:
         self.margin, self.late, self.n_clients, self.proxied = setup.margin, setup.late, setup.n_clients, setup.proxied
         self.as_value, self.lingering_guard = setup.as_value, setup.lingering_guard
         self.salt = salt  # fresh ids differ per example: no state leaks between them
+        self.teardown_client = self.n_clients  # past the stream clients: ends what is left, on unary gRPC
         self.model = BatcherModel(self.spec, margin_s=self.margin, prompt_s=self.settings.prompt_s, late_s=self.late)
         self.proxy = None
         self.connect()
@@ -474,11 +475,14 @@ class Engine:
             self.model.settle(time.monotonic())
             # Sequences left to expire are ended too, unless a parked request comes back to
             # them: the example is over, and waiting out their windows would idle the machine.
+            # The teardown client sends them, on unary gRPC: every stream client may be waiting
+            # on the backlog behind these very sequences. One at a time: it may have to park.
             held = self.parked_keys()
             for key in [k for k in self.model.live_keys() if k not in held]:
-                if self.idle_clients():
-                    req = Request(self.spec.name, key[1], self.as_value(0), end=True, dtype=self.spec.dtype)
-                    self.send(self.idle_clients()[0], req, "grpc", "end (teardown)")
+                if self.teardown_client in self.parked:
+                    break
+                req = Request(self.spec.name, key[1], self.as_value(0), end=True, dtype=self.spec.dtype)
+                self.send(self.teardown_client, req, "grpc", "end (teardown)")
             if not (self.model.seqs or self.pending or self.parked):
                 break
             next_parked = min((p.until for p in self.parked.values()), default=float("inf"))

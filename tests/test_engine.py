@@ -51,3 +51,21 @@ def test_rules_may_not_shadow_engine_methods(triton, monkeypatch):
     monkeypatch.setattr(Engine, "let_expire", lambda self: None, raising=False)
     with pytest.raises(TypeError, match="machine rules shadow engine methods: let_expire"):
         make_machine(triton, ModelSpec.fetch(triton, ONE_SLOT), FuzzSettings())
+
+
+def test_teardown_ends_what_is_left_when_every_client_waits_on_the_backlog(triton, engine):
+    base = engine.salt * 2**40
+    engine.send(0, Request(ONE_SLOT, base + 1, 3, start=True), "stream", "start")
+    for client in range(engine.n_clients):  # every stream client queues a START behind it
+        assert isinstance(engine.send(client, Request(ONE_SLOT, base + 2 + client, 1, start=True), "stream",
+                                      "start"), Queued)
+        time.sleep(engine.settings.wire_s)
+    assert not engine.idle_clients()
+    engine.finish()
+    assert not engine.failed
+    # The running sequence was ended by the teardown client, not left to its idle timeout (which
+    # would also let the backlog in, after a wait no client needs).
+    ends = [r for r in engine.log if r.action == "end (teardown)" and r.request.seq_id == base + 1]
+    assert [r.client for r in ends] == [engine.teardown_client]
+    assert engine.model.depth.reuse_cycles == 0
+
