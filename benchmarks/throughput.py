@@ -1,5 +1,6 @@
 """Throughput: the fuzzer's requests/s against a raw tritonclient loop (the ceiling), the stress
-campaign's, and Hypothesis's own cost per step. All on the same server and model, in one run.
+campaign's, and Hypothesis's own cost per step. All on one server in one run; the fuzzer and its
+raw loop on MODEL, the stress campaign and its raw loop on the stress campaign's own model.
 
     python -m benchmarks.throughput [--seconds 30]
 
@@ -26,9 +27,10 @@ from fuzz.campaign import fuzz_model
 from fuzz.machine import id_strategy
 from fuzz.server import EmbeddedTriton
 from fuzz.spec import ModelSpec
+from fuzz.stress import DEFAULT_MODEL as STRESS_MODEL
 from fuzz.stress import StressSettings, run_stress
 
-MODEL = "py_slot_direct_s4_i1_int32_cserc_u64"
+MODEL = "py_slot_direct_s4_i1_int32_cserc_u64"  # many slots, a long idle timeout: a model for sums
 # The `dev` profile (what `pytest fuzz/` runs at a terminal), without an example database.
 FUZZ_SETTINGS = settings(settings.get_profile("dev"), database=None, derandomize=False)
 
@@ -45,6 +47,8 @@ class Throughput:
     hypothesis_s_per_step: float  # the no-op machine: generation, shrinking bookkeeping, rule dispatch
     stress_requests_per_s: float
     stress_concurrency: int
+    stress_model: str = ""  # the stress campaign's own model (a short idle timeout, for its no-end patterns)
+    stress_raw_requests_per_s: float = 0.0  # the raw loop on that model
     depth: str = ""  # the fuzzer's sequence lengths and reuse cycles (DepthSummary.line)
 
     @property
@@ -57,7 +61,7 @@ class Throughput:
 
     @property
     def stress_ratio(self) -> float:
-        return self.stress_requests_per_s / self.raw_requests_per_s
+        return self.stress_requests_per_s / (self.stress_raw_requests_per_s or self.raw_requests_per_s)
 
     @property
     def hypothesis_share(self) -> float:
@@ -71,8 +75,9 @@ class Throughput:
             f"  ratio {self.ratio:.3f}",
             f"  ... without its deliberate sleeps ({self.fuzz_sleep_fraction:.0%} of its time):        "
             f"{self.fuzz_active_requests_per_s:8.0f} requests/s  ratio {self.active_ratio:.3f}",
-            f"stress campaign ({self.stress_concurrency} threads):                                "
-            f"{self.stress_requests_per_s:8.0f} requests/s  ratio {self.stress_ratio:.3f}",
+            f"stress campaign ({self.stress_concurrency} threads) on {self.stress_model}: "
+            f"{self.stress_requests_per_s:.0f} requests/s against a raw loop's {self.stress_raw_requests_per_s:.0f} "
+            f"there, ratio {self.stress_ratio:.3f}",
             f"per step: fuzzer {self.fuzz_s_per_step * 1000:.2f} ms, Hypothesis alone (no-op rules) "
             f"{self.hypothesis_s_per_step * 1000:.3f} ms = {self.hypothesis_share:.1%} of a fuzzer step",
             f"fuzzer {self.depth}",
@@ -185,7 +190,8 @@ def measure(server, model: str = MODEL, seconds: float = 30.0, stress_concurrenc
     if error is not None:
         raise RuntimeError(f"the fuzzer failed on a correct model, so its rate means nothing: {error}")
     active_s = max(1e-9, result.wall_s - slept[0])
-    stress = run_stress(server, model, StressSettings(concurrency=stress_concurrency, iterations=40, seed=0))
+    stress_raw = raw_loop(server, STRESS_MODEL, seconds / 2)
+    stress = run_stress(server, STRESS_MODEL, StressSettings(concurrency=stress_concurrency, iterations=40, seed=0))
     if not stress.ok:
         raise RuntimeError(f"the stress campaign failed on a correct model:\n{stress.summary()}")
     return Throughput(model=model, raw_requests_per_s=round(raw, 1),
@@ -195,14 +201,17 @@ def measure(server, model: str = MODEL, seconds: float = 30.0, stress_concurrenc
                       fuzz_s_per_step=result.wall_s / max(1, result.steps),
                       hypothesis_s_per_step=hypothesis_per_step(spec),
                       stress_requests_per_s=round(stress.requests_per_s, 1), stress_concurrency=stress_concurrency,
+                      stress_model=STRESS_MODEL, stress_raw_requests_per_s=round(stress_raw, 1),
                       depth=result.depth.line())
 
 
-def start_server(model: str = MODEL) -> EmbeddedTriton:
+def start_server(*models: str) -> EmbeddedTriton:
+    """The embedded Triton serving `models` (default: the fuzzer's and the stress campaign's)."""
     from modelgen import python_variants, write_model
 
     repo = tempfile.mkdtemp(prefix="seqfuzz-bench-models-")
-    write_model(next(v for v in python_variants() if v.name == model), repo)
+    for model in models or (MODEL, STRESS_MODEL):
+        write_model(next(v for v in python_variants() if v.name == model), repo)
     return EmbeddedTriton(repo).start()
 
 

@@ -52,6 +52,7 @@ class ModelResult:
     unexpected_pass: tuple = ()
     faults: tuple = ()  # (nemesis rule, times it struck)
     depth: DepthSummary = DepthSummary()  # sequence lengths and expiry -> reuse cycles
+    left_out: tuple = ()  # what this model's campaign does not fuzz, and why (e.g. a long idle timeout)
     model_spec: ModelSpec | None = attrs.field(default=None, repr=False)
 
     @property
@@ -109,6 +110,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     expected = [d for d in known if not d.guard]
     stats = RunStats()
     machine = make_machine(server, spec, fuzz_settings, stats)
+    left_out = machine.left_out
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)
     started = time.monotonic()
@@ -161,5 +163,5 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
         unexpected_pass=tuple(d.key for d in expected if d.key not in seen),
         faults=tuple(sorted(stats.faults.items())),
         depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall),
-        model_spec=spec)
+        left_out=left_out, model_spec=spec)
     return result, unknown

@@ -39,6 +39,10 @@ class FuzzSettings:
     # window has passed, while the other clients go on (fuzzing). False: the whole engine waits
     # (corpus replay, which re-sends a recorded program in its recorded order).
     park: bool = True
+    # The longest one client may be held for an idle-timeout window (the model's idle timeout plus
+    # the late margin). Rules that must wait out a longer one are left out, and the summary says
+    # so: on a model with a long timeout, every example would otherwise idle for seconds at its end.
+    max_wait_s: float = 2.0
 
 
 @attrs.frozen
@@ -137,6 +141,23 @@ class Setup:
                         for d in known_for(spec, getattr(server, "version", None)))
         return cls(server, spec, settings, stats if stats is not None else RunStats(), margin, late,
                    n_clients, proxied, float if spec.dtype == "FP32" else int, lingering)
+
+    @property
+    def expiry_wait_s(self) -> float:
+        """How long a client waits for a sequence it left to surely idle out."""
+        return self.spec.idle_s + self.late
+
+    @property
+    def expiry_ok(self) -> bool:
+        return self.expiry_wait_s <= self.settings.max_wait_s
+
+    def left_out(self) -> tuple:
+        """What this model's campaign does not fuzz, and why: one line each."""
+        if self.expiry_ok:
+            return ()
+        return (f"idle expiry (let_expire, refill_after_timeout): waiting out the idle timeout takes "
+                f"{self.expiry_wait_s:.1f} s, over max_wait_s {self.settings.max_wait_s:g} s; "
+                f"fuzz a model with a shorter max_sequence_idle_microseconds for it",)
 
 
 class Engine:

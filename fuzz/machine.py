@@ -313,6 +313,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return self._skip("cancel: nothing surely in the backlog")
             self.cancel_queued(client)
 
+        @only_if(setup.expiry_ok)
         @rule(data=st.data())
         def let_expire(self, data):
             """Clients stop sending on a running sequence (or on every one) and leave it to the idle
@@ -340,7 +341,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             value = self._value(data)
             if client is None or key is None:
                 return self._skip("pause: no idle client or no live sequence")
-            until = time.monotonic() + fraction * spec.idle_s
+            # A fraction of the timeout, but of at most half a second: what a pause checks (the
+            # sum goes on across a gap) does not need a long one, and its client waits it out.
+            until = time.monotonic() + fraction * min(spec.idle_s, 0.5)
             if until >= self.model.seqs[key].expiry.lo:
                 return self._skip("pause: the sequence is near its idle timeout")
             # The value is fitted to the sum when the request is drawn; nothing else touches
@@ -348,6 +351,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             req = Request(spec.name, key[1], self._fit(value, self.model.total(key)), end=end, dtype=spec.dtype)
             self.park(client, req, "continue after a pause", until)
 
+        @only_if(setup.expiry_ok)
         @rule(data=st.data())
         def refill_after_timeout(self, data):
             """After every running sequence times out, as many new sequences as there are slots
@@ -420,6 +424,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             window = self.model.seqs[key].expiry
             if window.lo - settings.wire_s <= arrival <= window.hi + settings.wire_s:
                 arrival = window.hi + settings.wire_s  # never inside the idle-timeout window
+            if arrival - now > settings.max_wait_s:
+                return self._skip("stall: the hold would outlast max_wait_s")
             req = Request(spec.name, key[1], self._fit(value, self.model.total(key)), end=end, dtype=spec.dtype)
             self.going_out(req)
             exp = self.model.expect(req, arrival)  # what the server must do when it arrives
@@ -511,6 +517,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     if shadowed:
         raise TypeError(f"machine rules shadow engine methods: {', '.join(shadowed)}")
     SequenceBatcherMachine.__name__ = f"Machine_{spec.name}"
+    SequenceBatcherMachine.left_out = setup.left_out()  # for the summary
     # Every model's machine has the same source, so Hypothesis would file all their examples under
     # one database key; this keeps each model's saved failures apart (a shared --fuzz-db).
     SequenceBatcherMachine._hypothesis_internal_add_digest = spec.name.encode()

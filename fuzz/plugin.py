@@ -243,6 +243,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line("      nemesis: " + ", ".join(f"{name} x{count}" for name, count in r.faults))
         for g in r.guards:
             tr.write_line(f"      guard: {g} (steering around a known divergence of this build)")
+        for why in r.left_out:
+            tr.write_line(f"      not fuzzed: {why}")
     if by_invariant:
         tr.write_line("failures by invariant: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_invariant.items())))
     path = config.getoption("--fuzz-report")

@@ -54,7 +54,9 @@ from .progress import Progress, Snapshot
 from .spec import ModelSpec
 
 PATTERNS = ("valid", "valid-valid", "valid-no-end", "no-end", "no-start")
-DEFAULT_MODEL = "py_slot_direct_s4_i1_int32_cserc_u64"
+# Four slots and a short idle timeout: the no-end patterns leave sequences for the reaper, and a
+# long timeout would hold every slot for its length.
+DEFAULT_MODEL = "py_slot_direct_s2_i2_fp32_cser"
 ID_BLOCK = 1000  # ids of thread t are ID_BLOCK * (t + 1) + context
 
 

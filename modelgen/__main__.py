@@ -12,7 +12,7 @@ import sys
 
 from .backends import BackendUnavailable, unavailable_reason
 from .repository import write_repository
-from .variants import DEFAULT_IDLE_US, DTYPES, IMPLICIT_BACKENDS, STRATEGIES, implicit_variants, python_variants, slow_variants
+from .variants import DEFAULT_IDLE_US, DTYPES, SUM_HEAVY_IDLE_US, IMPLICIT_BACKENDS, STRATEGIES, implicit_variants, python_variants, slow_variants
 
 _BATCHING = {"both": (True, False), "batched": (True,), "no-batch": (False,)}
 # Triton's TensorFlow backend does not implement implicit state (its docs name onnxruntime,
@@ -39,8 +39,9 @@ def main(argv=None) -> int:
                         help="repository folder to write (created if missing)")
     parser.add_argument("--backend", default="python", choices=["python", *IMPLICIT_BACKENDS, "all"],
                         help="backend of the generated models (default python)")
-    parser.add_argument("--idle-timeout-us", type=int, default=DEFAULT_IDLE_US,
-                        help=f"max_sequence_idle_microseconds (default {DEFAULT_IDLE_US})")
+    parser.add_argument("--idle-timeout-us", type=int, default=None,
+                        help=f"max_sequence_idle_microseconds of every model (default: per purpose, "
+                             f"{DEFAULT_IDLE_US} for most, {SUM_HEAVY_IDLE_US} for three many-slot python models)")
     parser.add_argument("--slow-ms", type=int, default=0, metavar="MS",
                         help="also write the slow python models (modelgen.slow_variants): each execution "
                              "sleeps MS milliseconds, for the fuzzer's slow-execution nemesis")
@@ -56,7 +57,7 @@ def main(argv=None) -> int:
     implicit.add_argument("--strategy", action="append", choices=STRATEGIES,
                           help="sequence batcher strategy (repeatable; default all of %(choices)s)")
     args = parser.parse_args(argv)
-    if args.idle_timeout_us <= 0:
+    if args.idle_timeout_us is not None and args.idle_timeout_us <= 0:
         parser.error(f"--idle-timeout-us must be positive, got {args.idle_timeout_us}")
     if args.slow_ms < 0:
         parser.error(f"--slow-ms must be >= 0, got {args.slow_ms}")
@@ -71,7 +72,7 @@ def main(argv=None) -> int:
         if backend == "python":
             variants += python_variants(idle_us=args.idle_timeout_us)
             if args.slow_ms:
-                variants += slow_variants(idle_us=args.idle_timeout_us, delay_ms=args.slow_ms)
+                variants += slow_variants(idle_us=args.idle_timeout_us or DEFAULT_IDLE_US, delay_ms=args.slow_ms)
             continue
         reason = unavailable_reason(backend)
         if reason:
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
         variants += implicit_variants(backend, dtypes=tuple(dict.fromkeys(args.dtype or DTYPES)),
                                       shape=args.shape or (1,), batching=_BATCHING[args.batching or "both"],
                                       strategies=tuple(dict.fromkeys(args.strategy or STRATEGIES)),
-                                      idle_us=args.idle_timeout_us)
+                                      idle_us=args.idle_timeout_us or DEFAULT_IDLE_US)
     if args.only:
         variants = [v for v in variants if any(s in v.name for s in args.only)]
         if not variants:

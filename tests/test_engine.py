@@ -69,3 +69,12 @@ def test_teardown_ends_what_is_left_when_every_client_waits_on_the_backlog(trito
     assert [r.client for r in ends] == [engine.teardown_client]
     assert engine.model.depth.reuse_cycles == 0
 
+
+def test_a_long_idle_timeout_leaves_expiry_out_and_says_so(triton):
+    short = make_machine(triton, ModelSpec.fetch(triton, ONE_SLOT), FuzzSettings())
+    assert short.left_out == () and callable(short.let_expire)
+    spec = ModelSpec.fetch(triton, "py_slot_direct_s4_i1_int32_cserc_u64")  # 2 s: a model for sums
+    long = make_machine(triton, spec, FuzzSettings())
+    assert long.let_expire is None and long.refill_after_timeout is None  # not rules at all
+    assert len(long.left_out) == 1 and "idle expiry" in long.left_out[0]
+    assert make_machine(triton, spec, FuzzSettings(max_wait_s=10)).left_out == ()
