@@ -30,6 +30,8 @@ SPECIAL_IDS = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1, 2
 # Hypothesis shrinks it toward 1.
 RUN_LENGTHS = st.one_of(st.integers(1, 32), st.integers(33, 250))
 RUN_CHUNK = 32  # requests of a run in flight at once
+# Requests a `start` sends after its START, back to back: most sequences go a few deep.
+START_MORE = st.integers(0, 24)
 
 
 def id_strategy(spec: ModelSpec, version: str | None):
@@ -134,14 +136,22 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
         @rule(data=st.data())
         def start(self, data):
-            """A client starts a sequence (sometimes start-and-end in one request)."""
+            """A client starts a sequence (sometimes start-and-end in one request) and usually goes
+            on with it for a few requests back to back on its stream, as a streaming client does:
+            sequences are deep from the start, not only in `run`. Shrinks to the START alone."""
             client, seq_id = self._client(data), self._id(data)
             end = data.draw(st.sampled_from([False] * 9 + [True]), label="start-and-end")
             value, via = self._value(data), self._via(data)
+            more = data.draw(START_MORE, label="more requests")
+            seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
             if client is None or self.blocked(seq_id):
                 return self._skip("start: no idle client or id busy")
             req = Request(spec.name, seq_id, value, start=True, end=end, dtype=spec.dtype)
-            self.send(client, req, via, "start")
+            began = time.monotonic()
+            exp = self.send(client, req, via, "start")
+            if more and not end and isinstance(exp, Answer):
+                self._go_on(client, seq_id, exp.value, more, random.Random(seed), scale=100, end=False,
+                            latency=time.monotonic() - began, action="continue")
 
         @rule(data=st.data())
         def continue_(self, data):
@@ -180,47 +190,53 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             else:
                 seq_id, total, start = key[1], self.model.total(key), False
             values = random.Random(seed)
+            first = Request(spec.name, seq_id, self._fit(values.randint(-scale, scale), total), start=start,
+                            end=end and k == 1, dtype=spec.dtype)
+            began = time.monotonic()
+            exp = self.send(client, first, "stream", f"run 1/{k}")
+            if isinstance(exp, Answer):  # else queued in the backlog, parked, or refused: it stops here
+                self._go_on(client, seq_id, exp.value, k - 1, values, scale, end, time.monotonic() - began,
+                            action="run", numbered=(1, k))
+
+        def _go_on(self, client, seq_id, total, n, values, scale, end, latency, action, numbered=(0, 0)):
+            """Sends the next n requests of a sequence pipelined on the client's stream, a chunk at
+            a time; the last one ENDs it if `end`. The stream keeps their order, and requests
+            already queued run even if the sequence idles out meanwhile (TRITON_NOTES), so every
+            answer is the model's. A chunk is kept to a fraction of the idle timeout at the latency
+            the first request saw (a slow model gets one request at a time)."""
+            done, k = numbered
+            label = (lambda i: f"{action} {done + i + 1}/{k}") if k else (lambda i: f"{action} ({i + 1} of {n})")
 
             def nth(i, total):
-                value = self._fit(values.randint(-scale, scale), 0 if start and i == 0 else total)
-                return Request(spec.name, seq_id, value, start=start and i == 0, end=end and i == k - 1,
-                               dtype=spec.dtype)
+                value = self._fit(values.randint(-scale, scale), total)
+                return Request(spec.name, seq_id, value, end=end and i == n - 1, dtype=spec.dtype)
 
-            began = time.monotonic()
-            exp = self.send(client, nth(0, total), "stream", f"run 1/{k}")
-            if not isinstance(exp, Answer):
-                return  # queued in the backlog, parked, or refused: the run stops here
-            # The rest is pipelined on the client's stream, a chunk at a time: the stream keeps
-            # their order, and requests already queued run even if the sequence idles out
-            # meanwhile (TRITON_NOTES), so every answer is the model's. A chunk is kept to a
-            # fraction of the idle timeout at the latency the first request saw (a slow model
-            # gets one request at a time).
-            latency = max(time.monotonic() - began, 1e-4)
+            latency = max(latency, 1e-4)
             chunk = max(1, min(RUN_CHUNK, int(0.2 * spec.idle_s / latency)))
-            i, total = 1, exp.value
-            while i < k:
+            i = 0
+            while i < n:
                 self.collect()
                 now, sent = time.monotonic(), []
-                for j in range(i, min(k, i + chunk)):
+                for j in range(i, min(n, i + chunk)):
                     req = nth(j, total)
                     exp = self.model.expect(req, now)
                     if not isinstance(exp, Answer):
                         # A slow chunk brought the sequence to its idle window (an Ambiguous
                         # leaves the model as it was): this request goes the ordinary way.
-                        self._check_all(client, sent, k)
-                        self.dispatch(client, req, "stream", f"run {j + 1}/{k}", "", since=now)
+                        self._check_all(client, sent, latency)
+                        self.dispatch(client, req, "stream", label(j), "", since=now)
                         return
                     self.going_out(req)
                     total = exp.value
-                    sent.append((req, exp, self.streams[client].send(req), j))
-                self._check_all(client, sent, k, latency)
+                    sent.append((req, exp, self.streams[client].send(req), label(j)))
+                self._check_all(client, sent, latency)
                 i += len(sent)
-            event(f"run of {k} requests")
+            event(f"{action}: {n} more requests pipelined")
 
-        def _check_all(self, client, sent, k, latency=0.0):
+        def _check_all(self, client, sent, latency):
             wait_s = settings.prompt_s + len(sent) * latency
-            for req, exp, box, j in sent:
-                self.check(client, req, exp, StreamClient.wait(box, wait_s), "stream", f"run {j + 1}/{k}")
+            for req, exp, box, action in sent:
+                self.check(client, req, exp, StreamClient.wait(box, wait_s), "stream", action)
 
         def _next_of_live(self, data, *, end, start, action):
             client = self._client(data)
