@@ -51,7 +51,7 @@ ENTRY = json.loads("""
     "strategy": "direct",
     "slots_per_instance": 4,
     "instances": 2,
-    "idle_s": 0.5,
+    "idle_s": 2.0,
     "max_batch_size": 4,
     "controls": [
       "END",
