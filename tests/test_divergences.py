@@ -41,9 +41,18 @@ def test_long_string_id_on_uint64_corrid(one_slot):
         assert crashed.value == 1, crashed
         server.check_alive()
         return
-    assert crashed.status == "UNAVAILABLE", crashed
-    with pytest.raises(ServerDied, match="died"):
-        server.check_alive()
+    # The abort is certain, its timing is not: on a loaded machine tritonserver has taken longer
+    # than the client's 30 s to go down (CLIENT_TIMEOUT, seen once in a full run).
+    assert crashed.status in ("UNAVAILABLE", "CLIENT_TIMEOUT"), crashed
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            server.check_alive()
+        except ServerDied as died:
+            assert "died" in str(died)
+            return
+        time.sleep(0.5)
+    pytest.fail(f"tritonserver still running 60 s after a 120-character id ({crashed.status}): the divergence changed")
 
 
 def test_cancelled_backlogged_start_leaves_its_id_behind(one_slot):
