@@ -132,9 +132,10 @@ class Setup:
 
     @classmethod
     def of(cls, server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(),
-           stats: RunStats | None = None) -> "Setup":
+           stats: RunStats | None = None, n_clients: int | None = None) -> "Setup":
+        """n_clients: how many stream clients (default: the model's slots + 2, 3 to max_clients)."""
         margin, late = idle_margins(spec.idle_s, settings.margin_s, settings.late_s)
-        n_clients = max(3, min(settings.max_clients, spec.capacity + 2))
+        n_clients = n_clients or max(3, min(settings.max_clients, spec.capacity + 2))
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
         lingering = any(d.key == "cancelled-backlog-id-lingers"
@@ -315,15 +316,7 @@ class Engine:
         self.going_out(req)
         event(f"{action} -> {type(exp).__name__}")
         if isinstance(exp, Queued):
-            box = self.streams[client].send(req)
-            self.pending[client] = Pending(req, exp, box, now, len(self.log) + 1)
-            # send() hands the request to gRPC's sender thread; two STARTs "sent" a moment
-            # apart on different streams can reach the server in either order (seen live),
-            # and the backlog's order is the server's. A new START waits until this one is
-            # there (_hold_until); nothing else has to.
-            self.backlog_settled_at = now + self.settings.wire_s
-            self.record(client=client, action=action, request=req, via="stream", wait_s=waited,
-                         expected=describe_expectation(exp), got="(waiting)")
+            self._queue(client, req, exp, now, action, waited)
             return exp
         if via == "stream":
             got = self.streams[client].infer(req, timeout_s=self.settings.prompt_s)
@@ -441,23 +434,56 @@ class Engine:
             self.record(client=None, action=f"leave {len(keys)} sequence(s) to expire: "
                                              + ", ".join(repr(k[1]) for k in keys))
 
+    def _queue(self, client: int, req: Request, exp: Queued, now: float, action: str, waited: float = 0.0):
+        """Sends a START the model queues in the backlog; collect() checks its answer."""
+        box = self.streams[client].send(req)
+        self.pending[client] = Pending(req, exp, box, now, len(self.log) + 1)
+        # send() hands the request to gRPC's sender thread; two STARTs "sent" a moment apart on
+        # different streams can reach the server in either order (seen live), and the backlog's
+        # order is the server's. A new START waits until this one is there (_hold_until);
+        # nothing else has to.
+        self.backlog_settled_at = now + self.settings.wire_s
+        self.record(client=client, action=action, request=req, via="stream", wait_s=waited,
+                     expected=describe_expectation(exp), got="(waiting)")
+
+    def send_nowait(self, client: int, req: Request, action: str):
+        """Hands a request to the client's stream without waiting for its answer. Returns
+        (client, request, expectation, box, action) for check_sent when an answer or refusal
+        is due at once; None when it went another way: queued in the backlog (collect() checks
+        it), or parked on its client (held behind a START on its way, or inside an idle window)."""
+        now = time.monotonic()
+        if self._hold_until(req, now) is None:
+            exp = self.model.expect(req, now)
+            if isinstance(exp, Queued):
+                self.going_out(req)
+                self._queue(client, req, exp, now, action)
+                return None
+            if not isinstance(exp, Ambiguous):
+                self.going_out(req)
+                return client, req, exp, self.streams[client].send(req), action
+        self.dispatch(client, req, "stream", action, "", since=now)  # parks it (an Ambiguous left the model as it was)
+        return None
+
+    def check_sent(self, sent, latency: float = 0.0):
+        """Checks the answers to (client, request, expectation, box, action) items, in order; a
+        client's pipelined requests get `latency` more each."""
+        wait_s = self.settings.prompt_s + len(sent) * latency
+        for client, req, exp, box, action in sent:
+            self.check(client, req, exp, StreamClient.wait(box, wait_s), "stream", action)
+
     def send_together(self, reqs, action: str):
         """Sends every (client, request) at once on the clients' streams; each must be answered
         promptly (the model must expect an Answer or a Refusal for each)."""
-        self.check_together(self.send_all(reqs), action)
+        self.check_sent(self.send_all(reqs, action))
 
-    def send_all(self, reqs) -> list:
+    def send_all(self, reqs, action: str) -> list:
         now = time.monotonic()
         sent = []
         for client, req in reqs:
             self.going_out(req)
             exp = self.model.expect(req, now)
-            sent.append((client, req, exp, self.streams[client].send(req)))
+            sent.append((client, req, exp, self.streams[client].send(req), action))
         return sent
-
-    def check_together(self, sent, action: str):
-        for client, req, exp, box in sent:
-            self.check(client, req, exp, StreamClient.wait(box, self.settings.prompt_s), "stream", action)
 
     def proxied_idle(self) -> list[int]:
         return [c for c in self.proxied if c not in self.pending and c not in self.parked]

@@ -223,20 +223,15 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                     if not isinstance(exp, Answer):
                         # A slow chunk brought the sequence to its idle window (an Ambiguous
                         # leaves the model as it was): this request goes the ordinary way.
-                        self._check_all(client, sent, latency)
+                        self.check_sent(sent, latency)
                         self.dispatch(client, req, "stream", label(j), "", since=now)
                         return
                     self.going_out(req)
                     total = exp.value
-                    sent.append((req, exp, self.streams[client].send(req), label(j)))
-                self._check_all(client, sent, latency)
+                    sent.append((client, req, exp, self.streams[client].send(req), label(j)))
+                self.check_sent(sent, latency)
                 i += len(sent)
             event(f"{action}: {n} more requests pipelined")
-
-        def _check_all(self, client, sent, latency):
-            wait_s = settings.prompt_s + len(sent) * latency
-            for req, exp, box, action in sent:
-                self.check(client, req, exp, StreamClient.wait(box, wait_s), "stream", action)
 
         def _next_of_live(self, data, *, end, start, action):
             client = self._client(data)
@@ -493,13 +488,13 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             before = server.execution_count(spec.name)
             reqs = [(c, Request(spec.name, i, v, start=True, dtype=spec.dtype))
                     for c, i, v in zip(self.idle_clients(), fresh, values)]
-            held = self.send_all(reqs[:spec.capacity])
+            held = self.send_all(reqs[:spec.capacity], "start (held for a full batch)")
             # The backlog STARTs go on other connections: sent at once, one could overtake a held
             # START (seen in CI: it took a slot and pushed that START into a second batch).
             time.sleep(settings.wire_s)
             for client, req in reqs[spec.capacity:]:  # queued behind the held batch
                 self.send(client, req, "stream", "start (into the held backlog)", park=False)
-            self.check_together(held, "start (held for a full batch)")
+            self.check_sent(held)
             after = server.execution_count(spec.name)
             if before is not None and after is not None and after - before != spec.instances:
                 self.fail(InvariantViolation(
