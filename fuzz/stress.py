@@ -1,55 +1,39 @@
-"""Stress campaign: many client threads running whole sequences at once, after Triton's
+"""Stress campaign: many clients running whole sequences at once, after Triton's
 qa/L0_sequence_stress. `python -m fuzz.stress --help`; `run_stress(server, model, settings)`.
 
-Each thread runs `iterations` patterns, picked with L0_sequence_stress's weights: valid (START ..
+Each client runs `iterations` patterns, picked with L0_sequence_stress's weights: valid (START ..
 END), valid-valid (two on one id), valid-no-end, no-end (left for the idle timeout to reap, so
 its slot must be reused) and no-start (a request on an id with no live sequence). Lengths are
 normal(16, 8), at least 1. Every response is checked, running sums included.
 
-One oracle. The checks are the state machine's own: one BatcherModel (fuzz/model.py) for the
-whole run, Request/StreamClient from fuzz/client.py and check_prompt/check_served from
-fuzz/invariants.py. The model is single-threaded, so the design keeps its view a legal
-serialization of what the server saw:
+One harness. The stress campaign is a driver of fuzz/engine.py, as the state machine and
+corpus replay are: one Engine with `concurrency` stream clients, one BatcherModel, the same
+send / park / collect / check and the same teardown (backlog drained, what is left ENDed, the
+server's inference_count against the successful requests). Its clients are not threads: each
+round hands every idle client's next request to the engine (see _Driver), so many requests are in
+flight at once while the reference model sees them in one order it can trust. Every client owns
+a disjoint block of ids (contexts, as in L0), so each id's requests keep their order.
 
-- one lock guards the model; a thread calls expect() and hands its request to its stream while
-  holding it, so the model's order of events is the order requests left the client, and `now`
-  is the send time the idle windows are measured from;
-- every thread owns a disjoint block of ids (contexts, as in L0) and has at most one request in
-  flight, so expect() never sees an id with a pending request, and per-id order is fixed;
-- the only events whose cross-thread order the server can see differently are those that take a
-  slot: a START of a new sequence. Such a START that must be answered at once is waited for under
-  the lock; one that must wait in the backlog (Queued) is given `wire_s` under the lock to reach
-  the server first, as the state machine does;
-- backlogged STARTs are collected like the machine's _collect: whoever holds the lock checks
-  every answered box in order of arrival through served()/check_served;
-- an Ambiguous answer (an idle window is open) makes the thread sleep it out without the lock.
-
-The first violation stops every thread: after it the model's view can no longer be trusted.
-
-Open question: with one slot and 6 threads (a backlog that never empties), about one run in four
-reports `capacity_respected`: two backlogged STARTs answered within a millisecond of one END,
-where the model, in its send order, holds the second behind the first's idle deadline. Either a
-START sat in the client's gRPC sender for more than `wire_s` (the backlog's order is then not the
-send order: a false alarm) or Triton let two sequences through one slot. Not yet told apart; a
-violation prints the model's last 40 events for that. Runs with 4 slots have not shown it since
-backlog answers are timed from after send().
+The first violation stops the run: after it the model's view can no longer be trusted. It is
+reported with the run's last 40 steps.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import tempfile
-import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from pathlib import Path
 
 import attrs
 import numpy as np
 
-from .client import Outcome, Request, StreamClient
-from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
-from .model import Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins, key_of
+from .client import Request
+from .depth import DepthSummary
+from .engine import Engine, FuzzSettings, Setup
+from .invariants import InvariantViolation
+from .model import Refusal, key_of
 from .progress import Progress, Snapshot
 from .spec import ModelSpec
 
@@ -57,7 +41,7 @@ PATTERNS = ("valid", "valid-valid", "valid-no-end", "no-end", "no-start")
 # Four slots and a short idle timeout: the no-end patterns leave sequences for the reaper, and a
 # long timeout would hold every slot for its length.
 DEFAULT_MODEL = "py_slot_direct_s2_i2_fp32_cser"
-ID_BLOCK = 1000  # ids of thread t are ID_BLOCK * (t + 1) + context
+ID_BLOCK = 1000  # ids of client t are ID_BLOCK * (t + 1) + context
 
 
 @attrs.frozen
@@ -67,7 +51,7 @@ class StressSettings:
     seed: int = 0
     len_mean: float = 16.0
     len_sd: float = 8.0
-    common_contexts: int = 2  # L0: 2 common + 8 rare contexts (ids) per thread
+    common_contexts: int = 2  # L0: 2 common + 8 rare contexts (ids) per client
     rare_contexts: int = 8
     prompt_s: float = 5.0
     wire_s: float = 0.05
@@ -81,9 +65,9 @@ class StressSettings:
 class Violation:
     invariant: str
     detail: str
-    thread: int
+    thread: int  # the client (a thread before the stress campaign ran on the engine)
     seconds: float  # since the run began
-    sequences: int  # sequences begun before it, over all threads
+    sequences: int  # sequences begun before it, over all clients
     requests: int
 
 
@@ -101,6 +85,7 @@ class StressResult:
     backlogged: int  # STARTs that waited in the backlog
     violations: tuple
     errors: tuple = ()  # crashes of the stress code itself (not findings)
+    depth: DepthSummary = DepthSummary()  # sequence lengths and expiry -> reuse cycles
 
     @property
     def requests_per_s(self) -> float:
@@ -112,17 +97,18 @@ class StressResult:
 
     def summary(self) -> str:
         seqs = ", ".join(f"{p} {n}" for p, n in self.sequences)
-        lines = [f"stress {self.model} on Triton {self.triton_version}: {self.settings.concurrency} threads x "
+        lines = [f"stress {self.model} on Triton {self.triton_version}: {self.settings.concurrency} clients x "
                  f"{self.settings.iterations} iterations, seed {self.settings.seed}",
                  f"  {self.spec}",
                  f"  sequences: {sum(n for _, n in self.sequences)} ({seqs})",
                  f"  requests: {self.requests} in {self.wall_s:.1f} s ({self.requests_per_s:.0f} requests/s); "
                  f"{self.backlogged} STARTs waited in the backlog; {self.ambiguous_waits} idle-window waits",
-                 "  expected refusals: " + (", ".join(f"{k} {n}" for k, n in self.refusals) or "none")]
+                 "  expected refusals: " + (", ".join(f"{k} {n}" for k, n in self.refusals) or "none"),
+                 f"  {self.depth.line()}"]
         kinds = Counter(v.invariant for v in self.violations)
         lines.append("  violations: " + (", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"))
         for v in self.violations:
-            lines.append(f"  [{v.invariant}] thread {v.thread}, after {v.seconds:.2f} s, {v.sequences} sequences, "
+            lines.append(f"  [{v.invariant}] client {v.thread}, after {v.seconds:.2f} s, {v.sequences} sequences, "
                          f"{v.requests} requests:\n    " + v.detail.replace("\n", "\n    "))
         for e in self.errors:
             lines.append(f"  ERROR in the stress code: {e}")
@@ -130,215 +116,61 @@ class StressResult:
         return "\n".join(lines)
 
 
-@attrs.define
-class _Waiter:
-    """A START waiting in the backlog; whoever holds the lock resolves it."""
-    request: Request
-    expectation: Queued
-    box: object
-    sent_at: float
-    check: object = None  # the Check once answered
-    overdue: bool = False
+_PARTS = {"valid": (True,), "valid-valid": (True, True), "valid-no-end": (True, False), "no-end": (False,)}
 
 
-class _Run:
+class _Driver:
+    """The patterns of `concurrency` clients, driven through one Engine from one thread: every
+    round hands each idle client's next request to the engine, so many requests are in flight.
+    Requests that neither take nor free a slot go together, unanswered (send_nowait), and are
+    checked together (check_sent); of those that do (a START of a new sequence, an END), one a
+    round goes, answered before the next (dispatch): their order decides who gets a slot, and
+    only the server's order of them is known. A START that must wait in the backlog is pending on
+    its client, a request inside an idle window parked on it; the other clients go on."""
+
     def __init__(self, server, spec: ModelSpec, settings: StressSettings):
-        self.server, self.spec, self.settings = server, spec, settings
-        margin, late = idle_margins(spec.idle_s, settings.margin_s, settings.late_s)
-        self.model = BatcherModel(spec, margin_s=margin, prompt_s=settings.prompt_s, late_s=late)
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.waiters: dict = {}  # key -> _Waiter
+        self.spec, self.settings = spec, settings
+        fuzz = FuzzSettings(prompt_s=settings.prompt_s, margin_s=settings.margin_s, late_s=settings.late_s,
+                            wire_s=settings.wire_s, check_stats=settings.check_stats)
+        self.engine = Engine(Setup.of(server, spec, fuzz, n_clients=settings.concurrency), salt=0)
         self.sequences: Counter = Counter()
         self.refusals: Counter = Counter()
-        self.requests = self.successes = self.ambiguous_waits = self.backlogged = 0
         self.violations: list[Violation] = []
         self.errors: list[str] = []
         self.started = time.monotonic()
-        self.trace: deque = deque(maxlen=40)  # the model's last events, for a violation's report
-        lo, hi = spec.value_range
-        self.hi_sum = hi
+        self.hi_sum = spec.value_range[1]
         self.max_value = 2**20 if spec.dtype == "INT32" else 2**16
         self.as_value = int if spec.dtype == "INT32" else float
+        self.plans = {c: self._plan(c) for c in range(settings.concurrency)}
+        self.next: dict = {}  # client -> (action, request) it sends next
+        for c in self.plans:
+            self._advance(c)
 
-    # -- checking ---------------------------------------------------------------------------------
-    def _violate(self, thread: int, violation: InvariantViolation, req: Request, expected: str, got: str) -> None:
-        detail = f"{violation.detail}: sent {req.describe()}\nexpected {expected}\ngot      {got}"
-        with self.lock:
-            detail += "\nlast events (t since start, thread):\n" + "\n".join(self.trace)
-            self.violations.append(Violation(violation.invariant, detail, thread,
-                                             round(time.monotonic() - self.started, 3),
-                                             sum(self.sequences.values()), self.requests))
-        self.stop.set()
-
-    def _collect(self) -> None:
-        """Under the lock: checks every answered backlogged START, in order of arrival."""
-        answered = []
-        for key, w in list(self.waiters.items()):
-            try:
-                got = w.box.get_nowait()
-            except Exception:
-                due = self.model.due(key)
-                if due is not None and time.monotonic() > due:
-                    w.overdue = True
-                    del self.waiters[key]
-                continue
-            answered.append((w.sent_at + got.latency_s, key, w, got))
-            del self.waiters[key]
-        for at, key, w, got in sorted(answered, key=lambda a: a[0]):
-            problem = self.model.served(key, at) if got.ok else None
-            self._note(f"answer to the queued START of {key[1]!r} at {at - self.started:.3f}: {got.describe()}")
-            w.check = check_served(w.request, w.expectation, got, problem)
-
-    def _note(self, event: str) -> None:
-        self.trace.append("  " + event)
-
-    # -- one request ------------------------------------------------------------------------------
-    def request(self, thread: int, stream: StreamClient, req: Request) -> Outcome | None:
-        """Sends `req`, checks the answer; None when the run must stop."""
-        deadline = time.monotonic() + self.settings.max_wait_s
-        while True:
-            with self.lock:
-                self._collect()
-                if self.stop.is_set():
-                    return None
-                key = key_of(req.seq_id)
-                was_live = self.model.is_live(key)
-                now = time.monotonic()
-                exp = self.model.expect(req, now)
-                self._note(f"{now - self.started:.3f} thread {thread}: {req.describe()} -> "
-                           f"{describe_expectation(exp)}")
-                if not isinstance(exp, Ambiguous):
-                    self.requests += 1
-                    box = stream.send(req)
-                    if isinstance(exp, Queued):
-                        self.backlogged += 1
-                        # The answer's latency runs from inside send(): measured from after it,
-                        # the arrival time is never earlier than the truth, even if this thread
-                        # was descheduled between `now` and send() (seen on a loaded box).
-                        waiter = _Waiter(req, exp, box, time.monotonic())
-                        self.waiters[key] = waiter
-                        time.sleep(self.settings.wire_s)  # let it reach the backlog before anyone else
-                    elif req.start and not was_live and isinstance(exp, Answer):
-                        # It takes a slot: nobody else may take one until the server has answered.
-                        return self._check_prompt(thread, req, exp, box, locked=True)
-                    break
-                self.ambiguous_waits += 1
-            if time.monotonic() > deadline:
-                self.errors.append(f"thread {thread}: {req.describe()} stayed ambiguous for "
-                                   f"{self.settings.max_wait_s} s ({exp.reason})")
-                self.stop.set()
-                return None
-            time.sleep(min(max(0.0, exp.until - time.monotonic()) + 0.005, 1.0))
-        if isinstance(exp, Queued):
-            return self._await_backlog(thread, key, waiter)
-        return self._check_prompt(thread, req, exp, box, locked=False)
-
-    def _check_prompt(self, thread: int, req: Request, exp, box, *, locked: bool) -> Outcome | None:
-        try:
-            got = box.get(timeout=self.settings.prompt_s)
-        except Exception:
-            got = Outcome(status="CLIENT_TIMEOUT", message=f"no response within {self.settings.prompt_s} s")
-        check = check_prompt(req, exp, got, "stream")
-        if not locked:
-            self.lock.acquire()
-        try:
-            if got.ok:
-                self.successes += 1
-                self.model.answered(key_of(req.seq_id), time.monotonic())
-            elif isinstance(exp, Refusal) and check.violation is None:
-                self.refusals[exp.invariant] += 1
-        finally:
-            if not locked:
-                self.lock.release()
-        if check.violation is not None:
-            if locked:  # _violate takes the lock itself
-                self.lock.release()
-                try:
-                    self._violate(thread, check.violation, req, check.expected, check.got)
-                finally:
-                    self.lock.acquire()
-            else:
-                self._violate(thread, check.violation, req, check.expected, check.got)
-            return None
-        return got
-
-    def _await_backlog(self, thread: int, key, waiter: _Waiter) -> Outcome | None:
-        deadline = time.monotonic() + self.settings.max_wait_s
-        while waiter.check is None and not waiter.overdue:
-            if self.stop.is_set():
-                return None
-            if time.monotonic() > deadline:
-                waiter.overdue = True
-                break
-            time.sleep(0.005)
-            with self.lock:
-                self._collect()
-        if waiter.overdue:
-            self._violate(thread, InvariantViolation("no_hangs", "a START queued in the backlog was not answered "
-                                                                 "in time"),
-                          waiter.request, describe_expectation(waiter.expectation), "no answer")
-            return None
-        check = waiter.check
-        if check.violation is not None:
-            self._violate(thread, check.violation, waiter.request, check.expected, check.got)
-            return None
-        with self.lock:
-            self.successes += 1
-        return Outcome(value=waiter.expectation.value)
-
-    # -- patterns ---------------------------------------------------------------------------------
-    def _lengths(self, rng) -> int:
-        return max(1, int(rng.normal(self.settings.len_mean, self.settings.len_sd)))
-
-    def _sequence(self, thread, stream, rng, seq_id, *, end: bool, start: bool = True) -> bool:
-        total = 0
-        n = self._lengths(rng)
-        for i in range(n):
-            value = self.as_value(min(int(rng.randint(0, self.max_value)), self.hi_sum - total))
-            req = Request(self.spec.name, seq_id, value, start=start and i == 0, end=end and i == n - 1,
-                          dtype=self.spec.dtype)
-            if self.request(thread, stream, req) is None:
-                return False
-            total += value
-        return True
-
-    def _pattern(self, thread, stream, rng, pattern, seq_id) -> bool:
-        with self.lock:
-            self.sequences[pattern] += 1
-        if pattern == "valid":
-            return self._sequence(thread, stream, rng, seq_id, end=True)
-        if pattern == "valid-valid":
-            return (self._sequence(thread, stream, rng, seq_id, end=True)
-                    and self._sequence(thread, stream, rng, seq_id, end=True))
-        if pattern == "valid-no-end":
-            return (self._sequence(thread, stream, rng, seq_id, end=True)
-                    and self._sequence(thread, stream, rng, seq_id, end=False))
-        if pattern == "no-end":
-            return self._sequence(thread, stream, rng, seq_id, end=False)
-        value = self.as_value(rng.randint(0, self.max_value))
-        # no-start: refused with the START-flag error, unless the id is still live (the model knows).
-        return self.request(thread, stream, Request(self.spec.name, seq_id, value, dtype=self.spec.dtype)) is not None
-
-    def worker(self, thread: int) -> None:
+    # -- what each client sends: L0_sequence_stress's patterns ------------------------------------
+    def _plan(self, client: int):
         s = self.settings
-        rng = np.random.RandomState(s.seed * 7919 + thread)
-        ids = [ID_BLOCK * (thread + 1) + c + 1 for c in range(s.common_contexts + s.rare_contexts)]
+        rng = np.random.RandomState(s.seed * 7919 + client)
+        ids = [ID_BLOCK * (client + 1) + c + 1 for c in range(s.common_contexts + s.rare_contexts)]
         last = ["" for _ in ids]
-        stream = StreamClient(self.server.grpc_url)
-        try:
-            for _ in range(s.iterations):
-                if self.stop.is_set():
-                    return
-                ctx, pattern = self._choose(rng, last)
-                last[ctx] = pattern
-                if not self._pattern(thread, stream, rng, pattern, ids[ctx]):
-                    return
-        except Exception as err:  # a bug in this code, not a finding: report it and stop everyone
-            self.errors.append(f"thread {thread}: {type(err).__name__}: {err}")
-            self.stop.set()
-        finally:
-            stream.close(cancel_requests=self.stop.is_set(), timeout_s=s.prompt_s)
+        for _ in range(s.iterations):
+            ctx, pattern = self._choose(rng, last)
+            last[ctx] = pattern
+            self.sequences[pattern] += 1
+            if pattern == "no-start":
+                # Refused with the START-flag error, unless the id is still live (the model knows).
+                yield pattern, Request(self.spec.name, ids[ctx], self.as_value(rng.randint(0, self.max_value)),
+                                       dtype=self.spec.dtype)
+                continue
+            for end in _PARTS[pattern]:
+                n, total = self._length(rng), 0
+                for i in range(n):
+                    value = self.as_value(min(int(rng.randint(0, self.max_value)), self.hi_sum - total))
+                    total += value
+                    yield f"{pattern} {i + 1}/{n}", Request(self.spec.name, ids[ctx], value, start=i == 0,
+                                                             end=end and i == n - 1, dtype=self.spec.dtype)
+
+    def _length(self, rng) -> int:
+        return max(1, int(rng.normal(self.settings.len_mean, self.settings.len_sd)))
 
     def _choose(self, rng, last) -> tuple[int, str]:
         """L0_sequence_stress's weights: 10 % go to a rare context (no-end / valid-no-end /
@@ -361,46 +193,98 @@ class _Run:
             return ctx, "valid-valid"
         return ctx, "valid"
 
-    # -- the whole run ----------------------------------------------------------------------------
-    def _inference_count(self) -> int | None:
-        return self.server.inference_count(self.spec.name) if self.settings.check_stats else None
+    def _advance(self, client: int) -> None:
+        step = next(self.plans[client], None)
+        if step is None:
+            self.next.pop(client, None)
+        else:
+            self.next[client] = step
+
+    # -- the run ----------------------------------------------------------------------------------
+    def _takes_or_frees_a_slot(self, req: Request) -> bool:
+        return req.end or (req.start and not self.engine.model.is_live(key_of(req.seq_id)))
+
+    def _round(self) -> bool:
+        """One request from every idle client that has one; False when there is nothing left."""
+        engine = self.engine
+        engine.collect()
+        ready = [c for c in engine.idle_clients() if c in self.next]
+        if not ready:
+            if not (self.next or engine.pending or engine.parked):
+                return False
+            time.sleep(0.001)  # every client waits: on the backlog, or parked on an idle window
+            return True
+        sent, slot_event = [], None
+        for c in ready:
+            action, req = self.next[c]
+            if self._takes_or_frees_a_slot(req):
+                if slot_event is not None:
+                    continue  # next round
+                slot_event = (c, action, req)
+            else:
+                item = engine.send_nowait(c, req, action)
+                if item is not None:
+                    sent.append(item)
+            self._advance(c)
+        if slot_event is not None:
+            c, action, req = slot_event
+            exp = engine.send(c, req, "stream", action)
+            self._count(exp)
+        engine.check_sent(sent)
+        for item in sent:
+            self._count(item[2])
+        return True
+
+    def _count(self, exp) -> None:
+        if isinstance(exp, Refusal):
+            self.refusals[exp.invariant] += 1
 
     def run(self) -> None:
-        before = self._inference_count()
-        threads = [threading.Thread(target=self.worker, args=(t,), daemon=True, name=f"stress-{t}")
-                   for t in range(self.settings.concurrency)]
-        snapshot = lambda: Snapshot(sum(self.sequences.values()), self.requests, self.requests,  # noqa: E731
-                                    len(self.violations))
+        engine = self.engine
+        snapshot = lambda: Snapshot(sum(self.sequences.values()), engine.stats.requests,  # noqa: E731
+                                    engine.stats.requests, len(self.violations))
         with Progress("stress", snapshot, unit="sequences"):
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        try:
-            self.server.check_alive()
-        except Exception as err:
-            self.violations.append(Violation("server_alive", str(err), -1, time.monotonic() - self.started,
-                                             sum(self.sequences.values()), self.requests))
-        after = self._inference_count()
-        if self.violations or self.errors or before is None or after is None:
-            return
-        if after - before != self.successes:
-            self.violations.append(Violation(
-                "stats_agree", f"inference_count rose by {after - before}, but {self.successes} request(s) "
-                               "succeeded", -1, time.monotonic() - self.started, sum(self.sequences.values()),
-                self.requests))
+            try:
+                while self._round():
+                    pass
+                engine.finish()  # drains: backlog answers, ENDs what is left, the server's statistics
+            except InvariantViolation as v:
+                self._violate(v)
+            except Exception as err:  # a bug in this code, not a finding
+                self.errors.append(f"{type(err).__name__}: {err}")
+            finally:
+                engine.failed = engine.failed or bool(self.violations or self.errors)
+                engine.finish()  # clean-up only, once
+        if not self.violations:
+            try:
+                engine.server.check_alive()
+            except Exception as err:
+                self._violate(InvariantViolation("server_alive", str(err)))
+
+    def _violate(self, v: InvariantViolation) -> None:
+        """Keeps the violation with the last 40 steps of the run (the whole log is the run)."""
+        steps = getattr(v, "program", None) or self.engine.log
+        last = steps[-1] if steps else None
+        detail = v.detail + (f": {last.describe()}" if last is not None and last.request is not None else "")
+        detail += "\nlast steps:\n" + "\n".join(r.describe() for r in steps[-40:])
+        self.violations.append(Violation(v.invariant, detail, last.client if last is not None else -1,
+                                         round(time.monotonic() - self.started, 3),
+                                         sum(self.sequences.values()), self.engine.stats.requests))
 
 
 def run_stress(server, model: str, settings: StressSettings = StressSettings()) -> StressResult:
     spec = ModelSpec.fetch(server, model)
-    run = _Run(server, spec, settings)
+    run = _Driver(server, spec, settings)
     run.run()
+    stats = run.engine.stats
     return StressResult(
         model=model, spec=spec.describe(), triton_version=getattr(server, "version", None) or "?",
-        settings=settings, sequences=tuple((p, run.sequences[p]) for p in PATTERNS), requests=run.requests,
+        settings=settings, sequences=tuple((p, run.sequences[p]) for p in PATTERNS), requests=stats.requests,
         wall_s=round(time.monotonic() - run.started, 3), refusals=tuple(sorted(run.refusals.items())),
-        ambiguous_waits=run.ambiguous_waits, backlogged=run.backlogged, violations=tuple(run.violations),
-        errors=tuple(run.errors))
+        ambiguous_waits=stats.ambiguous_waits, backlogged=sum(1 for r in run.engine.log if r.got == "(waiting)"),
+        violations=tuple(run.violations), errors=tuple(run.errors),
+        depth=DepthSummary.of(run.engine.model.depth.lengths, run.engine.model.depth.reuse_cycles,
+                              time.monotonic() - run.started))
 
 
 # -- command line ---------------------------------------------------------------------------------
@@ -425,8 +309,8 @@ def _server(args):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m fuzz.stress", description=__doc__.split("\n\n")[0])
-    p.add_argument("--concurrency", "-t", type=int, default=8, help="client threads (default 8)")
-    p.add_argument("--iterations", "-i", type=int, default=200, help="sequence patterns per thread (default 200)")
+    p.add_argument("--concurrency", "-t", type=int, default=8, help="clients (default 8)")
+    p.add_argument("--iterations", "-i", type=int, default=200, help="sequence patterns per client (default 200)")
     p.add_argument("--seed", "-r", type=int, default=0)
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"model to stress (default {DEFAULT_MODEL})")
     p.add_argument("--triton-url", metavar="HOST:PORT", help="gRPC address of an external Triton")
