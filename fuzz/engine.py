@@ -16,6 +16,7 @@ from hypothesis import event as _hypothesis_event
 from hypothesis.errors import InvalidArgument
 
 from . import nemesis
+from . import server as server_module
 from .client import GrpcClient, HttpClient, Request, StreamClient
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
@@ -199,6 +200,8 @@ class Engine:
         if self.finished:
             return
         self.finished = True
+        if server_module.stopping():
+            self.failed = True  # the harness stopped the server: clean up only, check nothing
         try:
             if not self.failed:
                 self._drain()
@@ -564,7 +567,7 @@ class Engine:
                 s.close(cancel_requests=bool(self.failed or self.pending), timeout_s=self.settings.prompt_s)
             except Exception:
                 pass
-        if self.failed:
+        if self.failed and not server_module.stopping():  # a stopped server needs no clean-up
             for seq_id in self.touched:
                 if self.model.lingering(key_of(seq_id)):
                     continue  # it would wait behind its dead backlog place

@@ -75,8 +75,8 @@ def pytest_configure(config):
     config._fuzz_results = []
     config._fuzz_started = time.monotonic()
     budget = config.getoption("--fuzz-budget")
-    if budget is not None and budget <= 0:
-        raise pytest.UsageError(f"--fuzz-budget must be a positive number of seconds, got {budget}")
+    if budget is not None and not (0 < budget < float("inf")):  # nan fails both comparisons
+        raise pytest.UsageError(f"--fuzz-budget must be a positive, finite number of seconds, got {budget}")
     config._fuzz_corpus_written = []
     from . import nemesis
 

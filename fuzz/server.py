@@ -48,6 +48,17 @@ class ServerDied(TritonError):
     """The server process ended (or stopped answering) while the fuzzer was using it: a finding."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: the run stops, like Ctrl-C. A KeyboardInterrupt, because Hypothesis takes any
+    Exception or SystemExit from a test for a failure, shrinks it against the server the harness
+    has just stopped, and the corpus would get a finding that never happened."""
+
+
+def stopping() -> bool:
+    """True once this process was told to terminate: nothing it sees from a server now is a finding."""
+    return _TERMINATED[0]
+
+
 @attrs.frozen
 class TritonInstall:
     """Where the pieces of one Triton build live inside an nvidia-pytriton installation."""
@@ -532,13 +543,16 @@ def _stop_all(*_):
         server.stop()
 
 
+_TERMINATED = [False]
+
+
 def _on_sigterm(signum, frame):
+    _TERMINATED[0] = True
     _stop_all()
     previous = _PREVIOUS_SIGTERM
     if callable(previous):
         previous(signum, frame)
-    else:
-        raise SystemExit(128 + signum)
+    raise Terminated(f"terminated by signal {signum}; the servers this run started were stopped")
 
 
 atexit.register(_stop_all)
