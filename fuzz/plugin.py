@@ -67,6 +67,65 @@ class FuzzOptions:
         return settings(database=self.database) if self.database is not None else settings()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Bad options and folders fail here, in one line and with exit status 4, before any server
+    starts or Hypothesis's own plugin meets them."""
+    _check_profile(config.getoption("--hypothesis-profile", None))
+    models_dir, url = config.getoption("--models-dir", None), config.getoption("--triton-url", None)
+    if models_dir is not None:
+        found = _models_in(models_dir)
+    elif url:
+        found = _models_at(url)
+    else:
+        from modelgen import python_variants, slow_variants
+
+        found = [v.name for v in python_variants() + slow_variants()]
+    unknown = [n for n in config.getoption("--model", None) or [] if found is not None and n not in found]
+    if unknown:
+        where = (f"in --models-dir {models_dir}" if models_dir is not None else
+                 f"ready at --triton-url {url}" if url else "in the generated repository")
+        raise pytest.UsageError(f"--model {', '.join(unknown)}: no such model {where}; there are: {', '.join(found)}")
+
+
+def _check_profile(name):
+    if not name:
+        return
+    from hypothesis import settings
+    from hypothesis.errors import InvalidArgument
+
+    try:
+        settings.get_profile(name)
+    except InvalidArgument:
+        raise pytest.UsageError(f"--hypothesis-profile {name}: no such profile; the fuzzer's are ci (5 x 20 steps, "
+                                f"derandomized), dev (10 x 100) and long (5000 x 80)") from None
+
+
+def _models_at(url: str) -> list:
+    """The READY models of the Triton at --triton-url."""
+    import tritonclient.grpc as grpcclient
+
+    try:
+        index = grpcclient.InferenceServerClient(url).get_model_repository_index(client_timeout=10).models
+    except Exception as err:
+        message = getattr(err, "message", lambda: str(err))()
+        raise pytest.UsageError(f"--triton-url {url}: cannot list its models ({message}); is a Triton serving "
+                                f"gRPC there?") from None
+    return sorted(m.name for m in index if m.state == "READY")
+
+
+def _models_in(models_dir) -> list:
+    """The model folders (with a config.pbtxt) of a repository given by --models-dir."""
+    path = Path(models_dir)
+    if not path.is_dir():
+        raise pytest.UsageError(f"--models-dir {models_dir}: no such folder")
+    names = sorted(p.name for p in path.iterdir() if (p / "config.pbtxt").is_file())
+    if not names:
+        raise pytest.UsageError(f"--models-dir {models_dir} holds no model (a folder with a config.pbtxt); "
+                                f"write the default set there with: python -m modelgen --models-dir {models_dir}")
+    return names
+
+
 def pytest_configure(config):
     from hypothesis import settings
 
@@ -152,16 +211,10 @@ def _model_names(config) -> list[str]:
         return names
     url = config.getoption("--triton-url")
     if url:
-        import tritonclient.grpc as grpcclient
-
-        try:
-            index = grpcclient.InferenceServerClient(url).get_model_repository_index().models
-        except Exception as err:
-            raise pytest.UsageError(f"cannot list the models of the Triton at {url}: {err}") from None
-        return sorted(m.name for m in index if m.state == "READY")
+        return _models_at(url)
     models_dir = config.getoption("--models-dir")
     if models_dir:
-        return sorted(p.name for p in Path(models_dir).iterdir() if (p / "config.pbtxt").is_file())
+        return _models_in(models_dir)
     return [v.name for v in _generated_variants(config)]
 
 

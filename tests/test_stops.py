@@ -45,6 +45,25 @@ def test_a_non_finite_budget_is_a_usage_error(tmp_path):
         assert not servers_of(tmp_path)
 
 
+@pytest.mark.parametrize("args, says", [
+    (["--hypothesis-profile", "nosuch"], "--hypothesis-profile nosuch: no such profile; the fuzzer's are ci"),
+    (["--models-dir", "/nonexistent"], "--models-dir /nonexistent: no such folder"),
+    (["--models-dir", "EMPTY"], "holds no model (a folder with a config.pbtxt); write the default set there with"),
+    (["--model", "does_not_exist"], "--model does_not_exist: no such model in the generated repository; there are: "),
+    (["--triton-url", "localhost:1"], "--triton-url localhost:1: cannot list its models"),
+], ids=["profile", "models-dir missing", "models-dir empty", "model", "triton-url"])
+def test_a_bad_option_fails_in_one_line_before_any_server_starts(tmp_path, args, says):
+    (tmp_path / "empty").mkdir()
+    args = [str(tmp_path / "empty") if a == "EMPTY" else a for a in args]
+    proc = pytest_fuzz(tmp_path, *args)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 4, out
+    errors = [line for line in out.splitlines() if line.startswith("ERROR: ")]
+    assert len(errors) == 1 and says in errors[0], out
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out
+    assert not servers_of(tmp_path) and not (tmp_path / "bt").exists(), "a server or a session started"
+
+
 def test_sigterm_mid_campaign_stops_everything_and_writes_no_finding(tmp_path):
     # A budget far past the test's own wait: the signal lands while the model is being fuzzed.
     proc = pytest_fuzz(tmp_path, "--model", MODEL, "--fuzz-budget", "300", "-k", "test_sequence_batcher")
