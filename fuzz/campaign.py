@@ -53,6 +53,7 @@ class ModelResult:
     faults: tuple = ()  # (nemesis rule, times it struck)
     depth: DepthSummary = DepthSummary()  # sequence lengths and expiry -> reuse cycles
     left_out: tuple = ()  # what this model's campaign does not fuzz, and why (e.g. a long idle timeout)
+    interrupted: str = ""  # why the campaign stopped early (Ctrl-C, SIGTERM); its counts are what it did
     model_spec: ModelSpec | None = attrs.field(default=None, repr=False)
 
     @property
@@ -65,6 +66,8 @@ class ModelResult:
             return "FAIL"
         if self.failures:
             return "expected divergence"
+        if self.interrupted:
+            return "interrupted"
         return "pass, known divergence not seen" if self.unexpected_pass else "pass"
 
     @classmethod
@@ -126,6 +129,15 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             except Exception as err:  # noqa: BLE001 - classified below, re-raised if not known
                 error = err
                 break
+            except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: what was done so far, no verdict
+                stop.partial_result = ModelResult(
+                    model=model, spec=spec.describe(), triton_version=version, examples=stats.examples,
+                    steps=stats.steps, requests=stats.requests, wall_s=round(time.monotonic() - started, 3),
+                    ambiguous_waits=stats.ambiguous_waits, failures=(), expected_divergences=(),
+                    guards=tuple(d.guard for d in known if d.guard), faults=tuple(sorted(stats.faults.items())),
+                    depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, time.monotonic() - started),
+                    left_out=left_out, interrupted=str(stop) or type(stop).__name__, model_spec=spec)
+                raise
             if budget_s is None or time.monotonic() - started > budget_s:
                 break
     wall = time.monotonic() - started

@@ -273,7 +273,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     results = getattr(config, "_fuzz_results", [])
     if not results:
         return
-    tr.section("fuzz campaign")
+    interrupted = next((r.interrupted for r in results if r.interrupted), "") or (
+        "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else "")
+    tr.section("fuzz campaign" + (" (interrupted)" if interrupted else ""))
+    if interrupted:
+        tr.write_line(f"interrupted: {interrupted}; what follows is what the run did until then")
     wall = sum(r.wall_s for r in results)
     requests = sum(r.requests for r in results)
     tr.write_line(f"Triton {results[0].triton_version}: {len(results)} model(s), "
@@ -302,7 +306,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line("failures by invariant: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_invariant.items())))
     path = config.getoption("--fuzz-report")
     if path:
-        report = {"triton_version": results[0].triton_version, "models": [r.to_json() for r in results],
+        report = {"triton_version": results[0].triton_version, "interrupted": interrupted,
+                  "models": [r.to_json() for r in results],
                   "totals": {"models": len(results), "examples": sum(r.examples for r in results),
                              "steps": sum(r.steps for r in results), "requests": requests, "wall_s": round(wall, 3)}}
         target = Path(path)

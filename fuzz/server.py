@@ -55,7 +55,8 @@ class Terminated(KeyboardInterrupt):
 
 
 def stopping() -> bool:
-    """True once this process was told to terminate: nothing it sees from a server now is a finding."""
+    """True once this process was told to stop (SIGTERM, SIGINT): nothing it sees from a server
+    now is a finding, and no example may go on checking (a drain in a teardown would)."""
     return _TERMINATED[0]
 
 
@@ -555,9 +556,16 @@ def _on_sigterm(signum, frame):
     raise Terminated(f"terminated by signal {signum}; the servers this run started were stopped")
 
 
+def _on_sigint(signum, frame):
+    _TERMINATED[0] = True
+    raise KeyboardInterrupt
+
+
 atexit.register(_stop_all)
 _PREVIOUS_SIGTERM = None
 try:
     _PREVIOUS_SIGTERM = signal.signal(signal.SIGTERM, _on_sigterm)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C as Python's, plus the flag
+        signal.signal(signal.SIGINT, _on_sigint)
 except ValueError:  # not the main thread: atexit and PDEATHSIG still cover us
     pass

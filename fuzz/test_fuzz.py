@@ -6,8 +6,13 @@ from fuzz.campaign import fuzz_model
 
 
 def test_sequence_batcher(triton, fuzz_model_name, fuzz_options, fuzz_results, corpus_written):
-    result, error = fuzz_model(triton, fuzz_model_name, fuzz_options.hypothesis_settings(),
-                               budget_s=fuzz_options.budget_s, fuzz_settings=fuzz_options.fuzz_settings)
+    try:
+        result, error = fuzz_model(triton, fuzz_model_name, fuzz_options.hypothesis_settings(),
+                                   budget_s=fuzz_options.budget_s, fuzz_settings=fuzz_options.fuzz_settings)
+    except KeyboardInterrupt as stop:  # the summary and the report still say what this model did
+        if getattr(stop, "partial_result", None) is not None:
+            fuzz_results.append(stop.partial_result)
+        raise
     fuzz_results.append(result)
     if fuzz_options.corpus_write:
         for f in result.failures:

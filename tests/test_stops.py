@@ -1,7 +1,9 @@
 """How a campaign ends when it is stopped or misconfigured: no false finding, nothing left behind.
 
 Each case runs `pytest fuzz/` in a child process, as a user or a CI runner would."""
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,26 +16,51 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = "py_slot_direct_s1_i1_int32_csr"
 
 
+def _default_sigint():
+    # A child of a shell's background job inherits SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt: give it the disposition of a terminal's foreground job.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def pytest_fuzz(tmp_path, *args, **popen):
     cmd = [sys.executable, "-m", "pytest", "fuzz/", "-p", "no:cacheprovider", "-q",
            "--basetemp", str(tmp_path / "bt"), "--corpus-dir", str(tmp_path / "corpus"), *args]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CI", None)
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            **popen)
+                            preexec_fn=_default_sigint, **popen)
 
 
-def servers_of(tmp_path) -> list[int]:
-    """tritonserver processes whose command line names this run's folders."""
-    pids = []
+def server_cmdlines(tmp_path) -> dict:
+    """pid -> command line of the tritonserver processes that name this run's folders."""
+    found = {}
     for d in Path("/proc").iterdir():
         try:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         if "tritonserver" in cmd and str(tmp_path) in cmd:
-            pids.append(int(d.name))
-    return pids
+            found[int(d.name)] = cmd
+    return found
+
+
+def servers_of(tmp_path) -> list[int]:
+    return sorted(server_cmdlines(tmp_path))
+
+
+def inferences(tmp_path) -> int:
+    """Successful inferences of MODEL so far on this run's server (0 while it is not up)."""
+    import tritonclient.grpc as grpcclient
+
+    for cmd in server_cmdlines(tmp_path).values():
+        port = re.search(r"--grpc-port=(\d+)", cmd)
+        try:
+            stats = grpcclient.InferenceServerClient(f"127.0.0.1:{port.group(1)}").get_inference_statistics(
+                MODEL, as_json=True, client_timeout=2)
+            return int(stats["model_stats"][0]["inference_stats"]["success"].get("count", 0))
+        except Exception:
+            return 0
+    return 0
 
 
 def test_a_non_finite_budget_is_a_usage_error(tmp_path):
@@ -64,24 +91,34 @@ def test_a_bad_option_fails_in_one_line_before_any_server_starts(tmp_path, args,
     assert not servers_of(tmp_path) and not (tmp_path / "bt").exists(), "a server or a session started"
 
 
-def test_sigterm_mid_campaign_stops_everything_and_writes_no_finding(tmp_path):
+@pytest.mark.parametrize("sig, says", [(signal.SIGTERM, "terminated by signal 15"), (signal.SIGINT, "KeyboardInterrupt")],
+                         ids=["SIGTERM", "SIGINT"])
+def test_a_stop_mid_campaign_keeps_the_record_and_writes_no_finding(tmp_path, sig, says):
     # A budget far past the test's own wait: the signal lands while the model is being fuzzed.
-    proc = pytest_fuzz(tmp_path, "--model", MODEL, "--fuzz-budget", "300", "-k", "test_sequence_batcher")
-    deadline = time.monotonic() + 90
-    while not servers_of(tmp_path) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-    assert servers_of(tmp_path), "the embedded server never started"
-    time.sleep(10)  # well into the campaign (server start-up takes a few seconds of it)
+    report = tmp_path / "report.json"
+    proc = pytest_fuzz(tmp_path, "--model", MODEL, "--fuzz-budget", "300", "-k", "test_sequence_batcher",
+                       "--fuzz-report", str(report))
+    deadline = time.monotonic() + 120
+    while inferences(tmp_path) < 20 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.5)
     assert proc.poll() is None, proc.communicate()[0]
-    proc.send_signal(signal.SIGTERM)
+    assert inferences(tmp_path) >= 20, "the campaign never got going"
+    proc.send_signal(sig)
     try:
         out, _ = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         proc.kill()
-        pytest.fail("pytest did not stop within 60 s of SIGTERM:\n" + proc.communicate()[0])
+        pytest.fail(f"pytest did not stop within 60 s of {sig.name}:\n" + proc.communicate()[0])
     assert proc.returncode != 0, out
     written = sorted(p.name for p in (tmp_path / "corpus").glob("*")) if (tmp_path / "corpus").exists() else []
     assert written == [], f"a stopped run wrote corpus entries {written}:\n{out}"
     assert "FAILURE" not in out and "Falsifying" not in out, out
-    assert "terminated by signal 15" in out, out
+    assert says in out, out
     assert not servers_of(tmp_path), f"servers left running:\n{out}"
+    # The record of what it did is kept: the summary and the JSON report, marked interrupted.
+    assert "fuzz campaign (interrupted)" in out, out
+    data = json.loads(report.read_text())
+    assert data["interrupted"], data
+    (model,) = data["models"]
+    assert model["model"] == MODEL and model["verdict"] == "interrupted" and model["examples"] >= 1, model
+    assert model["requests"] > 0 and model["failures"] == [], model
