@@ -108,7 +108,7 @@ def _models_at(url: str) -> list:
     try:
         index = grpcclient.InferenceServerClient(url).get_model_repository_index(client_timeout=10).models
     except Exception as err:
-        message = getattr(err, "message", lambda: str(err))()
+        message = err.message() if callable(getattr(err, "message", None)) else str(err)
         raise pytest.UsageError(f"--triton-url {url}: cannot list its models ({message}); is a Triton serving "
                                 f"gRPC there?") from None
     return sorted(m.name for m in index if m.state == "READY")
