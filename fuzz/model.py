@@ -112,8 +112,13 @@ class Seq:
 
 
 class BatcherModel:
-    def __init__(self, spec: ModelSpec, margin_s: float, prompt_s: float = 5.0, late_s: float | None = None):
+    def __init__(self, spec: ModelSpec, margin_s: float, prompt_s: float = 5.0, late_s: float | None = None,
+                 order_s: float = 1.0):
         self.spec = spec
+        # Two STARTs queued this close together (on different connections: a client with a START
+        # in the backlog sends nothing else) may reach the server in either order; a client that
+        # waits a little after queueing one makes the send order likely, not certain.
+        self.order = order_s
         self.margin = margin_s  # how early the server may reap (clock skew, arrival vs send)
         self.late = margin_s if late_s is None else late_s  # how late (the reaper runs at nice 10)
         self.prompt = prompt_s
@@ -267,9 +272,13 @@ class BatcherModel:
             ahead = self._live_backlog().index(key)
             schedule = self._earliest_admissions(ahead + 1)
             if len(schedule) <= ahead or schedule[-1][0] > at:
-                held = ", ".join(f"{s.key[1]!r} (idle until >= {s.expiry.lo:.3f})" for s in self.running)
-                return (f"served at t={at:.3f} while every slot was held by a live sequence: {held}; "
-                        f"{ahead} earlier sequence(s) in the backlog")
+                rival = self._unanswered_rival(key)
+                if rival is None:
+                    held = ", ".join(f"{s.key[1]!r} (idle until >= {s.expiry.lo:.3f})" for s in self.running)
+                    return (f"served at t={at:.3f} while every slot was held by a live sequence: {held}; "
+                            f"{ahead} earlier sequence(s) in the backlog")
+                self._swap(rival, key)
+                schedule = []
             for _, holder in schedule:
                 seq = self.seqs[holder]
                 # A START+END let in from the backlog freed its slot when it ran, not at expiry
@@ -290,6 +299,24 @@ class BatcherModel:
             if seq.end_on_admit:
                 self._release(seq, seq.admitted)
         return None
+
+    def _unanswered_rival(self, key: Key) -> Key | None:
+        """A START the model let in ahead of `key` whose own answer has not come, queued so
+        shortly before `key` that the server may have had them the other way round."""
+        sent = self.seqs[key].last_arrival
+        rivals = [k for k in self.awaiting if k in self.seqs and 0 <= sent - self.seqs[k].last_arrival <= self.order]
+        return max(rivals, key=lambda k: self.seqs[k].last_arrival, default=None)
+
+    def _swap(self, rival: Key, key: Key) -> None:
+        """The server let `key` in where the model had let `rival` in: observation settles which
+        of two STARTs of unknown arrival order got there first. `rival` goes back to the front."""
+        r, k = self.seqs[rival], self.seqs[key]
+        window = self.awaiting.pop(rival)
+        r.running, r.admitted, r.expiry = False, None, None
+        self.backlog.remove(key)
+        self.backlog.insert(0, rival)
+        k.running, k.admitted, k.expiry = True, window, self._expiry(k.last_arrival, window)
+        self.awaiting[key] = window
 
     def _live_backlog(self) -> list[Key]:
         return [k for k in self.backlog if k not in self.cancelled_waiting]

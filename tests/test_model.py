@@ -223,3 +223,28 @@ def test_spec_refuses_models_outside_the_contract():
     cfg.ClearField("sequence_batching")
     with pytest.raises(ContractError, match="no sequence_batching"):
         ModelSpec.from_config(cfg)
+
+
+def test_two_starts_queued_close_together_may_be_let_in_either_way_round():
+    # Seen live on a loaded machine: B queued 50 ms after A, on another connection, got the slot
+    # that the END freed; the model had let A in. The order they reached the server is unknown.
+    m = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    assert m.expect(R(2, 5, start=True), 0.10) == Queued(5)
+    assert m.expect(R(3, 7, start=True), 0.15) == Queued(7)
+    m.expect(R(1, 0, end=True), 0.20)  # frees the slot: the model lets 2 in
+    assert m.due(key_of(2)) is not None and m.due(key_of(3)) is None
+    assert m.served(key_of(3), 0.21) is None  # 3 got it: fine, and now the model knows
+    assert m.due(key_of(2)) is None and m.is_backlogged(key_of(2))
+    assert m.expect(R(3, 1), 0.3) == Answer(8)
+    m.expect(R(3, 0, end=True), 0.35)
+    assert m.served(key_of(2), 0.36) is None  # then 2, when 3 ended
+
+
+def test_a_start_queued_long_after_another_may_not_overtake_it():
+    m = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0, order_s=0.5)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 5, start=True), 0.10)
+    m.expect(R(3, 7, start=True), 0.70)  # 0.6 s later: surely behind 2
+    m.expect(R(1, 0, end=True), 0.75)
+    assert "every slot was held" in m.served(key_of(3), 0.76)
