@@ -13,8 +13,10 @@ _COMMON = dict(deadline=None, print_blob=True,
                                       HealthCheck.data_too_large])
 
 settings.register_profile("ci", max_examples=5, stateful_step_count=20, derandomize=True, database=None, **_COMMON)
-# dev: a step costs ~2 ms now, while a request parked for an idle-timeout window (let_expire,
-# refill) waits ~0.8 s at the example's end: 100 steps keep a campaign working, not waiting
-# (benchmarks: 30 steps 233-283 requests/s, 100 steps 438-488, 300 no better and less replayable).
+# dev: a step costs ~0.5-2 ms, while a request parked for an idle-timeout window (let_expire,
+# refill, on a model with a short timeout) waits ~0.8 s at the example's end: 100 steps keep a
+# campaign working, not waiting (benchmarks on a 500 ms model: 30 steps 233-283 requests/s, 100
+# steps 438-488, 300 no better and less replayable; on a 2 s model, with no expiry rules, 100 steps
+# run at the raw tritonclient loop's rate).
 settings.register_profile("dev", max_examples=10, stateful_step_count=100, **_COMMON)
 settings.register_profile("long", max_examples=5000, stateful_step_count=80, **_COMMON)
