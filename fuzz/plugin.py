@@ -81,11 +81,27 @@ def pytest_cmdline_main(config):
         from modelgen import python_variants, slow_variants
 
         found = [v.name for v in python_variants() + slow_variants()]
+    _check_corpus_dir(config)
     unknown = [n for n in config.getoption("--model", None) or [] if found is not None and n not in found]
     if unknown:
         where = (f"in --models-dir {models_dir}" if models_dir is not None else
                  f"ready at --triton-url {url}" if url else "in the generated repository")
         raise pytest.UsageError(f"--model {', '.join(unknown)}: no such model {where}; there are: {', '.join(found)}")
+
+
+def _check_corpus_dir(config) -> None:
+    """A corpus that cannot be written fails now, not after a whole campaign (when written to)."""
+    if not config.getoption("corpus_write", True):
+        return
+    path = corpus_dir(config)
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
+        return
+    why = ("cannot be created: nothing above it exists" if existing is None else
+           ("is not writable" if existing.is_dir() else "is not a folder") if existing == path else
+           f"cannot be created in {existing}")
+    raise pytest.UsageError(f"--corpus-dir {path} {why}; give a writable --corpus-dir, or --no-corpus-write "
+                            f"to fuzz without saving findings")
 
 
 def _check_profile(name):

@@ -23,8 +23,9 @@ def _default_sigint():
 
 
 def pytest_fuzz(tmp_path, *args, **popen):
+    corpus = [] if "--corpus-dir" in args else ["--corpus-dir", str(tmp_path / "corpus")]
     cmd = [sys.executable, "-m", "pytest", "fuzz/", "-p", "no:cacheprovider", "-q",
-           "--basetemp", str(tmp_path / "bt"), "--corpus-dir", str(tmp_path / "corpus"), *args]
+           "--basetemp", str(tmp_path / "bt"), *corpus, *args]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CI", None)
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -78,10 +79,13 @@ def test_a_non_finite_budget_is_a_usage_error(tmp_path):
     (["--models-dir", "EMPTY"], "holds no model (a folder with a config.pbtxt); write the default set there with"),
     (["--model", "does_not_exist"], "--model does_not_exist: no such model in the generated repository; there are: "),
     (["--triton-url", "localhost:1"], "--triton-url localhost:1: cannot list its models"),
-], ids=["profile", "models-dir missing", "models-dir empty", "model", "triton-url"])
+    (["--corpus-dir", "A_FILE"], "is not a folder; give a writable --corpus-dir, or --no-corpus-write"),
+], ids=["profile", "models-dir missing", "models-dir empty", "model", "triton-url", "corpus-dir"])
 def test_a_bad_option_fails_in_one_line_before_any_server_starts(tmp_path, args, says):
     (tmp_path / "empty").mkdir()
-    args = [str(tmp_path / "empty") if a == "EMPTY" else a for a in args]
+    (tmp_path / "a_file").write_text("")
+    args = [str(tmp_path / "empty") if a == "EMPTY" else str(tmp_path / "a_file") if a == "A_FILE" else a
+            for a in args]
     proc = pytest_fuzz(tmp_path, *args)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 4, out
