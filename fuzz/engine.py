@@ -445,12 +445,16 @@ class Engine:
     def _queue(self, client: int, req: Request, exp: Queued, now: float, action: str, waited: float = 0.0):
         """Sends a START the model queues in the backlog; collect() checks its answer."""
         box = self.streams[client].send(req)
-        self.pending[client] = Pending(req, exp, box, now, len(self.log) + 1)
+        # Taken after send(): an answer's latency runs from inside it, so sent + latency is never
+        # earlier than the answer really came (from `now`, a loaded machine made a START look
+        # served before the END that freed its slot was sent).
+        sent = time.monotonic()
+        self.pending[client] = Pending(req, exp, box, sent, len(self.log) + 1)
         # send() hands the request to gRPC's sender thread; two STARTs "sent" a moment apart on
         # different streams can reach the server in either order (seen live), and the backlog's
         # order is the server's. A new START waits until this one is there (_hold_until);
         # nothing else has to.
-        self.backlog_settled_at = now + self.settings.wire_s
+        self.backlog_settled_at = sent + self.settings.wire_s
         self.record(client=client, action=action, request=req, via="stream", wait_s=waited,
                      expected=describe_expectation(exp), got="(waiting)")
 
