@@ -532,11 +532,13 @@ class Engine:
         while time.monotonic() < deadline:
             self.collect()
             self.model.settle(time.monotonic())
-            # Sequences left to expire are ended too, unless a parked request comes back to
-            # them: the example is over, and waiting out their windows would idle the machine.
-            # The teardown client sends them, on unary gRPC: every stream client may be waiting
-            # on the backlog behind these very sequences. One at a time: it may have to park.
-            held = self.parked_keys()
+            # Every live sequence is ended: the example is over, and waiting out idle windows
+            # would idle the machine. Not one a parked request goes to, and not those left to
+            # expire while any request is parked: it waits for their windows anyway, and a START
+            # after timeout must find the slot an expiry freed, not an END. The teardown client
+            # sends the ENDs, on unary gRPC: every stream client may be waiting on the backlog
+            # behind these very sequences. One at a time: it may have to park.
+            held = self.parked_keys() | (self.silenced if self.parked else set())
             for key in [k for k in self.model.live_keys() if k not in held]:
                 if self.teardown_client in self.parked:
                     break

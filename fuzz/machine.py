@@ -330,19 +330,28 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         @rule(data=st.data())
         def let_expire(self, data):
             """Clients stop sending on a running sequence (or on every one) and leave it to the idle
-            timeout; one client comes back to it once its window has passed and must get the
-            START-flag error. Only that client waits: the others go on."""
+            timeout; one client comes back once its window has passed: to it, and must get the
+            START-flag error, or with a new sequence, which must get the slot it freed. Only that
+            client waits: the others go on."""
             everyone = data.draw(st.booleans(), label="every sequence")
             key = self._pick(data, self.live(), "sequence")
             client = self._client(data)
             end = data.draw(st.booleans(), label="end")
             value = self._value(data)
+            new_id = self._fresh(data.draw(ids, label="id"))
+            new = data.draw(st.booleans(), label="a new sequence comes instead")
             if key is None:
                 return self._skip("let expire: no live sequence")
             self.leave_to_expire(self.live() if everyone else [key])
-            if client is not None:
-                req = Request(spec.name, key[1], value, end=end, dtype=spec.dtype)
-                self.park(client, req, "send after its idle timeout", self.model.seqs[key].expiry.hi + 0.005)
+            if client is None:
+                return
+            until = self.model.seqs[key].expiry.hi + 0.005
+            if new and not self.blocked(new_id) and not self.model.is_live(key_of(new_id)):
+                req = Request(spec.name, new_id, value, start=True, end=end, dtype=spec.dtype)
+                self.park(client, req, "start after timeout", until, context="refill")
+            else:
+                self.park(client, Request(spec.name, key[1], value, end=end, dtype=spec.dtype),
+                          "send after its idle timeout", until)
 
         @rule(data=st.data(), fraction=st.sampled_from([0.05, 0.2]))
         def pause(self, data, fraction):
