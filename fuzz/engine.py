@@ -319,7 +319,7 @@ class Engine:
         self.going_out(req)
         event(f"{action} -> {type(exp).__name__}")
         if isinstance(exp, Queued):
-            self._queue(client, req, exp, now, action, waited)
+            self._queue(client, req, exp, action, waited)
             return exp
         if via == "stream":
             got = self.streams[client].infer(req, timeout_s=self.settings.prompt_s)
@@ -442,7 +442,7 @@ class Engine:
             self.record(client=None, action=f"leave {len(keys)} sequence(s) to expire: "
                                              + ", ".join(repr(k[1]) for k in keys))
 
-    def _queue(self, client: int, req: Request, exp: Queued, now: float, action: str, waited: float = 0.0):
+    def _queue(self, client: int, req: Request, exp: Queued, action: str, waited: float = 0.0):
         """Sends a START the model queues in the backlog; collect() checks its answer."""
         box = self.streams[client].send(req)
         # Taken after send(): an answer's latency runs from inside it, so sent + latency is never
@@ -468,7 +468,7 @@ class Engine:
             exp = self.model.expect(req, now)
             if isinstance(exp, Queued):
                 self.going_out(req)
-                self._queue(client, req, exp, now, action)
+                self._queue(client, req, exp, action)
                 return None
             if not isinstance(exp, Ambiguous):
                 self.going_out(req)

@@ -314,10 +314,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                           f"shrunk to {f.shrunk_steps} steps)")
         if r.faults:
             tr.write_line("      nemesis: " + ", ".join(f"{name} x{count}" for name, count in r.faults))
-        for g in r.guards:
-            tr.write_line(f"      guard: {g} (steering around a known divergence of this build)")
         for why in r.left_out:
             tr.write_line(f"      not fuzzed: {why}")
+    guarded: dict = {}  # a build's guards once, with how many models each kept safe
+    for r in results:
+        for g in r.guards:
+            guarded[g] = guarded.get(g, 0) + 1
+    for g, n in guarded.items():
+        tr.write_line(f"guard ({n} of {len(results)} models): {g} (steering around a known divergence of this build)")
     if by_invariant:
         tr.write_line("failures by invariant: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_invariant.items())))
     path = config.getoption("--fuzz-report")
