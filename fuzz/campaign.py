@@ -15,6 +15,7 @@ from .divergences import known_for
 from .invariants import InvariantViolation
 from .machine import FuzzSettings, RunStats, make_machine
 from .progress import Progress, Snapshot
+from .server import Terminated, stopping
 from .spec import ModelSpec
 
 
@@ -119,6 +120,16 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     started = time.monotonic()
     error = None
     rounds = 0
+
+    def partial(stop: BaseException) -> ModelResult:
+        """What the campaign did until it was stopped; no verdict."""
+        return ModelResult(
+            model=model, spec=spec.describe(), triton_version=version, examples=stats.examples,
+            steps=stats.steps, requests=stats.requests, wall_s=round(time.monotonic() - started, 3),
+            ambiguous_waits=stats.ambiguous_waits, failures=(), expected_divergences=(),
+            guards=tuple(d.guard for d in known if d.guard), faults=tuple(sorted(stats.faults.items())),
+            depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, time.monotonic() - started),
+            left_out=left_out, interrupted=str(stop) or type(stop).__name__, model_spec=spec)
     snapshot = lambda: Snapshot(stats.examples, stats.steps, stats.requests,  # noqa: E731
                                 int(stats.first_failure_s is not None))
     with Progress(f"fuzz {model}", snapshot):  # prints only when stderr is a terminal
@@ -130,16 +141,14 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                 error = err
                 break
             except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: what was done so far, no verdict
-                stop.partial_result = ModelResult(
-                    model=model, spec=spec.describe(), triton_version=version, examples=stats.examples,
-                    steps=stats.steps, requests=stats.requests, wall_s=round(time.monotonic() - started, 3),
-                    ambiguous_waits=stats.ambiguous_waits, failures=(), expected_divergences=(),
-                    guards=tuple(d.guard for d in known if d.guard), faults=tuple(sorted(stats.faults.items())),
-                    depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, time.monotonic() - started),
-                    left_out=left_out, interrupted=str(stop) or type(stop).__name__, model_spec=spec)
+                stop.partial_result = partial(stop)
                 raise
-            if budget_s is None or time.monotonic() - started > budget_s:
+            if stopping() or budget_s is None or time.monotonic() - started > budget_s:
                 break
+    if stopping():  # told to stop, though the signal's exception was lost: nothing seen since counts
+        stop = Terminated("the run was told to stop")
+        stop.partial_result = partial(stop)
+        raise stop
     wall = time.monotonic() - started
     failures, unknown = [], None
     if error is not None:

@@ -249,6 +249,10 @@ class Engine:
 
     def fail(self, violation: InvariantViolation, rec: StepRecord | None = None):
         self.failed = True
+        if server_module.stopping():
+            # A signal stopped the run (its exception can be lost, e.g. raised inside a garbage
+            # collector callback): what this example saw since is not a finding.
+            raise server_module.Terminated("the run was told to stop; what followed is not a finding")
         if self.stats.first_failure_s is None:
             self.stats.first_failure_s = time.monotonic() - self.stats.started
         program = "\n".join(r.describe() for r in self.log)

@@ -3,6 +3,7 @@ divergence included) is written to the corpus with its reproducer, unless the co
 holds it or --no-corpus-write is given."""
 from fuzz import corpus
 from fuzz.campaign import fuzz_model
+from fuzz.server import stopping
 
 
 def test_sequence_batcher(triton, fuzz_model_name, fuzz_options, fuzz_results, corpus_written):
@@ -14,7 +15,7 @@ def test_sequence_batcher(triton, fuzz_model_name, fuzz_options, fuzz_results, c
             fuzz_results.append(stop.partial_result)
         raise
     fuzz_results.append(result)
-    if fuzz_options.corpus_write:
+    if fuzz_options.corpus_write and not stopping():  # nothing seen after a stop is a finding
         for f in result.failures:
             if f.records:
                 note = "Hypothesis could not replay it exactly (timing): not fully shrunk" if f.flaky else ""
