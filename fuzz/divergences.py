@@ -66,6 +66,8 @@ KNOWN = (
                 "<~2^31> bytes ... (actual buffer size is 132)'",
         affects=lambda m: _corrid_type(m) == "STRING", invariant="valid_is_accepted",
         signatures=("unexpected number of string elements 2 for inference input 'CORRID'",
+                    # the same garbage length prefix, read by the server (a 128-character id, 2.51)
+                    "incomplete string data for inference input 'CORRID'",
                     "unpack_from requires a buffer of at least")),
     KnownDivergence(
         "string-id-on-uint64-corrid",
