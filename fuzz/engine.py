@@ -99,6 +99,7 @@ class RunStats:
     steps: int = 0
     requests: int = 0
     ambiguous_waits: int = 0
+    backlogged: int = 0  # STARTs sent to wait in the backlog
     started: float = attrs.Factory(time.monotonic)
     first_failure_s: float | None = None
     shortest: dict = attrs.Factory(dict)  # invariant -> the violation with the shortest program seen
@@ -454,6 +455,7 @@ class Engine:
         # served before the END that freed its slot was sent).
         sent = time.monotonic()
         self.pending[client] = Pending(req, exp, box, sent, len(self.log) + 1)
+        self.stats.backlogged += 1
         # send() hands the request to gRPC's sender thread; two STARTs "sent" a moment apart on
         # different streams can reach the server in either order (seen live), and the backlog's
         # order is the server's. A new START waits until this one is there (_hold_until);

@@ -281,7 +281,7 @@ def run_stress(server, model: str, settings: StressSettings = StressSettings()) 
         model=model, spec=spec.describe(), triton_version=getattr(server, "version", None) or "?",
         settings=settings, sequences=tuple((p, run.sequences[p]) for p in PATTERNS), requests=stats.requests,
         wall_s=round(time.monotonic() - run.started, 3), refusals=tuple(sorted(run.refusals.items())),
-        ambiguous_waits=stats.ambiguous_waits, backlogged=sum(1 for r in run.engine.log if r.got == "(waiting)"),
+        ambiguous_waits=stats.ambiguous_waits, backlogged=stats.backlogged,
         violations=tuple(run.violations), errors=tuple(run.errors),
         depth=DepthSummary.of(run.engine.model.depth.lengths, run.engine.model.depth.reuse_cycles,
                               time.monotonic() - run.started))
