@@ -121,15 +121,20 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     error = None
     rounds = 0
 
-    def partial(stop: BaseException) -> ModelResult:
-        """What the campaign did until it was stopped; no verdict."""
-        return ModelResult(
+    def result_so_far(wall: float, **verdict) -> ModelResult:
+        """The campaign's counts; `verdict` adds its failures, or why it was stopped."""
+        counts = dict(
             model=model, spec=spec.describe(), triton_version=version, examples=stats.examples,
-            steps=stats.steps, requests=stats.requests, wall_s=round(time.monotonic() - started, 3),
+            steps=stats.steps, requests=stats.requests, wall_s=round(wall, 3),
             ambiguous_waits=stats.ambiguous_waits, failures=(), expected_divergences=(),
             guards=tuple(d.guard for d in known if d.guard), faults=tuple(sorted(stats.faults.items())),
-            depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, time.monotonic() - started),
-            left_out=left_out, interrupted=str(stop) or type(stop).__name__, model_spec=spec)
+            depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,
+            model_spec=spec)
+        return ModelResult(**{**counts, **verdict})
+
+    def partial(stop: BaseException) -> ModelResult:
+        """What the campaign did until it was stopped; no verdict."""
+        return result_so_far(time.monotonic() - started, interrupted=str(stop) or type(stop).__name__)
     snapshot = lambda: Snapshot(stats.examples, stats.steps, stats.requests,  # noqa: E731
                                 int(stats.first_failure_s is not None))
     with Progress(f"fuzz {model}", snapshot):  # prints only when stderr is a terminal
@@ -176,13 +181,6 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                                     shrink_stopped=stats.shrink_stopped,
                                     records=tuple(getattr(v, "program", []))))
     seen = {f.expected_divergence for f in failures}
-    result = ModelResult(
-        model=model, spec=spec.describe(), triton_version=version, examples=stats.examples, steps=stats.steps,
-        requests=stats.requests, wall_s=round(wall, 3), ambiguous_waits=stats.ambiguous_waits,
-        failures=tuple(failures), expected_divergences=tuple(d.key for d in expected),
-        guards=tuple(d.guard for d in known if d.guard),
-        unexpected_pass=tuple(d.key for d in expected if d.key not in seen),
-        faults=tuple(sorted(stats.faults.items())),
-        depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall),
-        left_out=left_out, model_spec=spec)
+    result = result_so_far(wall, failures=tuple(failures), expected_divergences=tuple(d.key for d in expected),
+                           unexpected_pass=tuple(d.key for d in expected if d.key not in seen))
     return result, unknown

@@ -218,19 +218,16 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             i = 0
             while i < n:
                 self.collect()
-                now, sent = time.monotonic(), []
+                sent = []
                 for j in range(i, min(n, i + chunk)):
-                    req = nth(j, total)
-                    exp = self.model.expect(req, now)
-                    if not isinstance(exp, Answer):
-                        # A slow chunk brought the sequence to its idle window (an Ambiguous
-                        # leaves the model as it was): this request goes the ordinary way.
-                        self.check_sent(sent, latency)
-                        self.dispatch(client, req, "stream", label(j), "", since=now)
+                    item = self.send_nowait(client, nth(j, total), label(j))
+                    if item is None or not isinstance(item[2], Answer):
+                        # A slow chunk brought the sequence to its idle window (parked: only this
+                        # client waits) or past it (refused): the run stops here.
+                        self.check_sent(sent + [item] if item else sent, latency)
                         return
-                    self.going_out(req)
-                    total = exp.value
-                    sent.append((client, req, exp, self.streams[client].send(req), label(j)))
+                    total = item[2].value
+                    sent.append(item)
                 self.check_sent(sent, latency)
                 i += len(sent)
             event(f"{action}: {n} more requests pipelined")

@@ -73,19 +73,19 @@ def pytest_cmdline_main(config):
     starts or Hypothesis's own plugin meets them."""
     _check_profile(config.getoption("--hypothesis-profile", None))
     models_dir, url = config.getoption("--models-dir", None), config.getoption("--triton-url", None)
-    if models_dir is not None:
-        found = _models_in(models_dir)
-    elif url:
-        found = _models_at(url)
+    if models_dir is not None or url:
+        # Listed once here; collection then reuses the list (xdist workers, which skip this
+        # hook, list it themselves).
+        found = config._fuzz_listed_models = _models_at(url) if url else _models_in(models_dir)
     else:
         from modelgen import python_variants, slow_variants
 
         found = [v.name for v in python_variants() + slow_variants()]
     _check_corpus_dir(config)
-    unknown = [n for n in config.getoption("--model", None) or [] if found is not None and n not in found]
+    unknown = [n for n in config.getoption("--model", None) or [] if n not in found]
     if unknown:
-        where = (f"in --models-dir {models_dir}" if models_dir is not None else
-                 f"ready at --triton-url {url}" if url else "in the generated repository")
+        where = (f"ready at --triton-url {url}" if url else
+                 f"in --models-dir {models_dir}" if models_dir is not None else "in the generated repository")
         raise pytest.UsageError(f"--model {', '.join(unknown)}: no such model {where}; there are: {', '.join(found)}")
 
 
@@ -225,6 +225,9 @@ def _model_names(config) -> list[str]:
     names = config.getoption("--model")
     if names:
         return names
+    listed = getattr(config, "_fuzz_listed_models", None)
+    if listed is not None:
+        return listed
     url = config.getoption("--triton-url")
     if url:
         return _models_at(url)
