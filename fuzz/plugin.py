@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 from . import profiles  # noqa: F401  (registers ci / dev / long)
-from . import xdist_support
+from . import leftovers, progress, xdist_support
 from .machine import FuzzSettings
 from .server import EmbeddedTriton, ExternalTriton, TritonInstall
 
@@ -48,6 +48,9 @@ def pytest_addoption(parser):
                          "generated repository), cut, stall (a TCP fault proxy before some clients), restart, "
                          "reload, full_batch (restart with TRITONSERVER_DELAY_SCHEDULER); the last three need "
                          "the embedded server. Default: none")
+    group.addoption("--fuzz-progress", type=float, metavar="SECONDS",
+                    help="a progress line per model this often while it is fuzzed (default: 10 on a terminal, "
+                         "60 in a log or a pipe; 0: none)")
     group.addoption("--fuzz-db", metavar="redis://HOST:PORT/DB|dir:PATH",
                     help="Hypothesis example database shared between machines or workers (see fuzz/db.py)")
 
@@ -152,6 +155,15 @@ def pytest_configure(config):
     budget = config.getoption("--fuzz-budget")
     if budget is not None and not (0 < budget < float("inf")):  # nan fails both comparisons
         raise pytest.UsageError(f"--fuzz-budget must be a positive, finite number of seconds, got {budget}")
+    every = config.getoption("--fuzz-progress", None)
+    if every is not None and not (0 <= every < float("inf")):
+        raise pytest.UsageError(f"--fuzz-progress must be 0 (no progress lines) or a finite number of seconds, "
+                                f"got {every}")
+    progress.keep_console(every)  # before any test's output is captured
+    if not xdist_support.is_worker(config):
+        # Said here, before pytest captures anything: a notice from the server's start-up would
+        # only show in a failed test's captured output.
+        leftovers.reap()
     config._fuzz_corpus_written = []
     from . import nemesis
 

@@ -1,18 +1,44 @@
 """Progress lines for long runs: elapsed time, examples/steps, requests/s, failures so far.
 
-A daemon thread samples a snapshot function every `interval_s` and prints one line to stderr,
-but only when stderr is a terminal: in CI logs and pipes the run stays quiet. The loops being
+A daemon thread samples a snapshot function and prints one line: every 10 s on a terminal, every
+60 s in a CI log or a pipe (a model's campaign can run for minutes between two pytest dots). Under
+pytest the lines go to the stderr the run started with, kept aside before pytest captures a
+test's output (`keep_console`); an xdist worker's stderr is its controller's. The loops being
 watched only keep counters; they never call into this module, so a slow terminal cannot slow
 them down.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
 from typing import Callable, TextIO
 
 import attrs
+
+TERMINAL_S = 10.0
+LOG_S = 60.0
+
+_console: TextIO | None = None
+_interval_s: float | None = None  # None: TERMINAL_S or LOG_S, whichever the console is; 0: no lines
+
+
+def keep_console(interval_s: float | None = None) -> None:
+    """Keeps a handle on this process's stderr as it is now, for progress lines that must show
+    while pytest captures a test's output (call it before capture begins: pytest_configure), and
+    sets how often they come (None: by the kind of console; 0: never)."""
+    global _console, _interval_s
+    _interval_s = interval_s
+    if _console is None:
+        try:
+            _console = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+        except (OSError, ValueError, AttributeError):  # no real stderr (embedded, redirected to a buffer)
+            _console = None
+
+
+def console() -> TextIO:
+    return _console if _console is not None else sys.stderr
 
 
 @attrs.frozen
@@ -32,11 +58,15 @@ def line(label: str, elapsed_s: float, snap: Snapshot, unit: str = "examples") -
 class Progress:
     """Context manager: prints `line(...)` every interval while the block runs."""
 
-    def __init__(self, label: str, snapshot: Callable[[], Snapshot], *, interval_s: float = 10.0,
-                 unit: str = "examples", stream: TextIO | None = None, enabled: bool | None = None):
-        self.label, self.snapshot, self.interval_s, self.unit = label, snapshot, interval_s, unit
-        self.stream = stream if stream is not None else sys.stderr
-        self.enabled = _is_terminal(self.stream) if enabled is None else enabled
+    def __init__(self, label: str, snapshot: Callable[[], Snapshot], *, interval_s: float | None = None,
+                 unit: str = "examples", stream: TextIO | None = None):
+        self.label, self.snapshot, self.unit = label, snapshot, unit
+        self.stream = stream if stream is not None else console()
+        if interval_s is None:
+            interval_s = _interval_s if _interval_s is not None else (
+                TERMINAL_S if _is_terminal(self.stream) else LOG_S)
+        self.interval_s = interval_s
+        self.enabled = interval_s > 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = 0.0

@@ -2,6 +2,7 @@
 import io
 import time
 
+from fuzz import progress
 from fuzz.progress import Progress, Snapshot, line
 
 
@@ -13,14 +14,23 @@ def test_line_has_elapsed_counts_rate_and_failures():
 
 def test_prints_periodically_when_enabled():
     out = io.StringIO()
-    with Progress("stress", lambda: Snapshot(requests=5), interval_s=0.02, stream=out, enabled=True) as p:
+    with Progress("stress", lambda: Snapshot(requests=5), interval_s=0.02, stream=out) as p:
         time.sleep(0.2)
     assert p.printed >= 2
     assert out.getvalue().count("[stress]") == p.printed
 
 
-def test_quiet_when_not_a_terminal():
-    out = io.StringIO()  # isatty() is False: a log file or a pipe
-    with Progress("fuzz", lambda: Snapshot(), interval_s=0.01, stream=out) as p:
-        time.sleep(0.1)
-    assert p.printed == 0 and out.getvalue() == ""
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_less_often_in_a_log_than_on_a_terminal(monkeypatch):
+    monkeypatch.setattr(progress, "_interval_s", None)
+    assert Progress("fuzz", Snapshot, stream=io.StringIO()).interval_s == progress.LOG_S  # a file or a pipe
+    assert Progress("fuzz", Snapshot, stream=Terminal()).interval_s == progress.TERMINAL_S
+    monkeypatch.setattr(progress, "_interval_s", 0.0)  # --fuzz-progress 0
+    out = io.StringIO()
+    with Progress("fuzz", lambda: Snapshot(), stream=out) as p:
+        time.sleep(0.05)
+    assert not p.enabled and p.printed == 0 and out.getvalue() == ""

@@ -22,11 +22,11 @@ def _default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def pytest_fuzz(tmp_path, *args, **popen):
+def pytest_fuzz(tmp_path, *args, env_extra=None, **popen):
     corpus = [] if "--corpus-dir" in args else ["--corpus-dir", str(tmp_path / "corpus")]
     cmd = [sys.executable, "-m", "pytest", "fuzz/", "-p", "no:cacheprovider", "-q",
            "--basetemp", str(tmp_path / "bt"), *corpus, *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
     env.pop("CI", None)
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=_default_sigint, **popen)
@@ -126,3 +126,35 @@ def test_a_stop_mid_campaign_keeps_the_record_and_writes_no_finding(tmp_path, si
     (model,) = data["models"]
     assert model["model"] == MODEL and model["verdict"] == "interrupted" and model["examples"] >= 1, model
     assert model["requests"] > 0 and model["failures"] == [], model
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+def test_a_log_gets_progress_lines_while_a_model_is_fuzzed(tmp_path, workers):
+    # stdout is a pipe here, as in CI logs and `| tee`: between two pytest dots a model can be
+    # fuzzed for minutes, and its progress lines must get through pytest's capture.
+    proc = pytest_fuzz(tmp_path, "--model", MODEL, "--fuzz-budget", "6", "-k", "test_sequence_batcher",
+                       "--fuzz-progress", "1", *workers)
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 0, out
+    lines = [line for line in out.splitlines() if line.startswith(f"[fuzz {MODEL}]")]
+    assert len(lines) >= 3, out
+    assert re.search(r"\d+ examples\s+\d+ steps\s+\d+ requests \(\d+/s\)\s+failures 0", lines[-1]), lines
+
+
+def test_the_servers_a_killed_run_left_are_stopped_and_said(tmp_path):
+    from fuzz import leftovers
+
+    registry = tmp_path / "run"
+    registry.mkdir()
+    orphan = subprocess.Popen(["sleep", "300"], start_new_session=True)  # plays a server whose fuzzer was killed
+    try:
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        (registry / f"{orphan.pid}.group").write_text(f"{gone.pid} 1 {leftovers.start_time(orphan.pid)}\n")
+        proc = pytest_fuzz(tmp_path, "--model", MODEL, "--collect-only", env_extra={leftovers.ENV_DIR: str(registry)})
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, out
+        assert f"stopped 1 server group(s) left by a run that was killed: [{orphan.pid}]" in out, out
+        assert orphan.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        orphan.kill()
