@@ -102,6 +102,20 @@ def _violations(err: BaseException) -> list[InvariantViolation]:
     return []
 
 
+def violation_report(err: BaseException) -> str | None:
+    """The failure report for an error made only of broken promises (one, or Hypothesis's group
+    of distinct ones), else None (a bug of the harness keeps its traceback)."""
+    found = _violations(err)
+    if not found or (getattr(err, "exceptions", None) and len(found) != _leaf_count(err)):
+        return None
+    return "\n\n".join(str(v) for v in found)
+
+
+def _leaf_count(err: BaseException) -> int:
+    inner = getattr(err, "exceptions", None)
+    return sum(_leaf_count(e) for e in inner) if inner else 1
+
+
 def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: float | None = None,
                fuzz_settings: FuzzSettings = FuzzSettings(), *,
                seed: int | None = None) -> tuple[ModelResult, BaseException | None]:
@@ -165,6 +179,8 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             # Shrinking stopped at the budget, or Hypothesis could not replay the failure (the
             # server's history differed): report the shortest program that broke each promise.
             violations, flaky = list(stats.shortest.values()), flaky or not stats.shrink_stopped
+        if "server_alive" in stats.shortest:  # the program the server died under, not a shrink against its corpse
+            violations = [stats.shortest["server_alive"] if v.invariant == "server_alive" else v for v in violations]
         if not violations:
             unknown = error
         for v in violations:
@@ -173,8 +189,8 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                 # The violation itself (its message holds the program), not Hypothesis's Flaky or
                 # FlakyStrategyDefinition, which is all it reports once shrinking was cut short.
                 unknown = v if _cut_short(error) else error
-                if unknown is not error:
-                    unknown.__cause__ = error
+                if unknown is not error:  # the summary says it was not fully shrunk; no chained traceback
+                    unknown.__cause__, unknown.__suppress_context__ = None, True
             program = tuple(r.describe() for r in getattr(v, "program", []))
             failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
                                     len(program), program, match, flaky=flaky,

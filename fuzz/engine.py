@@ -190,11 +190,20 @@ class Engine:
         self.failed = False
         self.finished = False
 
-    def check_alive(self) -> None:
+    def death(self) -> InvariantViolation | None:
+        """server_alive's violation if the server is gone (with its log's last lines), else None."""
         try:
             self.server.check_alive()
         except Exception as err:
-            self.fail(InvariantViolation("server_alive", str(err)), self.log[-1] if self.log else None)
+            died = InvariantViolation("server_alive", getattr(err, "reason", None) or str(err))
+            died.log_tail = getattr(err, "log_tail", "")
+            return died
+        return None
+
+    def check_alive(self) -> None:
+        died = self.death()
+        if died is not None:
+            self.fail(died, self.log[-1] if self.log else None)
 
     def finish(self) -> None:
         """Drains (unless the example failed) and cleans up, whatever happens; once."""
@@ -254,6 +263,10 @@ class Engine:
             # A signal stopped the run (its exception can be lost, e.g. raised inside a garbage
             # collector callback): what this example saw since is not a finding.
             raise server_module.Terminated("the run was told to stop; what followed is not a finding")
+        if violation.invariant != "server_alive":
+            died = self.death()
+            if died is not None:  # a refusal or a wrong answer seen once the server was gone is its death
+                violation = died
         if self.stats.first_failure_s is None:
             self.stats.first_failure_s = time.monotonic() - self.stats.started
         program = "\n".join(r.describe() for r in self.log)
@@ -261,12 +274,17 @@ class Engine:
         violation.program = list(self.log)
         violation.got = rec.got if rec else ""
         best = self.stats.shortest.get(violation.invariant)
-        if best is None or len(violation.program) < len(best.program):
+        # A death keeps the program that was running when it came: every later one (shrinking
+        # included) runs against a dead server and fails at once, whatever it sends.
+        if best is None or (len(violation.program) < len(best.program) and violation.invariant != "server_alive"):
             self.stats.shortest[violation.invariant] = violation
+        tail = getattr(violation, "log_tail", "")
         violation.args = (f"[{violation.invariant}] {violation.detail}{where}\n"
                           f"model {self.spec.describe()}\nTriton {getattr(self.server, 'version', '?')} at "
-                          f"{self.server.grpc_url}\nprogram:\n{program}",)
-        raise violation
+                          f"{self.server.grpc_url}\n"
+                          + (f"--- last lines of the server log ---\n{tail}\n" if tail else "")
+                          + f"program:\n{program}",)
+        raise violation from None  # what was being handled (a client error) is in the program already
 
     def idle_clients(self) -> list[int]:
         return [c for c in range(self.n_clients) if c not in self.pending and c not in self.parked]

@@ -201,6 +201,32 @@ def pytest_collection_modifyitems(session, config, items):
     xdist_support.group_by_model(config, items)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A broken promise is reported by its own message (what was sent, what came back, what was
+    expected, the program): the traceback through Hypothesis and the engine says nothing more."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and call.excinfo is not None:
+        from .campaign import violation_report
+
+        text = violation_report(call.excinfo.value)
+        if text is not None:
+            report.longrepr = text
+        server = item.funcargs.get("triton") if hasattr(item, "funcargs") else None
+        if server is not None and _dead(server):
+            # Like -x: each later test could only report the same death again.
+            item.session.shouldfail = "the Triton under test died; the run stops here"
+
+
+def _dead(server) -> bool:
+    try:
+        server.check_alive()
+    except Exception:
+        return True
+    return False
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """xdist controller: every worker gets the one server's address."""

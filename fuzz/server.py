@@ -45,7 +45,12 @@ class ServerStartError(TritonError):
 
 
 class ServerDied(TritonError):
-    """The server process ended (or stopped answering) while the fuzzer was using it: a finding."""
+    """The server process ended (or stopped answering) while the fuzzer was using it: a finding.
+    `reason` is the one line; the message adds the server log's last lines, where there is a log."""
+
+    def __init__(self, reason: str, log_tail: str = ""):
+        self.reason, self.log_tail = reason, log_tail
+        super().__init__(reason + (f"\n--- last lines of the server log ---\n{log_tail}" if log_tail else ""))
 
 
 class Terminated(KeyboardInterrupt):
@@ -485,7 +490,7 @@ class EmbeddedTriton(_Base):
             raise ServerDied("the embedded tritonserver is not running (stopped or never started)")
         if self.process.poll() is not None:
             raise ServerDied(f"tritonserver (pid {self.process.pid}) died with status {self.process.returncode} "
-                             f"while the fuzzer was using it{self._tail_block()}")
+                             f"while the fuzzer was using it", self.log_tail())
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         try:

@@ -18,7 +18,9 @@ def test_sequence_batcher(triton, fuzz_model_name, fuzz_options, fuzz_results, c
     if fuzz_options.corpus_write and not stopping():  # nothing seen after a stop is a finding
         for f in result.failures:
             if f.records:
-                note = "Hypothesis could not replay it exactly (timing): not fully shrunk" if f.flaky else ""
+                note = ("the server died while this program ran; not replayed (a death from outside, e.g. the "
+                        "OOM killer, looks the same)" if f.invariant == "server_alive" else
+                        "Hypothesis could not replay it exactly (timing): not fully shrunk" if f.flaky else "")
                 entry = corpus.make_entry(result.model_spec, result.triton_version, f.invariant, f.detail,
                                           f.records, divergence=f.expected_divergence, note=note)
                 corpus_written.append(corpus.record(fuzz_options.corpus_dir, entry))

@@ -158,3 +158,28 @@ def test_the_servers_a_killed_run_left_are_stopped_and_said(tmp_path):
         assert orphan.wait(timeout=5) == -signal.SIGKILL
     finally:
         orphan.kill()
+
+
+def test_a_server_killed_mid_run_is_one_short_report_and_stops_the_run(tmp_path):
+    # Two models: the second is not fuzzed against a dead server. The death is reported once,
+    # with the program it came under, and nothing seen after it is another finding.
+    other = "py_slot_direct_s2_i2_fp32_cser"
+    proc = pytest_fuzz(tmp_path, "--model", MODEL, "--model", other, "--fuzz-budget", "120",
+                       "-k", "test_sequence_batcher")
+    deadline = time.monotonic() + 120
+    while inferences(tmp_path) < 50 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    servers = servers_of(tmp_path)
+    assert proc.poll() is None and servers, proc.communicate()[0]
+    for pid in servers:
+        os.kill(pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out
+    assert re.search(r"\[server_alive\] tritonserver \(pid \d+\) died with status -9", out), out
+    assert out.count("--- last lines of the server log ---") == 1, out
+    for noise in ("Flaky", "direct cause", "During handling", "Traceback", "hypothesis/core.py"):
+        assert noise not in out, f"{noise!r} in the report:\n{out}"
+    assert "the Triton under test died; the run stops here" in out and "1 failed" in out and "passed" not in out, out
+    written = {p.name.split("--")[1] for p in (tmp_path / "corpus").glob("*.json")} if (tmp_path / "corpus").exists() else set()
+    assert written <= {"server_alive"}, f"a finding other than the death itself was written: {written}\n{out}"
+    assert not servers_of(tmp_path)
