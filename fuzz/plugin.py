@@ -16,7 +16,7 @@ import pytest
 from . import profiles  # noqa: F401  (registers ci / dev / long)
 from . import leftovers, progress, xdist_support
 from .machine import FuzzSettings
-from .server import EmbeddedTriton, ExternalTriton, TritonInstall
+from .server import EmbeddedTriton, ExternalTriton, InstallNotFound, ServerStartError, TritonInstall
 
 
 def pytest_addoption(parser):
@@ -151,6 +151,7 @@ def pytest_configure(config):
     if not config.getoption("--hypothesis-profile", None):
         settings.load_profile("ci" if os.environ.get("CI") else "dev")
     config._fuzz_results = []
+    config._fuzz_received_from = set()  # xdist workers whose results came
     config._fuzz_started = time.monotonic()
     budget = config.getoption("--fuzz-budget")
     if budget is not None and not (0 < budget < float("inf")):  # nan fails both comparisons
@@ -232,7 +233,7 @@ def pytest_configure_node(node):
     """xdist controller: every worker gets the one server's address."""
     server = xdist_support.controller_server(node.config, _make_server)
     node.workerinput[xdist_support.WORKER_KEY] = (server.grpc_url, server.http_url)
-    node.workerinput[xdist_support.GROUP_KEY] = node.config.getoption("dist") == "loadgroup"
+    xdist_support.worker_input(node.config, node)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -241,6 +242,8 @@ def pytest_testnodedown(node, error):
     from .campaign import ModelResult
 
     out = getattr(node, "workeroutput", {})
+    if "fuzz_results" in out:
+        node.config._fuzz_received_from.add(node.workerinput["workerid"])
     node.config._fuzz_results.extend(ModelResult.from_json(d) for d in out.get("fuzz_results", ()))
     node.config._fuzz_corpus_written.extend((Path(p), w) for p, w in out.get("corpus_written", ()))
 
@@ -252,11 +255,13 @@ def pytest_sessionfinish(session, exitstatus):
         xdist_support.stop_controller_server(config)  # before tests/conftest.py's leftover check
     else:
         config.workeroutput["fuzz_results"] = [r.to_json() for r in config._fuzz_results]
+        xdist_support.save_worker_results(config, config.workeroutput["fuzz_results"])
         config.workeroutput["corpus_written"] = [(str(p), w) for p, w in config._fuzz_corpus_written]
 
 
 def pytest_unconfigure(config):
     xdist_support.stop_controller_server(config)
+    xdist_support.unconfigure(config)
 
 
 def _model_names(config) -> list[str]:
@@ -321,7 +326,13 @@ def fuzz_results(request) -> list:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if xdist_support.is_worker(config):
+        return  # the controller says it all, once
+    from .campaign import ModelResult
+
     tr = terminalreporter
+    config._fuzz_results.extend(ModelResult.from_json(d) for d in
+                                xdist_support.unreceived_results(config, config._fuzz_received_from))
     for path, written in getattr(config, "_fuzz_corpus_written", []):
         if written:
             tr.write_line(f"corpus: wrote {path} and its reproducer {path.with_suffix('.py')}")
@@ -330,7 +341,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     results = getattr(config, "_fuzz_results", [])
     if not results:
         return
-    interrupted = next((r.interrupted for r in results if r.interrupted), "") or (
+    from .server import stop_reason
+
+    interrupted = stop_reason() or next((r.interrupted for r in results if r.interrupted), "") or (
         "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else "")
     tr.section("fuzz campaign" + (" (interrupted)" if interrupted else ""))
     if interrupted:
@@ -380,6 +393,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 def _make_server(config, tmp_path_factory):
+    """The session's server; one that cannot start ends the run with why (not an error per test)."""
+    try:
+        return _start_server(config, tmp_path_factory)
+    except (InstallNotFound, ServerStartError) as err:
+        given = [o for o in ("--models-dir", "--triton-install") if config.getoption(o, None)]
+        blame = f" (check {' and '.join(given)})" if given else ""
+        reason, _, log = str(err).partition("\n")
+        if log:  # once, before the one-line verdict (xdist repeats that line)
+            print(log, file=progress.console(), flush=True)
+        pytest.exit(f"the embedded Triton did not start{blame}: {reason}",
+                    returncode=pytest.ExitCode.USAGE_ERROR if given else pytest.ExitCode.INTERNAL_ERROR)
+
+
+def _start_server(config, tmp_path_factory):
     shared = xdist_support.server_for_worker(config)
     if shared is not None:
         return shared

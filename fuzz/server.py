@@ -60,9 +60,31 @@ class Terminated(KeyboardInterrupt):
 
 
 def stopping() -> bool:
-    """True once this process was told to stop (SIGTERM, SIGINT): nothing it sees from a server
-    now is a finding, and no example may go on checking (a drain in a teardown would)."""
-    return _TERMINATED[0]
+    """True once this run was told to stop (SIGTERM, SIGINT), here or in the process that shares
+    its stop marker (an xdist controller, which stops the server its workers use): nothing seen
+    from a server now is a finding, and no example may go on checking (a drain in a teardown would)."""
+    return _TERMINATED[0] or (_STOP_MARKER[0] is not None and _STOP_MARKER[0].exists())
+
+
+def share_stop(marker: Path | None) -> None:
+    """Processes given one marker path stop together: a stop here creates it (before any server
+    is stopped), and stopping() is true in each of them once it exists."""
+    _STOP_MARKER[0] = Path(marker) if marker is not None else None
+
+
+def stop_reason() -> str:
+    """Why this process was told to stop ("" if it was not)."""
+    return _STOP_REASON[0]
+
+
+def _mark_stopped(reason: str) -> None:
+    _TERMINATED[0] = True
+    _STOP_REASON[0] = _STOP_REASON[0] or reason
+    if _STOP_MARKER[0] is not None:
+        try:
+            _STOP_MARKER[0].touch()
+        except OSError:
+            pass
 
 
 @attrs.frozen
@@ -550,10 +572,12 @@ def _stop_all(*_):
 
 
 _TERMINATED = [False]
+_STOP_MARKER: list = [None]
+_STOP_REASON = [""]
 
 
 def _on_sigterm(signum, frame):
-    _TERMINATED[0] = True
+    _mark_stopped(f"terminated by signal {signum}")  # before the servers go: a worker must know their end is not a finding
     _stop_all()
     previous = _PREVIOUS_SIGTERM
     if callable(previous):
@@ -562,7 +586,7 @@ def _on_sigterm(signum, frame):
 
 
 def _on_sigint(signum, frame):
-    _TERMINATED[0] = True
+    _mark_stopped("KeyboardInterrupt (Ctrl-C)")
     raise KeyboardInterrupt
 
 

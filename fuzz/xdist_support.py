@@ -10,6 +10,9 @@
 """
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -30,13 +33,60 @@ def uses_xdist(config) -> bool:
 GROUP_KEY = "triton_seqfuzz_loadgroup"
 
 
+RUN_KEY = "triton_seqfuzz_run_dir"
+
+
 def configure(config) -> None:
     """Plain -n N means --dist load; make it loadgroup, on the controller and (xdist resets
-    the option there) on every worker."""
-    if uses_xdist(config) and config.getoption("dist") == "load":
-        config.option.dist = "loadgroup"
-    if is_worker(config) and config.workerinput.get(GROUP_KEY):
-        config.option.loadgroup = True
+    the option there) on every worker. The controller and its workers share a folder: its stop
+    marker stops them together (a SIGTERM or Ctrl-C that reaches the controller alone stops the
+    server the workers use), and workers leave their results there too (a stopped controller
+    never gets the ones they send)."""
+    from .server import share_stop
+
+    if uses_xdist(config):
+        if config.getoption("dist") == "load":
+            config.option.dist = "loadgroup"
+        config._seqfuzz_run_dir = Path(tempfile.mkdtemp(prefix="triton-seqfuzz-run-"))
+        share_stop(config._seqfuzz_run_dir / "stopped")
+    if is_worker(config):
+        if config.workerinput.get(GROUP_KEY):
+            config.option.loadgroup = True
+        if config.workerinput.get(RUN_KEY):
+            share_stop(Path(config.workerinput[RUN_KEY]) / "stopped")
+
+
+def worker_input(config, node) -> None:
+    node.workerinput[GROUP_KEY] = config.getoption("dist") == "loadgroup"
+    run_dir = getattr(config, "_seqfuzz_run_dir", None)
+    node.workerinput[RUN_KEY] = str(run_dir) if run_dir else None
+
+
+def save_worker_results(config, results: list) -> None:
+    """A worker's campaign results (JSON values), left where its controller looks if they never came."""
+    run_dir = config.workerinput.get(RUN_KEY)
+    if not run_dir:
+        return
+    target = Path(run_dir) / f"results-{config.workerinput['workerid']}.json"
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results))
+    os.replace(tmp, target)
+
+
+def unreceived_results(config, received: set) -> list:
+    """Results the workers left behind but never sent (the controller was stopped meanwhile)."""
+    run_dir = getattr(config, "_seqfuzz_run_dir", None)
+    found = []
+    for path in sorted(run_dir.glob("results-*.json")) if run_dir else ():
+        if path.stem.removeprefix("results-") not in received:
+            found.extend(json.loads(path.read_text()))
+    return found
+
+
+def unconfigure(config) -> None:
+    run_dir = getattr(config, "_seqfuzz_run_dir", None)
+    if run_dir is not None:
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def server_for_worker(config):

@@ -95,13 +95,16 @@ def test_a_bad_option_fails_in_one_line_before_any_server_starts(tmp_path, args,
     assert not servers_of(tmp_path) and not (tmp_path / "bt").exists(), "a server or a session started"
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
 @pytest.mark.parametrize("sig, says", [(signal.SIGTERM, "terminated by signal 15"), (signal.SIGINT, "KeyboardInterrupt")],
                          ids=["SIGTERM", "SIGINT"])
-def test_a_stop_mid_campaign_keeps_the_record_and_writes_no_finding(tmp_path, sig, says):
+def test_a_stop_mid_campaign_keeps_the_record_and_writes_no_finding(tmp_path, sig, says, workers):
     # A budget far past the test's own wait: the signal lands while the model is being fuzzed.
+    # It reaches the pytest process alone (as `timeout` sends it): under xdist, the controller,
+    # which stops the server its workers are still fuzzing.
     report = tmp_path / "report.json"
     proc = pytest_fuzz(tmp_path, "--model", MODEL, "--fuzz-budget", "300", "-k", "test_sequence_batcher",
-                       "--fuzz-report", str(report))
+                       "--fuzz-report", str(report), *workers)
     deadline = time.monotonic() + 120
     while inferences(tmp_path) < 20 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.5)
@@ -122,7 +125,7 @@ def test_a_stop_mid_campaign_keeps_the_record_and_writes_no_finding(tmp_path, si
     # The record of what it did is kept: the summary and the JSON report, marked interrupted.
     assert "fuzz campaign (interrupted)" in out, out
     data = json.loads(report.read_text())
-    assert data["interrupted"], data
+    assert says in data["interrupted"], data
     (model,) = data["models"]
     assert model["model"] == MODEL and model["verdict"] == "interrupted" and model["examples"] >= 1, model
     assert model["requests"] > 0 and model["failures"] == [], model
@@ -183,3 +186,84 @@ def test_a_server_killed_mid_run_is_one_short_report_and_stops_the_run(tmp_path)
     written = {p.name.split("--")[1] for p in (tmp_path / "corpus").glob("*.json")} if (tmp_path / "corpus").exists() else set()
     assert written <= {"server_alive"}, f"a finding other than the death itself was written: {written}\n{out}"
     assert not servers_of(tmp_path)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+def test_a_server_that_dies_at_start_up_ends_the_run_with_why(tmp_path, workers):
+    from modelgen import Variant, write_model
+
+    models = tmp_path / "models"
+    fine, broken = Variant("slot", "direct", 1, 1), Variant("slot", "direct", 2, 1)
+    write_model(fine, models)
+    write_model(broken, models)
+    with open(models / broken.name / "config.pbtxt", "a") as f:
+        f.write("this is { not a model config\n")
+    proc = pytest_fuzz(tmp_path, "--models-dir", str(models), *workers)
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 4, out  # the folder given is unusable, as a bad option is
+    verdict = "the embedded Triton did not start (check --models-dir): tritonserver exited with status 1 during start-up"
+    assert verdict in out and f"Poll failed for model directory '{broken.name}'" in out, out
+    assert f"Poll failed for model directory '{fine.name}'" not in out, out
+    assert out.count("--- last lines of the server log ---") == 1, out
+    assert "ERROR at setup" not in out and "Traceback" not in out, out
+    assert not servers_of(tmp_path)
+
+
+def test_a_server_that_dies_while_a_failure_shrinks_keeps_the_finding(tmp_path):
+    # The finding seen before the death is written, shrunk as far as it got; what the shrinker
+    # ran into after the death is the death's, not another broken promise.
+    from .broken_models import write_broken_repository
+
+    write_broken_repository(tmp_path / "models")
+    proc = pytest_fuzz(tmp_path, "--models-dir", str(tmp_path / "models"), "--model", "broken_drops_every_third",
+                       "-k", "test_sequence_batcher", "--fuzz-progress", "0.2", "--fuzz-budget", "120")
+    seen = []
+    for line in proc.stdout:  # the progress line says when the first failure is in: shrinking starts
+        seen.append(line)
+        if re.search(r"failures [1-9]", line):
+            break
+    for pid in servers_of(tmp_path):
+        os.kill(pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=120)
+    out = "".join(seen) + out
+    assert proc.returncode == 1, out
+    assert "FAILURE: [sums_match] wrong running sum" in out and "the run stops here" in out, out
+    assert "Flaky" not in out and "Traceback" not in out, out
+    written = {p.name.split("--")[1] for p in (tmp_path / "corpus").glob("*.json")}
+    assert "sums_match" in written and written <= {"sums_match", "server_alive"}, (written, out)
+    assert not servers_of(tmp_path)
+
+
+def test_a_server_that_dies_during_a_replay_is_its_death_not_a_broken_promise(tmp_path):
+    # The program pauses between two requests of a sequence; the server is killed in the pause.
+    # The continuation's refused connection is reported as the death, with the replay command.
+    import threading
+
+    import attrs
+
+    from fuzz import corpus
+    from fuzz.client import Request
+    from fuzz.engine import StepRecord
+    from fuzz.invariants import InvariantViolation
+    from fuzz.replay import check_entry
+    from fuzz.server import EmbeddedTriton
+    from fuzz.spec import ModelSpec
+    from modelgen import Variant, write_model
+
+    model = Variant("slot", "direct", 1, 1).name
+    write_model(Variant("slot", "direct", 1, 1), tmp_path / "models")
+    program = [StepRecord(1, 0, "start", Request(model, 7, 1, start=True), via="stream"),
+               StepRecord(2, None, "pause", wait_s=3.0),
+               StepRecord(3, 0, "continue", Request(model, 7, 2), via="grpc"),
+               StepRecord(4, 0, "end", Request(model, 7, 3, end=True), via="grpc")]
+    with EmbeddedTriton(tmp_path / "models", workdir=tmp_path / "w") as server:
+        spec = ModelSpec.fetch(server, model)
+        entry = attrs.evolve(corpus.make_entry(spec, server.version, "sums_match", "test program", program),
+                             status="must-pass")
+        threading.Timer(1.0, server.process.kill).start()
+        with pytest.raises(InvariantViolation) as raised:
+            check_entry(server, entry, corpus_path=str(tmp_path / "corpus"))
+    v = raised.value
+    assert v.invariant == "server_alive" and "died with status -9" in v.detail, v
+    assert str(v).count("--- last lines of the server log ---") == 1, v
+    assert f"Replay: pytest fuzz/ -k '{entry.name}'" in str(v), v
