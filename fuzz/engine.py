@@ -46,6 +46,11 @@ class FuzzSettings:
     max_wait_s: float = 2.0
 
 
+# Answers that mean the connection went, not that the server answered.
+LOST_CONNECTION = frozenset({"UNAVAILABLE", "STREAM_CLOSED"})
+DEATH_GRACE_S = 0.5
+
+
 @attrs.frozen
 class StepRecord:
     """One line of a program: who did what, what was expected, what came back."""
@@ -190,15 +195,21 @@ class Engine:
         self.failed = False
         self.finished = False
 
-    def death(self) -> InvariantViolation | None:
-        """server_alive's violation if the server is gone (with its log's last lines), else None."""
-        try:
-            self.server.check_alive()
-        except Exception as err:
-            died = InvariantViolation("server_alive", getattr(err, "reason", None) or str(err))
-            died.log_tail = getattr(err, "log_tail", "")
-            return died
-        return None
+    def death(self, grace_s: float = 0.0) -> InvariantViolation | None:
+        """server_alive's violation if the server is gone (with its log's last lines), else None.
+        `grace_s`: how long to keep looking (a killed process closes its sockets a moment before
+        it can be seen to have exited)."""
+        deadline = time.monotonic() + grace_s
+        while True:
+            try:
+                self.server.check_alive()
+            except Exception as err:
+                died = InvariantViolation("server_alive", getattr(err, "reason", None) or str(err))
+                died.log_tail = getattr(err, "log_tail", "")
+                return died
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
 
     def check_alive(self) -> None:
         died = self.death()
@@ -257,14 +268,16 @@ class Engine:
         self.stats.steps += 1
         return rec
 
-    def fail(self, violation: InvariantViolation, rec: StepRecord | None = None):
+    def fail(self, violation: InvariantViolation, rec: StepRecord | None = None, *, lost: bool = False):
+        """Raises the violation with the program so far. `lost`: the answer was a lost connection,
+        which a server dying right now would give (it is looked for a moment longer)."""
         self.failed = True
         if server_module.stopping():
             # A signal stopped the run (its exception can be lost, e.g. raised inside a garbage
             # collector callback): what this example saw since is not a finding.
             raise server_module.Terminated("the run was told to stop; what followed is not a finding")
         if violation.invariant != "server_alive":
-            died = self.death()
+            died = self.death(DEATH_GRACE_S if lost else 0.0)
             if died is not None:  # a refusal or a wrong answer seen once the server was gone is its death
                 violation = died
         if self.stats.first_failure_s is None:
@@ -371,7 +384,7 @@ class Engine:
             self.successes += 1
             self.model.answered(key_of(req.seq_id), time.monotonic())
         if check.violation:
-            self.fail(check.violation, rec)
+            self.fail(check.violation, rec, lost=got.status in LOST_CONNECTION)
 
     def collect(self):
         """Checks what has come back, then sends the parked requests whose time has come."""
@@ -413,7 +426,7 @@ class Engine:
                                    via="stream", expected=check.expected, got=check.got)
                 event("backlogged START answered")
                 if check.violation:
-                    self.fail(check.violation, rec)
+                    self.fail(check.violation, rec, lost=got.status in LOST_CONNECTION)
 
     def parked_keys(self) -> set:
         return {key_of(p.request.seq_id) for p in self.parked.values()}
