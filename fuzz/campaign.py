@@ -94,18 +94,18 @@ def _cut_short(err: BaseException) -> bool:
     return isinstance(err, Flaky)  # FlakyStrategyDefinition included
 
 
-def _violations(err: BaseException) -> list[InvariantViolation]:
+def violations_in(err: BaseException) -> list[InvariantViolation]:
     if isinstance(err, InvariantViolation):
         return [err]
     if getattr(err, "exceptions", None):  # an ExceptionGroup: several distinct failures
-        return [v for e in err.exceptions for v in _violations(e)]
+        return [v for e in err.exceptions for v in violations_in(e)]
     return []
 
 
 def violation_report(err: BaseException) -> str | None:
     """The failure report for an error made only of broken promises (one, or Hypothesis's group
     of distinct ones), else None (a bug of the harness keeps its traceback)."""
-    found = _violations(err)
+    found = violations_in(err)
     if not found or (getattr(err, "exceptions", None) and len(found) != _leaf_count(err)):
         return None
     return "\n\n".join(str(v) for v in found)
@@ -171,7 +171,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     wall = time.monotonic() - started
     failures, unknown = [], None
     if error is not None:
-        violations = _violations(error)
+        violations = violations_in(error)
         # Past the shrink budget even Hypothesis's final replay is turned away, which it reports
         # as Flaky: that is a stopped shrink, not an unreplayable failure.
         flaky = isinstance(error, Flaky) and not stats.shrink_stopped

@@ -187,6 +187,19 @@ def pytest_configure(config):
             raise pytest.UsageError(str(err)) from None
 
 
+def reproduction(config, server, entry_path: Path) -> str:
+    """The two commands that replay a written corpus entry: through pytest (with the options
+    that chose this run's server and corpus) and standalone."""
+    opts = []
+    for opt in ("--triton-url", "--triton-http-url", "--models-dir", "--triton-install", "--corpus-dir"):
+        value = config.getoption(opt, None)
+        if value:
+            opts += [opt, str(value)]
+    http = f" --http-url {server.http_url}" if getattr(server, "http_url", None) else ""
+    return (f"reproduce: pytest fuzz/ -k '{entry_path.stem}'{''.join(' ' + o for o in opts)}\n"
+            f"standalone: python {entry_path.with_suffix('.py')} --url {server.grpc_url}{http}")
+
+
 def corpus_dir(config) -> Path:
     given = config.getoption("--corpus-dir", None)
     return Path(given) if given else Path(config.rootpath) / "corpus"

@@ -2,11 +2,12 @@
 divergence included) is written to the corpus with its reproducer, unless the corpus already
 holds it or --no-corpus-write is given."""
 from fuzz import corpus
-from fuzz.campaign import fuzz_model
+from fuzz.campaign import fuzz_model, violations_in
+from fuzz.plugin import reproduction
 from fuzz.server import stopping
 
 
-def test_sequence_batcher(triton, fuzz_model_name, fuzz_options, fuzz_results, corpus_written):
+def test_sequence_batcher(request, triton, fuzz_model_name, fuzz_options, fuzz_results, corpus_written):
     try:
         result, error = fuzz_model(triton, fuzz_model_name, fuzz_options.hypothesis_settings(),
                                    budget_s=fuzz_options.budget_s, fuzz_settings=fuzz_options.fuzz_settings)
@@ -15,6 +16,7 @@ def test_sequence_batcher(triton, fuzz_model_name, fuzz_options, fuzz_results, c
             fuzz_results.append(stop.partial_result)
         raise
     fuzz_results.append(result)
+    saved = []  # the corpus entries of this model's new findings, for the report's last lines
     if fuzz_options.corpus_write and not stopping():  # nothing seen after a stop is a finding
         for f in result.failures:
             if f.records:
@@ -24,5 +26,12 @@ def test_sequence_batcher(triton, fuzz_model_name, fuzz_options, fuzz_results, c
                 entry = corpus.make_entry(result.model_spec, result.triton_version, f.invariant, f.detail,
                                           f.records, divergence=f.expected_divergence, note=note)
                 corpus_written.append(corpus.record(fuzz_options.corpus_dir, entry))
+                if f.expected_divergence is None:
+                    saved.append(corpus_written[-1][0])
     if error is not None:
+        violations = violations_in(error)
+        if violations and saved:  # the report ends in the commands that replay what it shows
+            last = violations[-1]
+            last.args = (last.args[0] + "\n" + "\n".join(reproduction(request.config, triton, p) for p in saved),
+                         *last.args[1:])
         raise error
