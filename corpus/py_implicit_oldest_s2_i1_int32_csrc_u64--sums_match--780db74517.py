@@ -30,7 +30,7 @@ import numpy as np
 
 ENTRY = json.loads("""
 {
-  "format_version": 1,
+  "format_version": 2,
   "name": "py_implicit_oldest_s2_i1_int32_csrc_u64--sums_match--780db74517",
   "status": "known-divergence",
   "divergence": "python-backend-drops-implicit-state",
@@ -67,6 +67,7 @@ ENTRY = json.loads("""
     {
       "index": 1,
       "client": null,
+      "kind": "go_silent",
       "action": "go silent past the idle timeout",
       "request": null,
       "via": "",
@@ -77,6 +78,7 @@ ENTRY = json.loads("""
     {
       "index": 2,
       "client": 0,
+      "kind": "refill",
       "action": "start after timeout",
       "request": {
         "model": "py_implicit_oldest_s2_i1_int32_csrc_u64",
@@ -99,6 +101,7 @@ ENTRY = json.loads("""
     {
       "index": 3,
       "client": 0,
+      "kind": "request",
       "action": "continue",
       "request": {
         "model": "py_implicit_oldest_s2_i1_int32_csrc_u64",
@@ -345,7 +348,7 @@ def main(argv=None):
             diverged.append(step["index"])
 
     for step in ENTRY["steps"]:
-        action, client, req, via = step["action"], step["client"], step["request"], step["via"]
+        kind, action, client, req, via = step["kind"], step["action"], step["client"], step["request"], step["via"]
         if step["wait_s"]:
             time.sleep(step["wait_s"])
         who = f"client {client}" if client is not None else "all clients"
@@ -353,16 +356,16 @@ def main(argv=None):
         print(line + (f" {describe(req)} via {via}" if req else ""))
         if req is not None:
             touched.append(req["id"])
-        if action == "close its stream":
+        if kind == "close_stream":
             if client in streams:
                 streams.pop(client).close()
-        elif action.startswith("cancel its queued START"):
+        elif kind == "cancel_queued":
             box = parked.pop(client, None)
             if client in streams:
                 streams.pop(client).close(cancel_requests=True)
             got = box.get(timeout=args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
             verdict(step, step["expected"], got, "stream")
-        elif action.startswith("answer to step") or action == "still waiting":
+        elif kind in ("answer", "still_waiting"):
             box = parked.pop(client, None)
             if box is None:
                 print("       (already answered)")
@@ -372,11 +375,13 @@ def main(argv=None):
             except queue.Empty:
                 got = Outcome(status="CLIENT_TIMEOUT", message=f"no answer within {backlog_wait:.1f} s")
             verdict(step, step["expected"], got, "stream")
-        elif req is not None and step["got"] == "(waiting)":
+        elif kind == "queued":
             parked[client] = stream(client).send(req, args.model)
             time.sleep(0.05)  # let it reach the server before the next step (another connection)
             print("       (queued: its answer is checked where the program received it)")
-        elif req is not None:
+        elif kind == "fault":
+            print("       (a nemesis fault: not replayed here)")
+        elif kind in ("request", "refill"):
             if via == "stream":
                 got = stream(client).infer(req, args.model, args.timeout)
             elif via == "http" and http is not None:

@@ -12,6 +12,9 @@ An entry's `status` says what a replay must show:
   on every other version it must pass;
 - `new`: written by a run and not triaged yet; replayed like `must-pass` (it fails until someone
   decides: fix, or mark it a known divergence).
+
+Format 2 gives each step its kind (engine.Kind); format 1 had only the step's display text, and
+its entries are migrated when read (`_kind_of_v1`, the one place that text is read back).
 """
 from __future__ import annotations
 
@@ -24,11 +27,12 @@ from pathlib import Path
 import attrs
 
 from .client import Request
-from .engine import StepRecord
+from .engine import Kind, StepRecord
 from .model import MAX_STRING_ID
 from .spec import ModelSpec
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READS = (1, 2)  # format 1 entries are migrated on load
 STATUSES = ("must-pass", "known-divergence", "new")
 
 
@@ -102,15 +106,15 @@ class CorpusEntry:
         if not isinstance(data, dict):
             raise CorpusError(path, f"expected a JSON object, got {type(data).__name__}")
         version = data.get("format_version")
-        if version != FORMAT_VERSION:
-            raise CorpusError(path, f"unknown format_version {version!r}; this fuzzer reads version "
-                                    f"{FORMAT_VERSION} (written by a newer or older triton-seqfuzz?)")
+        if version not in READS:
+            raise CorpusError(path, f"unknown format_version {version!r}; this fuzzer reads versions "
+                                    f"{', '.join(map(str, READS))} (written by a newer triton-seqfuzz?)")
         try:
             return cls(
                 name=_get(data, "name", str), status=_get(data, "status", str), model=_get(data, "model", str),
                 spec=_spec_from_json(_get(data, "spec", dict)), triton_version=_get(data, "triton_version", str),
                 invariant=_get(data, "invariant", str), detail=_get(data, "detail", str),
-                steps=tuple(_step_from_json(s, i) for i, s in enumerate(_get(data, "steps", list))),
+                steps=tuple(_step_from_json(s, i, version) for i, s in enumerate(_get(data, "steps", list))),
                 divergence=data.get("divergence"),
                 divergence_versions=tuple(_get(data, "divergence_versions", list)),
                 found=data.get("found", ""), note=data.get("note", ""))
@@ -179,21 +183,46 @@ def _request_from_json(d: dict) -> Request:
 
 
 def _step_to_json(s: StepRecord) -> dict:
-    return {"index": s.index, "client": s.client, "action": s.action,
+    return {"index": s.index, "client": s.client, "kind": s.kind.value, "action": s.action,
             "request": _request_to_json(s.request) if s.request is not None else None,
             "via": s.via, "wait_s": s.wait_s, "expected": s.expected, "got": s.got}
 
 
-def _step_from_json(d, i: int) -> StepRecord:
+def _step_from_json(d, i: int, version: int = FORMAT_VERSION) -> StepRecord:
     if not isinstance(d, dict):
         raise TypeError(f"step {i + 1} must be an object, got {d!r}")
     try:
-        return StepRecord(index=int(d["index"]), client=d["client"], action=str(d["action"]),
-                          request=_request_from_json(d["request"]) if d.get("request") is not None else None,
-                          via=d.get("via", ""), wait_s=float(d.get("wait_s", 0.0)),
-                          expected=d.get("expected", ""), got=d.get("got", ""))
+        request = _request_from_json(d["request"]) if d.get("request") is not None else None
+        got = d.get("got", "")
+        kind = Kind(d["kind"]) if version >= 2 else _kind_of_v1(str(d["action"]), request, got)
+        return StepRecord(index=int(d["index"]), client=d["client"], action=str(d["action"]), kind=kind,
+                          request=request, via=d.get("via", ""), wait_s=float(d.get("wait_s", 0.0)),
+                          expected=d.get("expected", ""), got=got)
     except (KeyError, TypeError, ValueError) as err:
         raise type(err)(f"step {i + 1}: {err}") from None
+
+
+def _kind_of_v1(action: str, request, got: str) -> Kind:
+    """A format 1 step's kind, from the text the fuzzer of then wrote for it."""
+    if action == "pause":
+        return Kind.PAUSE
+    if action == "go silent past the idle timeout":
+        return Kind.GO_SILENT
+    if action.startswith("leave ") and request is None:
+        return Kind.LEAVE_TO_EXPIRE
+    if action == "close its stream":
+        return Kind.CLOSE_STREAM
+    if action.startswith("cancel its queued START"):
+        return Kind.CANCEL_QUEUED
+    if action.startswith("answer to step"):
+        return Kind.ANSWER
+    if action == "still waiting":
+        return Kind.STILL_WAITING
+    if request is None:
+        return Kind.FAULT
+    if got == "(waiting)":
+        return Kind.QUEUED
+    return Kind.REFILL if action == "start after timeout" else Kind.REQUEST
 
 
 # -- files ---------------------------------------------------------------------------------------

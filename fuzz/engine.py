@@ -9,6 +9,7 @@ idle-timeout window is parked: either way only that client waits, the others go 
 """
 from __future__ import annotations
 
+import enum
 import time
 
 import attrs
@@ -51,6 +52,21 @@ LOST_CONNECTION = frozenset({"UNAVAILABLE", "STREAM_CLOSED"})
 DEATH_GRACE_S = 0.5
 
 
+class Kind(str, enum.Enum):
+    """What a step did. Replay and the standalone reproducer act on it; `action` is its text."""
+    REQUEST = "request"  # a request a rule sent, answered at once (the action names the rule)
+    REFILL = "refill"  # a fresh START after an idle timeout: its refusal breaks slots_reused
+    QUEUED = "queued"  # a START that waits in the backlog; its ANSWER step checks it
+    ANSWER = "answer"  # a backlogged START's answer came
+    STILL_WAITING = "still_waiting"  # a backlogged START's answer was due and did not come
+    CANCEL_QUEUED = "cancel_queued"  # the client cancels its START waiting in the backlog
+    GO_SILENT = "go_silent"  # every client is silent until every running sequence timed out
+    LEAVE_TO_EXPIRE = "leave_to_expire"  # no client sends on these sequences any more
+    PAUSE = "pause"  # a recorded silence (format 1 programs)
+    CLOSE_STREAM = "close_stream"  # the client closes its gRPC stream
+    FAULT = "fault"  # a nemesis fault (cut, restart, reload, full batch)
+
+
 @attrs.frozen
 class StepRecord:
     """One line of a program: who did what, what was expected, what came back."""
@@ -62,6 +78,7 @@ class StepRecord:
     wait_s: float = 0.0
     expected: str = ""
     got: str = ""
+    kind: Kind = attrs.field(default=Kind.REQUEST, kw_only=True, converter=Kind)
 
     def describe(self) -> str:
         who = f"client {self.client}" if self.client is not None else "all clients"
@@ -378,7 +395,8 @@ class Engine:
     def check(self, client, req, exp, got, via, action, *, wait_s=0.0, context=""):
         """Checks a prompt answer against the model's expectation and logs the step."""
         check = check_prompt(req, exp, got, via, context=context)
-        rec = self.record(client=client, action=action, request=req, via=via, wait_s=wait_s,
+        rec = self.record(client=client, action=action, kind=Kind.REFILL if context == "refill" else Kind.REQUEST,
+                           request=req, via=via, wait_s=wait_s,
                            expected=check.expected, got=check.got)
         if got.ok:
             self.successes += 1
@@ -412,7 +430,7 @@ class Engine:
                     time.sleep(0.001)
                     continue
                 p = self.pending.pop(client)
-                rec = self.record(client=client, action="still waiting", request=p.request, via="stream",
+                rec = self.record(client=client, action="still waiting", kind=Kind.STILL_WAITING, request=p.request, via="stream",
                                    expected=describe_expectation(p.expectation), got="no answer")
                 self.fail(InvariantViolation(
                     "no_hangs", f"the START queued at step {p.step} was let in when a slot freed but "
@@ -422,7 +440,7 @@ class Engine:
                 check = check_served(p.request, p.expectation, got, problem)
                 if got.ok:
                     self.successes += 1
-                rec = self.record(client=client, action=f"answer to step {p.step}", request=p.request,
+                rec = self.record(client=client, action=f"answer to step {p.step}", kind=Kind.ANSWER, request=p.request,
                                    via="stream", expected=check.expected, got=check.got)
                 event("backlogged START answered")
                 if check.violation:
@@ -451,7 +469,8 @@ class Engine:
         nemesis.cancel_in_flight(self.streams[client], self.settings.prompt_s)
         got = nemesis.outcome_of(p.box, self.settings.prompt_s)
         self.model.cancelled(key_of(p.request.seq_id))
-        rec = self.record(client=client, action=f"cancel its queued START (step {p.step})", request=p.request,
+        rec = self.record(client=client, action=f"cancel its queued START (step {p.step})", kind=Kind.CANCEL_QUEUED,
+                           request=p.request,
                            via="stream", expected="CANCELLED, sequence ended",
                            got=got.describe() if got else "nothing")
         if got is not None and got.ok:
@@ -465,7 +484,7 @@ class Engine:
         ends = [s.expiry.hi for s in self.model.running if s.key not in self.model.awaiting]
         seconds = max([e - now for e in ends] + [0]) + 0.01
         waited = nemesis.go_silent(seconds)
-        self.record(client=None, action="go silent past the idle timeout", wait_s=waited)
+        self.record(client=None, action="go silent past the idle timeout", kind=Kind.GO_SILENT, wait_s=waited)
         self.collect()
 
     def park(self, client: int, req: Request, action: str, until: float, context: str = ""):
@@ -475,7 +494,7 @@ class Engine:
         """No client sends on these sequences any more: they are left to the idle timeout."""
         if keys:
             self.silenced.update(keys)
-            self.record(client=None, action=f"leave {len(keys)} sequence(s) to expire: "
+            self.record(client=None, kind=Kind.LEAVE_TO_EXPIRE, action=f"leave {len(keys)} sequence(s) to expire: "
                                              + ", ".join(repr(k[1]) for k in keys))
 
     def _queue(self, client: int, req: Request, exp: Queued, action: str, waited: float = 0.0):
@@ -492,7 +511,7 @@ class Engine:
         # order is the server's. A new START waits until this one is there (_hold_until);
         # nothing else has to.
         self.backlog_settled_at = sent + self.settings.wire_s
-        self.record(client=client, action=action, request=req, via="stream", wait_s=waited,
+        self.record(client=client, action=action, kind=Kind.QUEUED, request=req, via="stream", wait_s=waited,
                      expected=describe_expectation(exp), got="(waiting)")
 
     def send_nowait(self, client: int, req: Request, action: str):
@@ -550,14 +569,14 @@ class Engine:
             do()
         except Exception as err:  # noqa: BLE001 - a server that does not come back is a finding
             self.fail(InvariantViolation("server_alive", f"{action}: it did not come back: {err}"),
-                       self.record(client=None, action=action, got=f"{type(err).__name__}: {err}"))
+                       self.record(client=None, action=action, kind=Kind.FAULT, got=f"{type(err).__name__}: {err}"))
         finally:
             self.connect()
         self.model.forget_all()
         self.silenced.clear()
         self.stats_before, self.successes = None, 0
         self.struck(fault)
-        self.record(client=None, action=action)
+        self.record(client=None, action=action, kind=Kind.FAULT)
         return True
 
     def _drain(self):

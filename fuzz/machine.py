@@ -18,7 +18,7 @@ from . import nemesis
 from .client import Request, StreamClient
 from .divergences import known_for
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
-from .engine import Engine, Setup, event
+from .engine import Engine, Kind, Setup, event
 from .invariants import InvariantViolation
 from .model import MAX_STRING_ID, Answer, key_of
 from .spec import ModelSpec
@@ -309,7 +309,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if client is None:
                 return self._skip("abandon: no idle client")
             nemesis.drop_stream(self.streams[client], settings.prompt_s)
-            self.record(client=client, action="close its stream")
+            self.record(client=client, action="close its stream", kind=Kind.CLOSE_STREAM)
 
         @rule(data=st.data())
         def cancel(self, data):
@@ -422,7 +422,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 self.streams[c].close_channel()
                 self.streams[c] = StreamClient(self.proxy.url)
             self.struck("cut")
-            self.record(client=None, action=f"the network cuts the proxied clients' {count} connection(s)")
+            self.record(client=None, action=f"the network cuts the proxied clients' {count} connection(s)",
+                        kind=Kind.FAULT)
 
         @only_if("stall" in faults and bool(proxied))
         @rule(data=st.data())

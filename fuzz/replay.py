@@ -14,7 +14,7 @@ from . import nemesis
 from .corpus import CorpusEntry
 from .divergences import KNOWN
 from .invariants import InvariantViolation
-from .engine import Engine, FuzzSettings, Setup, StepRecord
+from .engine import Engine, FuzzSettings, Kind, Setup, StepRecord
 from .spec import ModelSpec
 
 
@@ -67,36 +67,35 @@ def _await_answer(engine, client: int, spec: ModelSpec, settings: FuzzSettings) 
 
 
 def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> None:
-    action, client = step.action, step.client
-    if action == "pause":
-        engine.record(client=None, action="pause", wait_s=nemesis.go_silent(step.wait_s))
-    elif action == "go silent past the idle timeout":
+    kind, client = step.kind, step.client
+    if kind is Kind.PAUSE:
+        engine.record(client=None, action=step.action, kind=kind, wait_s=nemesis.go_silent(step.wait_s))
+    elif kind is Kind.GO_SILENT:
         engine.go_silent_past_idle()  # how long is the model's call now, as in fuzzing
-    elif action.startswith("leave ") and step.request is None:
-        # "leave N sequence(s) to expire": no request; the recorded request that comes back to
-        # one of them after its window follows, with the silence before it as its wait.
-        engine.record(client=None, action=action)
-    elif action == "close its stream":
+    elif kind is Kind.LEAVE_TO_EXPIRE:
+        # No request; the recorded request that comes back to one of them after its window
+        # follows, with the silence before it as its wait.
+        engine.record(client=None, action=step.action, kind=kind)
+    elif kind is Kind.CLOSE_STREAM:
         nemesis.drop_stream(engine.streams[client], settings.prompt_s)
-        engine.record(client=client, action=action)
-    elif action.startswith("cancel its queued START"):
+        engine.record(client=client, action=step.action, kind=kind)
+    elif kind is Kind.CANCEL_QUEUED:
         if client not in engine.pending:
-            raise ReplayDrift(f"step {step.index} ({action}): client {client} has no START waiting in the "
+            raise ReplayDrift(f"step {step.index} ({step.action}): client {client} has no START waiting in the "
                               f"backlog at replay")
         engine.cancel_queued(client)
-    elif action.startswith("answer to step") or action == "still waiting":
+    elif kind in (Kind.ANSWER, Kind.STILL_WAITING):
         if client in engine.pending:  # otherwise it was answered (and checked) already
             _await_answer(engine, client, spec, settings)
-    elif step.request is not None:
+    elif kind in (Kind.REQUEST, Kind.REFILL, Kind.QUEUED):
         if step.wait_s:
             nemesis.go_silent(step.wait_s)
         if client in engine.pending:  # the recorded client was idle here; let its answer come in
             _await_answer(engine, client, spec, settings)
         via = "grpc" if step.via == "http" and engine.http is None else step.via
-        context = "refill" if action == "start after timeout" else ""
-        engine.send(client, step.request, via, action, context=context)
+        engine.send(client, step.request, via, step.action, context="refill" if kind is Kind.REFILL else "")
     else:
-        raise ReplayDrift(f"step {step.index}: unknown action {action!r} (written by a newer fuzzer?)")
+        raise ReplayDrift(f"step {step.index} ({step.action}): a {kind.value} step does not replay yet")
 
 
 @attrs.frozen

@@ -10,7 +10,7 @@ import pytest
 from fuzz import corpus
 from fuzz.client import Request
 from fuzz.corpus import CorpusError
-from fuzz.machine import StepRecord
+from fuzz.engine import Kind, StepRecord
 from fuzz.spec import ModelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +26,7 @@ def steps():
                    expected="OUTPUT=10", got="OUTPUT=10"),
         StepRecord(3, 2, "start", Request("m", 2**64 - 1, 3, start=True, end=True), via="http",
                    expected="OUTPUT=3", got="OUTPUT=3"),
-        StepRecord(4, None, "pause", wait_s=0.025),
+        StepRecord(4, None, "pause", kind=Kind.PAUSE, wait_s=0.025),
         StepRecord(5, 0, "continue", Request("m", 5, 2), via="stream", expected="OUTPUT=3", got="OUTPUT=2"),
     )
 
@@ -51,7 +51,7 @@ def test_round_trip_keeps_uint64_and_string_ids_apart(tmp_path):
 
 
 def test_name_depends_on_the_program_not_on_timing():
-    timed = tuple(s if s.action != "pause" else StepRecord(4, None, "pause", wait_s=0.031) for s in steps())
+    timed = tuple(s if s.action != "pause" else StepRecord(4, None, "pause", kind=Kind.PAUSE, wait_s=0.031) for s in steps())
     assert corpus.entry_name("m", "sums_match", timed) == entry().name
     other = steps()[:-1] + (StepRecord(5, 0, "continue", Request("m", "5", 2), via="stream"),)
     assert corpus.entry_name("m", "sums_match", other) != entry().name
@@ -118,8 +118,49 @@ def test_checked_in_corpus_loads_and_its_reproducers_are_current():
     assert items, "the corpus holds at least the implicit-state divergence"
     for item in items:
         assert item.error is None, item.error
+        assert json.loads(item.path.read_text())["format_version"] == corpus.FORMAT_VERSION, (
+            f"{item.path} is in an older format: rewrite it with fuzz.corpus.write")
         script = item.path.with_suffix(".py")
         assert script.read_text() == __import__("fuzz.reproducer").reproducer.render(item.entry), (
             f"{script} is stale: rewrite it with fuzz.corpus.write")
     implicit = [i.entry for i in items if i.entry.model == "py_implicit_direct_s1_i1_int32_csr"]
     assert implicit and implicit[0].status == "known-divergence" and "2.51.0" in implicit[0].divergence_versions
+
+
+def every_kind():
+    """One step of each kind, with the text the fuzzer writes for it."""
+    q = Request("m", 9, 4, start=True)
+    return (
+        StepRecord(1, 0, "start", Request("m", 5, 1, start=True), via="stream", expected="OUTPUT=1", got="OUTPUT=1"),
+        StepRecord(2, 1, "start", q, via="stream", expected="queued in the backlog, then OUTPUT=4", got="(waiting)",
+                   kind=Kind.QUEUED),
+        StepRecord(3, None, "leave 1 sequence(s) to expire: 5", kind=Kind.LEAVE_TO_EXPIRE),
+        StepRecord(4, None, "go silent past the idle timeout", wait_s=0.6, kind=Kind.GO_SILENT),
+        StepRecord(5, 1, "answer to step 2", q, via="stream", expected="OUTPUT=4", got="OUTPUT=4", kind=Kind.ANSWER),
+        StepRecord(6, 2, "start after timeout", Request("m", 7, 1, start=True), via="stream", expected="OUTPUT=1",
+                   got="OUTPUT=1", kind=Kind.REFILL),
+        StepRecord(7, 3, "start", q, via="stream", expected="queued", got="(waiting)", kind=Kind.QUEUED),
+        StepRecord(8, 3, "cancel its queued START (step 7)", q, via="stream", expected="CANCELLED",
+                   got="CANCELLED", kind=Kind.CANCEL_QUEUED),
+        StepRecord(9, 0, "close its stream", kind=Kind.CLOSE_STREAM),
+        StepRecord(10, None, "pause", wait_s=0.01, kind=Kind.PAUSE),
+        StepRecord(11, None, "restart the server", kind=Kind.FAULT),
+        StepRecord(12, 1, "still waiting", q, via="stream", expected="OUTPUT=4", got="no answer",
+                   kind=Kind.STILL_WAITING),
+    )
+
+
+def test_format_1_entries_are_migrated_on_load(tmp_path):
+    # Format 1 had no kinds, only the text; every kind comes back from the text the fuzzer wrote.
+    e = corpus.make_entry(SPEC, "2.51.0", "sums_match", "wrong running sum", every_kind())
+    data = e.to_json()
+    assert data["format_version"] == 2 and [s["kind"] for s in data["steps"]] == [s.kind.value for s in every_kind()]
+    data["format_version"] = 1
+    for s in data["steps"]:
+        del s["kind"]
+    (tmp_path / f"{e.name}.json").write_text(json.dumps(data))
+    assert corpus.load(tmp_path / f"{e.name}.json") == e
+    # A real one, as checked in before format 2.
+    (old,) = [i.entry for i in corpus.load_dir(ROOT / "tests" / "golden" / "corpus_format1")]
+    assert [s.kind for s in old.steps] == [Kind.GO_SILENT, Kind.REFILL], old.steps
+    assert json.loads(old.dumps())["format_version"] == 2

@@ -11,7 +11,7 @@ import pytest
 from fuzz import corpus
 from fuzz.client import Request
 from fuzz.invariants import InvariantViolation
-from fuzz.machine import StepRecord
+from fuzz.engine import Kind, StepRecord
 from fuzz.replay import ReplayDrift, check_entry
 from fuzz.spec import ModelSpec
 
@@ -31,7 +31,7 @@ def twin_program(model):
         StepRecord(1, 0, "start", Request(model, 5, 1.0, start=True, dtype="FP32"), via="stream"),
         StepRecord(2, 1, "start the other-typed twin", Request(model, "5", 10.0, start=True, dtype="FP32"), via="grpc"),
         StepRecord(3, 2, "start", Request(model, big, 4.0, start=True, dtype="FP32"), via="http"),
-        StepRecord(4, None, "pause", wait_s=0.05),
+        StepRecord(4, None, "pause", kind=Kind.PAUSE, wait_s=0.05),
         StepRecord(5, 0, "continue", Request(model, 5, 2.0, dtype="FP32"), via="stream"),
         StepRecord(6, 1, "continue", Request(model, "5", 3.0, dtype="FP32"), via="stream"),
         StepRecord(7, 2, "end", Request(model, big, 1.0, end=True, dtype="FP32"), via="grpc"),
@@ -114,7 +114,7 @@ def test_pytest_fuzz_holds_each_entry_to_its_status(triton, tmp_path):
                         divergence_versions=(triton.version,), name="gone-divergence")
     corpus.write(corpus_dir, gone)
     (corpus_dir / "corrupt.json").write_text("{not json")
-    (corpus_dir / "future.json").write_text('{"format_version": 2, "name": "future"}')
+    (corpus_dir / "future.json").write_text('{"format_version": 99, "name": "future"}')
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(ROOT / "fuzz" / "test_corpus.py"),
          "--triton-url", triton.grpc_url, "--triton-http-url", triton.http_url, "--corpus-dir", str(corpus_dir),
@@ -126,7 +126,7 @@ def test_pytest_fuzz_holds_each_entry_to_its_status(triton, tmp_path):
     assert f"PASSED fuzz/test_corpus.py::test_corpus[{good.name}]" in text
     assert "FAILED fuzz/test_corpus.py::test_corpus[gone-divergence]" in text and "XPASS(strict)" in text
     assert "FAILED fuzz/test_corpus.py::test_corpus[corrupt]" in text and "corrupt.json: not valid JSON" in text
-    assert "future.json: unknown format_version 2" in text
+    assert "future.json: unknown format_version 99" in text
     assert "3 failed, 1 passed, 1 xfailed" in text or not diverging, text
 
 
@@ -140,11 +140,11 @@ def backlog_program(model):
         StepRecord(1, 0, "start", Request(model, 1, 1, start=True), via="stream",
                    expected="OUTPUT=1", got="OUTPUT=1"),
         StepRecord(2, 1, "start", queued, via="stream", expected="queued in the backlog, then OUTPUT=5",
-                   got="(waiting)"),
-        StepRecord(3, None, "pause", wait_s=0.1),
+                   got="(waiting)", kind=Kind.QUEUED),
+        StepRecord(3, None, "pause", kind=Kind.PAUSE, wait_s=0.1),
         StepRecord(4, 0, "end", Request(model, 1, 2, end=True), via="grpc", expected="OUTPUT=3", got="OUTPUT=3"),
         StepRecord(5, 1, "answer to step 2", queued, via="stream", expected="queued in the backlog, then OUTPUT=5",
-                   got="OUTPUT=5"),
+                   got="OUTPUT=5", kind=Kind.ANSWER),
         StepRecord(6, 1, "end", Request(model, 2, 1, end=True), via="stream", expected="OUTPUT=6", got="OUTPUT=6"),
     ]
 

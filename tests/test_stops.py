@@ -248,7 +248,7 @@ def test_a_server_that_dies_during_a_replay_is_its_death_not_a_broken_promise(tm
 
     from fuzz import corpus
     from fuzz.client import Request
-    from fuzz.engine import StepRecord
+    from fuzz.engine import Kind, StepRecord
     from fuzz.invariants import InvariantViolation
     from fuzz.replay import check_entry
     from fuzz.server import EmbeddedTriton
@@ -258,7 +258,7 @@ def test_a_server_that_dies_during_a_replay_is_its_death_not_a_broken_promise(tm
     model = Variant("slot", "direct", 1, 1).name
     write_model(Variant("slot", "direct", 1, 1), tmp_path / "models")
     program = [StepRecord(1, 0, "start", Request(model, 7, 1, start=True), via="stream"),
-               StepRecord(2, None, "pause", wait_s=3.0),
+               StepRecord(2, None, "pause", kind=Kind.PAUSE, wait_s=3.0),
                StepRecord(3, 0, "continue", Request(model, 7, 2), via="grpc"),
                StepRecord(4, 0, "end", Request(model, 7, 3, end=True), via="grpc")]
     with EmbeddedTriton(tmp_path / "models", workdir=tmp_path / "w") as server:
