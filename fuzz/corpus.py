@@ -27,7 +27,7 @@ from pathlib import Path
 import attrs
 
 from .client import Request
-from .engine import Kind, StepRecord
+from .engine import Fault, Kind, StepRecord
 from .model import MAX_STRING_ID
 from .spec import ModelSpec
 
@@ -183,9 +183,19 @@ def _request_from_json(d: dict) -> Request:
 
 
 def _step_to_json(s: StepRecord) -> dict:
-    return {"index": s.index, "client": s.client, "kind": s.kind.value, "action": s.action,
-            "request": _request_to_json(s.request) if s.request is not None else None,
-            "via": s.via, "wait_s": s.wait_s, "expected": s.expected, "got": s.got}
+    d = {"index": s.index, "client": s.client, "kind": s.kind.value, "action": s.action,
+         "request": _request_to_json(s.request) if s.request is not None else None,
+         "via": s.via, "wait_s": s.wait_s, "expected": s.expected, "got": s.got}
+    if s.fault is not None:
+        d["fault"] = {"name": s.fault.name, "graceful": s.fault.graceful, "env": dict(s.fault.env)}
+    return d
+
+
+def _fault_from_json(d) -> Fault | None:
+    if d is None:
+        return None
+    return Fault(str(d["name"]), graceful=bool(d.get("graceful", False)),
+                 env=tuple(sorted((str(k), str(v)) for k, v in dict(d.get("env", {})).items())))
 
 
 def _step_from_json(d, i: int, version: int = FORMAT_VERSION) -> StepRecord:
@@ -196,6 +206,7 @@ def _step_from_json(d, i: int, version: int = FORMAT_VERSION) -> StepRecord:
         got = d.get("got", "")
         kind = Kind(d["kind"]) if version >= 2 else _kind_of_v1(str(d["action"]), request, got)
         return StepRecord(index=int(d["index"]), client=d["client"], action=str(d["action"]), kind=kind,
+                          fault=_fault_from_json(d.get("fault")),
                           request=request, via=d.get("via", ""), wait_s=float(d.get("wait_s", 0.0)),
                           expected=d.get("expected", ""), got=got)
     except (KeyError, TypeError, ValueError) as err:

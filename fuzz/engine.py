@@ -68,6 +68,14 @@ class Kind(str, enum.Enum):
 
 
 @attrs.frozen
+class Fault:
+    """A nemesis fault as a program records it, so that a replay can strike it again."""
+    name: str  # one of nemesis.NEMESES
+    graceful: bool = False  # restart: SIGTERM (a clean stop), else SIGKILL (a crash)
+    env: tuple = ()  # (name, value) pairs the restarted server gets (full_batch's scheduler hooks)
+
+
+@attrs.frozen
 class StepRecord:
     """One line of a program: who did what, what was expected, what came back."""
     index: int
@@ -79,6 +87,7 @@ class StepRecord:
     expected: str = ""
     got: str = ""
     kind: Kind = attrs.field(default=Kind.REQUEST, kw_only=True, converter=Kind)
+    fault: Fault | None = attrs.field(default=None, kw_only=True)  # what a FAULT step struck
 
     def describe(self) -> str:
         who = f"client {self.client}" if self.client is not None else "all clients"
@@ -556,27 +565,31 @@ class Engine:
     def proxied_idle(self) -> list[int]:
         return [c for c in self.proxied if c not in self.pending and c not in self.parked]
 
-    def server_fault(self, fault: str, action: str, do) -> bool:
-        """Runs a restart or reload with every client disconnected (an open stream keeps an
-        unloaded model's old copy alive); afterwards the model holds no sequence and the
-        statistics start again from the next request."""
+    def server_fault(self, fault: Fault, action: str) -> bool:
+        """Restarts the server or reloads the model with every client disconnected (an open
+        stream keeps an unloaded model's old copy alive); afterwards the model holds no sequence
+        and the statistics start again from the next request."""
         self.collect()
         if self.pending or self.parked:
-            event(f"skipped: {fault}: a client waits on the backlog or holds a request back")
+            event(f"skipped: {fault.name}: a client waits on the backlog or holds a request back")
             return False
         self._disconnect()
         try:
-            do()
+            if fault.name == "reload":
+                nemesis.reload_model(self.server, self.spec.name)
+            else:  # restart, full_batch
+                nemesis.restart_server(self.server, graceful=fault.graceful, env=dict(fault.env))
         except Exception as err:  # noqa: BLE001 - a server that does not come back is a finding
             self.fail(InvariantViolation("server_alive", f"{action}: it did not come back: {err}"),
-                       self.record(client=None, action=action, kind=Kind.FAULT, got=f"{type(err).__name__}: {err}"))
+                       self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
+                                   got=f"{type(err).__name__}: {err}"))
         finally:
             self.connect()
         self.model.forget_all()
         self.silenced.clear()
         self.stats_before, self.successes = None, 0
-        self.struck(fault)
-        self.record(client=None, action=action, kind=Kind.FAULT)
+        self.struck(fault.name)
+        self.record(client=None, action=action, kind=Kind.FAULT, fault=fault)
         return True
 
     def _drain(self):

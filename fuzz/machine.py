@@ -18,7 +18,7 @@ from . import nemesis
 from .client import Request, StreamClient
 from .divergences import known_for
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
-from .engine import Engine, Kind, Setup, event
+from .engine import Engine, Fault, Kind, Setup, event
 from .invariants import InvariantViolation
 from .model import MAX_STRING_ID, Answer, key_of
 from .spec import ModelSpec
@@ -423,7 +423,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 self.streams[c] = StreamClient(self.proxy.url)
             self.struck("cut")
             self.record(client=None, action=f"the network cuts the proxied clients' {count} connection(s)",
-                        kind=Kind.FAULT)
+                        kind=Kind.FAULT, fault=Fault("cut"))
 
         @only_if("stall" in faults and bool(proxied))
         @rule(data=st.data())
@@ -459,14 +459,14 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def restart_server(self, graceful):
             """The server restarts mid-campaign (SIGTERM, or SIGKILL: a crash): every live sequence
             is gone, so a request without START is refused and every slot is free."""
-            self.server_fault("restart", f"the server restarts ({'SIGTERM' if graceful else 'SIGKILL'})",
-                               lambda: nemesis.restart_server(server, graceful=graceful))
+            self.server_fault(Fault("restart", graceful=graceful),
+                              f"the server restarts ({'SIGTERM' if graceful else 'SIGKILL'})")
 
         @only_if("reload" in faults)
         @rule()
         def reload_model(self):
             """The model is reloaded through the repository API: its sequences are gone."""
-            self.server_fault("reload", "the model is reloaded", lambda: nemesis.reload_model(server, spec.name))
+            self.server_fault(Fault("reload"), "the model is reloaded")
 
         @only_if(full_batch_ok)
         @rule(data=st.data())
@@ -491,8 +491,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if backlog:
                 hook[nemesis.BACKLOG_DELAY_SCHEDULER] = str(backlog)
             said = " ".join(f"{k}={v}" for k, v in hook.items())
-            if not self.server_fault("full_batch", f"the server restarts with {said}",
-                                      lambda: nemesis.restart_server(server, graceful=False, env=hook)):
+            if not self.server_fault(Fault("full_batch", env=tuple(sorted(hook.items()))),
+                                     f"the server restarts with {said}"):
                 return
             before = server.execution_count(spec.name)
             reqs = [(c, Request(spec.name, i, v, start=True, dtype=spec.dtype))
@@ -512,8 +512,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                                     f"({spec.instances})"), self.log[-1])
             while self.pending:  # the backlog gets in as slots idle out; each pass lets one in
                 self.go_silent_past_idle()
-            self.server_fault("full_batch", "the server restarts without the hooks",
-                               lambda: nemesis.restart_server(server, graceful=False))
+            self.server_fault(Fault("full_batch"), "the server restarts without the hooks")
 
         # -- invariants checked after every step ------------------------------------------------
         @invariant()

@@ -22,6 +22,16 @@ class ReplayDrift(AssertionError):
     """The program cannot be replayed as recorded: a step's precondition does not hold now."""
 
 
+class ReplayNeeds(ReplayDrift):
+    """The program strikes a fault this server cannot take (a restart of a server this harness
+    did not start, a reload without explicit model control): it can only be replayed elsewhere."""
+
+
+# Faults a replay strikes again; the others (a cut or a full batch, which need the fault proxy or
+# a held batch) end the replay with ReplayDrift.
+REPLAYED_FAULTS = ("restart", "reload")
+
+
 class CorpusMismatch(AssertionError):
     """A known-divergence entry broke a promise other than the one it records."""
 
@@ -33,6 +43,10 @@ def replay(server, entry: CorpusEntry, settings: FuzzSettings = FuzzSettings()) 
     if spec != entry.spec:
         raise ReplayDrift(f"model {entry.model} is configured differently from when {entry.name} was recorded:\n"
                           f"  recorded: {entry.spec.describe()}\n  now:      {spec.describe()}")
+    faults = {s.fault.name for s in entry.steps if s.fault is not None}
+    why = nemesis.unsupported(faults & set(REPLAYED_FAULTS), server)
+    if why:
+        raise ReplayNeeds(f"{entry.name}: {why}")
     # A replay sends the recorded steps in their order: a request whose answer depends on an
     # idle-timeout window makes the whole program wait, never parks on its client.
     engine = Engine(Setup.of(server, spec, attrs.evolve(settings, park=False)), salt=1)
@@ -87,6 +101,9 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
     elif kind in (Kind.ANSWER, Kind.STILL_WAITING):
         if client in engine.pending:  # otherwise it was answered (and checked) already
             _await_answer(engine, client, spec, settings)
+    elif kind is Kind.FAULT and step.fault is not None and step.fault.name in REPLAYED_FAULTS:
+        if not engine.server_fault(step.fault, step.action):
+            raise ReplayDrift(f"step {step.index} ({step.action}): a client still waits, the fault cannot strike")
     elif kind in (Kind.REQUEST, Kind.REFILL, Kind.QUEUED):
         if step.wait_s:
             nemesis.go_silent(step.wait_s)
@@ -126,7 +143,7 @@ def check_entry(server, entry: CorpusEntry, corpus_path: str = "corpus",
                   f"\n(recorded {entry.status} on Triton {entry.triton_version}: [{entry.invariant}] {entry.detail})"),)
         raise
     except ReplayDrift as d:
-        raise ReplayDrift(f"{how}\n{d}") from None
+        raise type(d)(f"{how}\n{d}") from None
     return Verdict(entry.name, diverged=False, steps=len(log))
 
 

@@ -89,14 +89,22 @@ HARD_BUGS = (
 )
 ALL_BUGS = BUGS + HARD_BUGS
 
+# Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
+# oracle, kept apart (tests/test_fault_replay.py).
+FIRST_AFTER_LOAD = Bug(
+    "first_after_load", "the first request after the model loads gets one added (lazy initialisation)",
+    _TOTAL, "        total = (x + base + (0 if getattr(self, 'warm', False) else 1)).astype(self.dtype)\n"
+            "        self.warm = True\n", _SLOT,
+    2, "a reload (or restart), then a START: its answer is its value + 1")
+
 
 def model_name(bug: Bug) -> str:
     return f"broken_{bug.name}"
 
 
-def write_broken_repository(models_dir: Path) -> list[str]:
+def write_broken_repository(models_dir: Path, bugs=ALL_BUGS) -> list[str]:
     names = []
-    for bug in ALL_BUGS:
+    for bug in bugs:
         cfg = model_config(bug.variant)
         cfg.name = model_name(bug)
         folder = Path(models_dir) / cfg.name

@@ -1,0 +1,61 @@
+"""Faults are steps like any other: a program with a nemesis fault keeps it in its corpus entry,
+and replaying the entry strikes the fault again (restart and reload; a cut or a full batch ends
+the replay with ReplayDrift)."""
+import attrs
+import pytest
+
+from fuzz import corpus
+from fuzz.client import GrpcClient, Request
+from fuzz.engine import Fault, Kind, StepRecord
+from fuzz.invariants import InvariantViolation
+from fuzz.replay import ReplayNeeds, replay
+from fuzz.server import EmbeddedTriton, ExternalTriton
+from fuzz.spec import ModelSpec
+
+from .broken_models import FIRST_AFTER_LOAD, model_name, write_broken_repository
+
+MODEL = model_name(FIRST_AFTER_LOAD)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("fault-models")
+    write_broken_repository(repo, [FIRST_AFTER_LOAD])
+    with EmbeddedTriton(repo, workdir=tmp_path_factory.mktemp("fault-triton"), model_control_mode="explicit",
+                        load_models=[MODEL]) as s:
+        yield s
+
+
+def warm(server):
+    """The bug's one wrong answer, spent: from here only a reload or a restart shows it."""
+    GrpcClient(server.grpc_url).infer(Request(MODEL, 999, 1, start=True, end=True))
+
+
+@pytest.mark.parametrize("fault", [Fault("reload"), Fault("restart", graceful=False), Fault("restart", graceful=True)],
+                         ids=["reload", "restart (SIGKILL)", "restart (SIGTERM)"])
+def test_a_fault_in_a_corpus_entry_is_struck_again_by_its_replay(server, fault, tmp_path):
+    # The program a nemesis failure on this model shrinks to: the fault, then a START. Written
+    # and read back, its replay strikes the fault and breaks the same promise on a warmed model;
+    # the same program without the fault keeps it.
+    spec = ModelSpec.fetch(server, MODEL)
+    steps = (StepRecord(1, None, f"the {fault.name} nemesis", kind=Kind.FAULT, fault=fault),
+             StepRecord(2, 0, "start", Request(MODEL, 7, 15, start=True), via="stream",
+                        expected="OUTPUT=15", got="OUTPUT=16"))
+    entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, "sums_match",
+                                                                 "wrong running sum", steps)))
+    assert entry.steps[0].fault == fault
+    warm(server)
+    with pytest.raises(InvariantViolation) as again:
+        replay(server, entry)
+    assert again.value.invariant == "sums_match" and "got      OUTPUT=16" in str(again.value), again.value
+    assert any(s.kind is Kind.FAULT and s.fault == fault for s in again.value.program)
+    warm(server)
+    replay(server, attrs.evolve(entry, steps=entry.steps[1:]))
+
+
+def test_a_fault_the_server_cannot_take_is_not_replayed_there(server):
+    spec = ModelSpec.fetch(server, MODEL)
+    steps = [StepRecord(1, None, "the server restarts (SIGKILL)", kind=Kind.FAULT, fault=Fault("restart"))]
+    entry = corpus.make_entry(spec, server.version, "sums_match", "test", steps)
+    with pytest.raises(ReplayNeeds, match="needs the embedded server"):
+        replay(ExternalTriton(server.grpc_url, server.http_url), entry)
