@@ -7,50 +7,12 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Union
 
-import attrs
 import numpy as np
 
-SeqId = Union[int, str]
+from .values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the client's values
+
 NP_DTYPE = {"INT32": np.int32, "FP32": np.float32}
-
-
-@attrs.frozen
-class Request:
-    """One inference request of the accumulator contract: INPUT of shape [batch, 1]."""
-
-    model: str
-    seq_id: SeqId
-    value: float = 0
-    start: bool = False
-    end: bool = False
-    dtype: str = "INT32"  # what is sent; a model's own dtype unless a rule sends the wrong one
-    batch: int = 1
-    timeout_us: int | None = None
-
-    def describe(self) -> str:
-        flags = "".join(f for f, on in (("S", self.start), ("E", self.end)) if on) or "-"
-        extra = f" batch={self.batch}" if self.batch != 1 else ""
-        extra += f" dtype={self.dtype}" if self.dtype not in ("INT32", "FP32") else ""
-        return f"{self.model} id={self.seq_id!r} value={self.value!r} flags={flags}{extra}"
-
-
-@attrs.frozen
-class Outcome:
-    """What came back: a value (OUTPUT[0]) or an error with its gRPC / HTTP status and message."""
-
-    value: float | None = None
-    status: str = "OK"
-    message: str = ""
-    latency_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "OK"
-
-    def describe(self) -> str:
-        return f"OUTPUT={self.value!r}" if self.ok else f"{self.status}: {self.message}"
 
 
 def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest":

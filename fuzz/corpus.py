@@ -26,10 +26,9 @@ from pathlib import Path
 
 import attrs
 
-from .client import Request
-from .engine import Fault, Kind, StepRecord
 from .model import MAX_STRING_ID
 from .spec import ModelSpec
+from .values import Fault, Kind, Request, StepRecord
 
 FORMAT_VERSION = 2
 READS = (1, 2)  # format 1 entries are migrated on load

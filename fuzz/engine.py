@@ -9,7 +9,6 @@ idle-timeout window is parked: either way only that client waits, the others go 
 """
 from __future__ import annotations
 
-import enum
 import time
 
 import attrs
@@ -18,7 +17,8 @@ from hypothesis.errors import InvalidArgument
 
 from . import nemesis
 from . import server as server_module
-from .client import GrpcClient, HttpClient, Request, StreamClient
+from .client import GrpcClient, HttpClient, StreamClient
+from .values import Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
 from .model import MAX_STRING_ID, Ambiguous, BatcherModel, Queued, idle_margins, key_of
@@ -51,54 +51,6 @@ class FuzzSettings:
 LOST_CONNECTION = frozenset({"UNAVAILABLE", "STREAM_CLOSED"})
 DEATH_GRACE_S = 0.5
 
-
-class Kind(str, enum.Enum):
-    """What a step did. Replay and the standalone reproducer act on it; `action` is its text."""
-    REQUEST = "request"  # a request a rule sent, answered at once (the action names the rule)
-    REFILL = "refill"  # a fresh START after an idle timeout: its refusal breaks slots_reused
-    QUEUED = "queued"  # a START that waits in the backlog; its ANSWER step checks it
-    ANSWER = "answer"  # a backlogged START's answer came
-    STILL_WAITING = "still_waiting"  # a backlogged START's answer was due and did not come
-    CANCEL_QUEUED = "cancel_queued"  # the client cancels its START waiting in the backlog
-    GO_SILENT = "go_silent"  # every client is silent until every running sequence timed out
-    LEAVE_TO_EXPIRE = "leave_to_expire"  # no client sends on these sequences any more
-    PAUSE = "pause"  # a recorded silence (format 1 programs)
-    CLOSE_STREAM = "close_stream"  # the client closes its gRPC stream
-    FAULT = "fault"  # a nemesis fault (cut, restart, reload, full batch)
-
-
-@attrs.frozen
-class Fault:
-    """A nemesis fault as a program records it, so that a replay can strike it again."""
-    name: str  # one of nemesis.NEMESES
-    graceful: bool = False  # restart: SIGTERM (a clean stop), else SIGKILL (a crash)
-    env: tuple = ()  # (name, value) pairs the restarted server gets (full_batch's scheduler hooks)
-
-
-@attrs.frozen
-class StepRecord:
-    """One line of a program: who did what, what was expected, what came back."""
-    index: int
-    client: int | None
-    action: str
-    request: Request | None = None
-    via: str = ""
-    wait_s: float = 0.0
-    expected: str = ""
-    got: str = ""
-    kind: Kind = attrs.field(default=Kind.REQUEST, kw_only=True, converter=Kind)
-    fault: Fault | None = attrs.field(default=None, kw_only=True)  # what a FAULT step struck
-
-    def describe(self) -> str:
-        who = f"client {self.client}" if self.client is not None else "all clients"
-        line = f"{self.index:3d}. {who}: {self.action}"
-        if self.wait_s:
-            line += f" (waited {self.wait_s:.3f} s)"
-        if self.request is not None:
-            line += f" {self.request.describe()} via {self.via}"
-        if self.expected or self.got:
-            line += f"\n       expected {self.expected}\n       got      {self.got}"
-        return line
 
 
 @attrs.define

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import attrs
 
-from .client import Outcome, Request
 from .model import Answer, Queued, Refusal, normalize_message
+from .values import Outcome, Request
 
 INVARIANTS = (
     "sums_match",  # every answer is the running sum since the sequence's START

@@ -26,9 +26,9 @@ from typing import Union
 
 import attrs
 
-from .client import Request
 from .depth import Depth
 from .spec import ModelSpec
+from .values import Request
 
 Key = tuple  # ("u", int) or ("s", str)
 

@@ -1,0 +1,99 @@
+"""The values every part of the fuzzer shares, and nothing else: a request, what came back, and
+a step of a program (its kind, and the fault a nemesis step struck). The reference model, the
+client, the engine, the corpus and the reproducer renderer all import these; this module
+imports nothing of the fuzzer's own.
+"""
+from __future__ import annotations
+
+import enum
+from typing import Union
+
+import attrs
+
+SeqId = Union[int, str]
+
+
+@attrs.frozen
+class Request:
+    """One inference request of the accumulator contract: INPUT of shape [batch, 1]."""
+
+    model: str
+    seq_id: SeqId
+    value: float = 0
+    start: bool = False
+    end: bool = False
+    dtype: str = "INT32"  # what is sent; a model's own dtype unless a rule sends the wrong one
+    batch: int = 1
+    timeout_us: int | None = None
+
+    def describe(self) -> str:
+        flags = "".join(f for f, on in (("S", self.start), ("E", self.end)) if on) or "-"
+        extra = f" batch={self.batch}" if self.batch != 1 else ""
+        extra += f" dtype={self.dtype}" if self.dtype not in ("INT32", "FP32") else ""
+        return f"{self.model} id={self.seq_id!r} value={self.value!r} flags={flags}{extra}"
+
+
+@attrs.frozen
+class Outcome:
+    """What came back: a value (OUTPUT[0]) or an error with its gRPC / HTTP status and message."""
+
+    value: float | None = None
+    status: str = "OK"
+    message: str = ""
+    latency_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "OK"
+
+    def describe(self) -> str:
+        return f"OUTPUT={self.value!r}" if self.ok else f"{self.status}: {self.message}"
+
+
+class Kind(str, enum.Enum):
+    """What a step did. Replay and the standalone reproducer act on it; `action` is its text."""
+    REQUEST = "request"  # a request a rule sent, answered at once (the action names the rule)
+    REFILL = "refill"  # a fresh START after an idle timeout: its refusal breaks slots_reused
+    QUEUED = "queued"  # a START that waits in the backlog; its ANSWER step checks it
+    ANSWER = "answer"  # a backlogged START's answer came
+    STILL_WAITING = "still_waiting"  # a backlogged START's answer was due and did not come
+    CANCEL_QUEUED = "cancel_queued"  # the client cancels its START waiting in the backlog
+    GO_SILENT = "go_silent"  # every client is silent until every running sequence timed out
+    LEAVE_TO_EXPIRE = "leave_to_expire"  # no client sends on these sequences any more
+    PAUSE = "pause"  # a recorded silence (format 1 programs)
+    CLOSE_STREAM = "close_stream"  # the client closes its gRPC stream
+    FAULT = "fault"  # a nemesis fault (cut, restart, reload, full batch)
+
+
+@attrs.frozen
+class Fault:
+    """A nemesis fault as a program records it, so that a replay can strike it again."""
+    name: str  # one of nemesis.NEMESES
+    graceful: bool = False  # restart: SIGTERM (a clean stop), else SIGKILL (a crash)
+    env: tuple = ()  # (name, value) pairs the restarted server gets (full_batch's scheduler hooks)
+
+
+@attrs.frozen
+class StepRecord:
+    """One line of a program: who did what, what was expected, what came back."""
+    index: int
+    client: int | None
+    action: str
+    request: Request | None = None
+    via: str = ""
+    wait_s: float = 0.0
+    expected: str = ""
+    got: str = ""
+    kind: Kind = attrs.field(default=Kind.REQUEST, kw_only=True, converter=Kind)
+    fault: Fault | None = attrs.field(default=None, kw_only=True)  # what a FAULT step struck
+
+    def describe(self) -> str:
+        who = f"client {self.client}" if self.client is not None else "all clients"
+        line = f"{self.index:3d}. {who}: {self.action}"
+        if self.wait_s:
+            line += f" (waited {self.wait_s:.3f} s)"
+        if self.request is not None:
+            line += f" {self.request.describe()} via {self.via}"
+        if self.expected or self.got:
+            line += f"\n       expected {self.expected}\n       got      {self.got}"
+        return line
