@@ -116,6 +116,17 @@ def _leaf_count(err: BaseException) -> int:
     return sum(_leaf_count(e) for e in inner) if inner else 1
 
 
+# With a budget, a round of Hypothesis examples is at most this many: the budget is looked at
+# between rounds, and the long profile's 5000 examples would otherwise run for most of an hour.
+ROUND_EXAMPLES = 50
+
+
+def _round_settings(hypothesis_settings: hsettings, budget_s: float | None) -> hsettings:
+    if budget_s is None or hypothesis_settings.derandomize or hypothesis_settings.max_examples <= ROUND_EXAMPLES:
+        return hypothesis_settings  # derandomized rounds would repeat each other
+    return hsettings(hypothesis_settings, max_examples=ROUND_EXAMPLES)
+
+
 def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: float | None = None,
                fuzz_settings: FuzzSettings = FuzzSettings(), *,
                seed: int | None = None) -> tuple[ModelResult, BaseException | None]:
@@ -151,11 +162,12 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
         return result_so_far(time.monotonic() - started, interrupted=str(stop) or type(stop).__name__)
     snapshot = lambda: Snapshot(stats.examples, stats.steps, stats.requests,  # noqa: E731
                                 int(stats.first_failure_s is not None))
-    with Progress(f"fuzz {model}", snapshot):  # prints only when stderr is a terminal
+    per_round = _round_settings(hypothesis_settings, budget_s)
+    with Progress(f"fuzz {model}", snapshot):
         while True:
             rounds += 1
             try:
-                run_state_machine_as_test(machine, settings=hypothesis_settings)
+                run_state_machine_as_test(machine, settings=per_round)
             except Exception as err:  # noqa: BLE001 - classified below, re-raised if not known
                 error = err
                 break

@@ -209,10 +209,37 @@ def corpus_dir(config) -> Path:
 _ORDER = {"test_corpus": 0, "test_seed": 1}
 
 
+# What a campaign may take past its budget: its last round, the shrink, the teardown.
+PAST_BUDGET_S = 900.0
+
+
 @pytest.hookimpl(tryfirst=True)  # the groups must be marked before xdist reads them
 def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: _ORDER.get(getattr(item, "originalname", ""), 2))
     xdist_support.group_by_model(config, items)
+    budget = config.getoption("--fuzz-budget", None)
+    if budget is not None:  # pytest-timeout's limit must not end a campaign its budget allows
+        for item in items:
+            if getattr(item, "originalname", "") == "test_sequence_batcher":
+                item.add_marker(pytest.mark.timeout(budget + PAST_BUDGET_S))
+
+
+@pytest.hookimpl(hookwrapper=True, optionalhook=True)
+def pytest_timeout_set_timer(item, settings):
+    """pytest-timeout's alarm is a stop like SIGTERM: what a campaign sees after it (an example
+    cut in the middle, its teardown) is not a finding."""
+    yield
+    import signal
+
+    from .server import mark_stopped
+
+    current = signal.getsignal(signal.SIGALRM)
+    if callable(current) and not getattr(current, "_seqfuzz", False):
+        def on_alarm(signum, frame):
+            mark_stopped(f"pytest-timeout: {item.nodeid} ran past {settings.timeout:.0f} s")
+            current(signum, frame)
+        on_alarm._seqfuzz = True
+        signal.signal(signal.SIGALRM, on_alarm)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -352,12 +379,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         else:
             tr.write_line(f"corpus: finding already held by {path}")
     results = getattr(config, "_fuzz_results", [])
-    if not results:
-        return
     from .server import stop_reason
 
     interrupted = stop_reason() or next((r.interrupted for r in results if r.interrupted), "") or (
         "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else "")
+    if not results:
+        if interrupted:  # stopped before any model was fuzzed: the record says so
+            tr.section("fuzz campaign (interrupted)")
+            tr.write_line(f"interrupted: {interrupted}; no model was fuzzed")
+            _write_report(config, tr, results, interrupted)
+        return
     tr.section("fuzz campaign" + (" (interrupted)" if interrupted else ""))
     if interrupted:
         tr.write_line(f"interrupted: {interrupted}; what follows is what the run did until then")
@@ -391,18 +422,24 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line(f"guard ({n} of {len(results)} models): {g} (steering around a known divergence of this build)")
     if by_invariant:
         tr.write_line("failures by invariant: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_invariant.items())))
+    _write_report(config, tr, results, interrupted)
+
+
+def _write_report(config, tr, results, interrupted: str) -> None:
     path = config.getoption("--fuzz-report")
-    if path:
-        report = {"triton_version": results[0].triton_version, "interrupted": interrupted,
-                  "models": [r.to_json() for r in results],
-                  "totals": {"models": len(results), "examples": sum(r.examples for r in results),
-                             "steps": sum(r.steps for r in results), "requests": requests, "wall_s": round(wall, 3)}}
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(target.suffix + ".tmp")
-        tmp.write_text(json.dumps(report, indent=2))
-        os.replace(tmp, target)
-        tr.write_line(f"JSON report: {target}")
+    if not path:
+        return
+    report = {"triton_version": results[0].triton_version if results else None, "interrupted": interrupted,
+              "models": [r.to_json() for r in results],
+              "totals": {"models": len(results), "examples": sum(r.examples for r in results),
+                         "steps": sum(r.steps for r in results), "requests": sum(r.requests for r in results),
+                         "wall_s": round(sum(r.wall_s for r in results), 3)}}
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(target.suffix + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2))
+    os.replace(tmp, target)
+    tr.write_line(f"JSON report: {target}")
 
 
 def _make_server(config, tmp_path_factory):

@@ -77,6 +77,11 @@ def stop_reason() -> str:
     return _STOP_REASON[0]
 
 
+def mark_stopped(reason: str) -> None:
+    """Stops the run from here on (a signal handler's first step, or another harness's stop)."""
+    _mark_stopped(reason)
+
+
 def _mark_stopped(reason: str) -> None:
     _TERMINATED[0] = True
     _STOP_REASON[0] = _STOP_REASON[0] or reason

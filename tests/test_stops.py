@@ -280,3 +280,24 @@ def test_a_server_that_dies_during_a_replay_is_its_death_not_a_broken_promise(tm
     assert v.invariant == "server_alive" and "died with status -9" in v.detail, v
     assert str(v).count("--- last lines of the server log ---") == 1, v
     assert f"Replay: pytest fuzz/ -k '{entry.name}'" in str(v), v
+
+
+def test_pytest_timeout_is_a_stop_and_a_budget_moves_it(tmp_path):
+    # pytest-timeout's alarm cuts an example in the middle: a 30-minute campaign once wrote two
+    # false findings at its 600 s. Now what follows the alarm is no finding, and the run says why.
+    report = tmp_path / "report.json"
+    proc = pytest_fuzz(tmp_path, "--model", MODEL, "-k", "test_sequence_batcher", "--hypothesis-profile", "long",
+                       "--timeout", "5", "-o", "timeout_func_only=true", "--fuzz-report", str(report))
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode != 0, out
+    written = sorted(p.name for p in (tmp_path / "corpus").glob("*")) if (tmp_path / "corpus").exists() else []
+    assert written == [], f"a timed-out run wrote corpus entries {written}:\n{out}"
+    assert "FAILURE" not in out, out
+    assert "pytest-timeout: " in json.loads(report.read_text())["interrupted"], out
+    assert not servers_of(tmp_path)
+    # With --fuzz-budget, the campaign's own limit is the one that holds.
+    (tmp_path / "b").mkdir()
+    budgeted = pytest_fuzz(tmp_path / "b", "--model", MODEL, "-k", "test_sequence_batcher", "--fuzz-budget", "15",
+                           "--timeout", "5", "-o", "timeout_func_only=true")
+    out, _ = budgeted.communicate(timeout=180)
+    assert budgeted.returncode == 0 and "1 passed" in out, out
