@@ -1,4 +1,4 @@
-"""The release matrix (fuzz/matrix.py): junit and report parsing, cells and the comparison
+"""The release matrix (fuzz/matrix/): junit and report parsing, cells and the comparison
 between builds on synthetic reports; the error paths; and, gated like tests/test_releases.py,
 a real run over two nvidia-pytriton releases."""
 import json
@@ -174,7 +174,7 @@ def test_pip_errors_become_one_line():
 def test_a_url_that_does_not_answer_is_named_and_the_run_goes_on(tmp_path, capsys, monkeypatch):
     port = free_port()
     ask = matrix.prepare
-    monkeypatch.setattr(matrix, "prepare", lambda build: ask(build, url_timeout=0.5))  # not 10 s
+    monkeypatch.setattr(matrix.cli, "prepare", lambda build: ask(build, url_timeout=0.5))  # main's (cli.py); not 10 s
     assert matrix.main(["--url", f"127.0.0.1:{port}", "--out", str(tmp_path), "--no-replay"]) == 1
     err = capsys.readouterr().err
     assert f"[url 127.0.0.1:{port}] unavailable: no Triton answers at gRPC 127.0.0.1:{port}" in err
@@ -193,7 +193,7 @@ def test_matrix_over_two_releases(tmp_path):
     if not (WANTED or is_installed("0.5.0")):
         pytest.skip("set TRITON_SEQFUZZ_RELEASES=1 to download nvidia-pytriton 0.5.0")
     out = tmp_path / "matrix"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(matrix.__file__).parent.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(matrix.__file__).parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-m", "fuzz.matrix", "--installed", "--release", "0.5.0",
                            "--model", CORRID, "--fuzz-budget", "5", "--hypothesis-profile", "ci",
