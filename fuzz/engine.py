@@ -190,6 +190,11 @@ class Engine:
             time.sleep(0.02)
 
     def check_alive(self) -> None:
+        """After every step: the server still runs, and the run was not told to stop (a signal's
+        exception can be lost, e.g. inside a garbage collector's callback, and a round of
+        examples can be long)."""
+        if server_module.stopping():
+            raise server_module.Terminated(server_module.stop_reason() or "the run was told to stop")
         died = self.death()
         if died is not None:
             self.fail(died, self.log[-1] if self.log else None)
