@@ -21,11 +21,11 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import attrs
 
+from .files import atomic_write
 from .model import MAX_STRING_ID
 from .spec import ModelSpec
 from .values import Fault, Kind, Request, StepRecord
@@ -277,14 +277,6 @@ def load_dir(directory) -> list[Loaded]:
     return out
 
 
-def _atomic_write(path: Path, text: str, mode: int | None = None) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    if mode is not None:
-        os.chmod(tmp, mode)
-    os.replace(tmp, path)
-
-
 def entry_name(model: str, invariant: str, steps) -> str:
     """Stable for the same program (the requests and who sent them how), whatever the timing."""
     shape = [[s.client, s.action, _request_to_json(s.request) if s.request else None, s.via] for s in steps]
@@ -310,8 +302,8 @@ def write(directory, entry: CorpusEntry) -> Path:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{entry.name}.json"
-    _atomic_write(target, entry.dumps())
-    _atomic_write(directory / f"{entry.name}.py", render(entry), mode=0o755)
+    atomic_write(target, entry.dumps())
+    atomic_write(directory / f"{entry.name}.py", render(entry), mode=0o755)
     return target
 
 

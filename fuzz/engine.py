@@ -277,9 +277,7 @@ class Engine:
         tail = getattr(violation, "log_tail", "")
         violation.args = (f"[{violation.invariant}] {violation.detail}{where}\n"
                           f"model {self.spec.describe()}\nTriton {getattr(self.server, 'version', '?')} at "
-                          f"{self.server.grpc_url}\n"
-                          + (f"--- last lines of the server log ---\n{tail}\n" if tail else "")
-                          + f"program:\n{program}",)
+                          f"{self.server.grpc_url}{server_module.log_block(tail)}\nprogram:\n{program}",)
         raise violation from None  # what was being handled (a client error) is in the program already
 
     def idle_clients(self) -> list[int]:

@@ -15,6 +15,7 @@ import pytest
 
 from . import profiles  # noqa: F401  (registers ci / dev / long)
 from . import leftovers, progress, xdist_support
+from .files import atomic_write
 from .machine import FuzzSettings
 from .server import EmbeddedTriton, ExternalTriton, InstallNotFound, ServerStartError, TritonInstall
 
@@ -436,9 +437,7 @@ def _write_report(config, tr, results, interrupted: str) -> None:
                          "wall_s": round(sum(r.wall_s for r in results), 3)}}
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(target.suffix + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2))
-    os.replace(tmp, target)
+    atomic_write(target, json.dumps(report, indent=2))
     tr.write_line(f"JSON report: {target}")
 
 

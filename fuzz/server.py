@@ -44,13 +44,18 @@ class ServerStartError(TritonError):
     pass
 
 
+def log_block(tail: str) -> str:
+    """The server log's last lines, set off for a message ("" when there are none)."""
+    return f"\n--- last lines of the server log ---\n{tail}" if tail else ""
+
+
 class ServerDied(TritonError):
     """The server process ended (or stopped answering) while the fuzzer was using it: a finding.
     `reason` is the one line; the message adds the server log's last lines, where there is a log."""
 
     def __init__(self, reason: str, log_tail: str = ""):
         self.reason, self.log_tail = reason, log_tail
-        super().__init__(reason + (f"\n--- last lines of the server log ---\n{log_tail}" if log_tail else ""))
+        super().__init__(reason + log_block(log_tail))
 
 
 class Terminated(KeyboardInterrupt):
@@ -63,7 +68,7 @@ def stopping() -> bool:
     """True once this run was told to stop (SIGTERM, SIGINT), here or in the process that shares
     its stop marker (an xdist controller, which stops the server its workers use): nothing seen
     from a server now is a finding, and no example may go on checking (a drain in a teardown would)."""
-    return _TERMINATED[0] or (_STOP_MARKER[0] is not None and _STOP_MARKER[0].exists())
+    return bool(_STOP_REASON[0]) or (_STOP_MARKER[0] is not None and _STOP_MARKER[0].exists())
 
 
 def share_stop(marker: Path | None) -> None:
@@ -78,12 +83,8 @@ def stop_reason() -> str:
 
 
 def mark_stopped(reason: str) -> None:
-    """Stops the run from here on (a signal handler's first step, or another harness's stop)."""
-    _mark_stopped(reason)
-
-
-def _mark_stopped(reason: str) -> None:
-    _TERMINATED[0] = True
+    """Stops the run from here on (a signal handler's first step, or pytest-timeout's alarm); the
+    first reason given is the one kept."""
     _STOP_REASON[0] = _STOP_REASON[0] or reason
     if _STOP_MARKER[0] is not None:
         try:
@@ -256,8 +257,7 @@ class _Base:
                 time.sleep(0.1)
 
     def _tail_block(self) -> str:
-        tail = self.log_tail()
-        return f"\n--- last lines of the server log ---\n{tail}" if tail else ""
+        return log_block(self.log_tail())
 
 
 class EmbeddedTriton(_Base):
@@ -576,13 +576,12 @@ def _stop_all(*_):
         server.stop()
 
 
-_TERMINATED = [False]
 _STOP_MARKER: list = [None]
-_STOP_REASON = [""]
+_STOP_REASON = [""]  # "" until this process is told to stop
 
 
 def _on_sigterm(signum, frame):
-    _mark_stopped(f"terminated by signal {signum}")  # before the servers go: a worker must know their end is not a finding
+    mark_stopped(f"terminated by signal {signum}")  # before the servers go: a worker must know their end is not a finding
     _stop_all()
     previous = _PREVIOUS_SIGTERM
     if callable(previous):
@@ -591,7 +590,7 @@ def _on_sigterm(signum, frame):
 
 
 def _on_sigint(signum, frame):
-    _mark_stopped("KeyboardInterrupt (Ctrl-C)")
+    mark_stopped("KeyboardInterrupt (Ctrl-C)")
     raise KeyboardInterrupt
 
 

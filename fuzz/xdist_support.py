@@ -11,12 +11,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from .files import atomic_write
 
 WORKER_KEY = "triton_seqfuzz_server"
 
@@ -48,12 +49,16 @@ def configure(config) -> None:
         if config.getoption("dist") == "load":
             config.option.dist = "loadgroup"
         config._seqfuzz_run_dir = Path(tempfile.mkdtemp(prefix="triton-seqfuzz-run-"))
-        share_stop(config._seqfuzz_run_dir / "stopped")
+        share_stop(_stop_marker(config._seqfuzz_run_dir))
     if is_worker(config):
         if config.workerinput.get(GROUP_KEY):
             config.option.loadgroup = True
         if config.workerinput.get(RUN_KEY):
-            share_stop(Path(config.workerinput[RUN_KEY]) / "stopped")
+            share_stop(_stop_marker(config.workerinput[RUN_KEY]))
+
+
+def _stop_marker(run_dir) -> Path:
+    return Path(run_dir) / "stopped"
 
 
 def worker_input(config, node) -> None:
@@ -67,10 +72,7 @@ def save_worker_results(config, results: list) -> None:
     run_dir = config.workerinput.get(RUN_KEY)
     if not run_dir:
         return
-    target = Path(run_dir) / f"results-{config.workerinput['workerid']}.json"
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results))
-    os.replace(tmp, target)
+    atomic_write(Path(run_dir) / f"results-{config.workerinput['workerid']}.json", json.dumps(results))
 
 
 def unreceived_results(config, received: set) -> list:
