@@ -30,6 +30,9 @@ SPECIAL_IDS = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1, 2
 # Hypothesis shrinks it toward 1.
 RUN_LENGTHS = st.one_of(st.integers(1, 32), st.integers(33, 250))
 RUN_CHUNK = 32  # requests of a run in flight at once
+SALT_STRIDE = 0x16A09E667F3BD  # odd, ~2**40.5: per-example id shifts differ in their low bits
+ID_CHOICES = ("fresh", "reuse", "sibling")
+SIBLING_STEPS = st.builds(lambda k, p: k * 2**p, st.integers(1, 3), st.sampled_from([3, 8, 16, 32, 63]))
 # Requests a `start` sends after its START, back to back: most sequences go a few deep.
 START_MORE = st.integers(0, 24)
 
@@ -44,6 +47,14 @@ def id_strategy(spec: ModelSpec, version: str | None):
         return ints
     strings = st.text(ID_ALPHABET, min_size=1, max_size=MAX_STRING_ID)
     return st.one_of(ints, ints, strings)
+
+
+def sibling(seq_id, step: int) -> int | None:
+    """An id equal to `seq_id` modulo `step`'s power of two (None for a string id, or past 2**64)."""
+    if not isinstance(seq_id, int):
+        return None
+    twin = (seq_id + step) % 2**64
+    return twin if twin not in (0, seq_id) else None
 
 
 def string_ids_allowed(spec: ModelSpec, version: str | None) -> bool:
@@ -114,19 +125,27 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             return items[i % len(items)] if items else None
 
         def _fresh(self, seq_id):
-            """The id made unique to this example, keeping its low bits (collisions modulo powers
-            of two survive) and leaving the large boundary ids alone."""
+            """The id made unique to this example, leaving the large boundary ids alone. Shifted
+            by the same amount for the whole example, so ids that collide modulo a power of two
+            still do; by an odd stride, so ids of different examples rarely do (with 2**40 they
+            all collided modulo 2**32, and a model keying state by a truncated id leaked it from
+            one example into the next, which no replay of one example reproduces)."""
             if isinstance(seq_id, str):
                 return f"{self.salt}.{seq_id}"[:MAX_STRING_ID]
-            return seq_id + self.salt * 2**40 if seq_id < 2**40 else seq_id
+            return (seq_id + self.salt * SALT_STRIDE) % 2**63 or 1 if seq_id < 2**40 else seq_id
 
         def _id(self, data, among=None):
-            """A fresh id, or one from `among` (default: every id used so far)."""
+            """A fresh id, one from `among` (default: every id used so far), or a sibling of a used
+            integer id: equal to it modulo 2**p, the collision a truncated or hashed id makes
+            (a fresh draw rarely lands on one)."""
             fresh = self._fresh(data.draw(ids, label="id"))
-            reuse = data.draw(st.booleans(), label="reuse id")
+            how = data.draw(st.sampled_from(ID_CHOICES), label="id choice")
             pool = self.used_ids if among is None else among
             reused = self._pick(data, pool, "which id")
-            return reused if reuse and reused is not None else fresh
+            twin = sibling(self._pick(data, self.used_ids, "sibling of"), data.draw(SIBLING_STEPS, label="sibling step"))
+            if how == "reuse" and reused is not None:
+                return reused
+            return twin if how == "sibling" and twin is not None else fresh
 
         def _via(self, data) -> str:
             return data.draw(st.sampled_from(vias), label="via")
