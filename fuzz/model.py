@@ -71,8 +71,10 @@ class Window:
 
 @attrs.frozen
 class Answer:
-    """A prompt response with this OUTPUT."""
+    """A prompt response with this OUTPUT. `at_risk_from`: for a request of a running sequence,
+    when the server may have reaped the sequence before the request got there."""
     value: float
+    at_risk_from: float = attrs.field(default=float("inf"), eq=False)
 
 
 @attrs.frozen
@@ -109,6 +111,9 @@ class Seq:
     admitted: Window | None = None  # when a backlogged START was (or will be) let in
     end_on_admit: bool = False
     requests: int = 1  # accepted requests since its START (the START included)
+    # The earliest moment the server may have reaped it before one of its requests not yet
+    # answered arrived (sent before that moment, a request can arrive after it on a loaded machine).
+    at_risk_from: float = float("inf")
 
 
 class BatcherModel:
@@ -228,11 +233,12 @@ class BatcherModel:
         return Queued(req.value)
 
     def _ran(self, seq: Seq, req: Request, now: float) -> Answer:
+        seq.at_risk_from = float("inf") if req.start else min(seq.at_risk_from, seq.expiry.lo)
         seq.last_arrival = now
         seq.expiry = self._expiry(now)
         if req.end:
             self._release(seq, Window(now, now + self.prompt))
-        return Answer(seq.total)
+        return Answer(seq.total, seq.at_risk_from)
 
     def _invalid(self, req: Request) -> Refusal | None:
         m = self.spec.name
@@ -259,6 +265,16 @@ class BatcherModel:
         seq = self.seqs.get(key)
         if seq is not None and seq.running and seq.expiry is not None and key not in self.awaiting:
             seq.expiry = Window(seq.expiry.lo, max(seq.expiry.hi, at + self.spec.idle_s + self.late))
+            seq.at_risk_from = float("inf")  # it was alive when this request arrived
+
+    def reaped_first(self, key: Key, now: float) -> None:
+        """A request of `key` expected to run was refused for want of START, answered after its
+        `at_risk_from`: the server reaped the sequence before the request arrived. Observation
+        settles the window: the sequence, if the model still runs it, is gone, its slot freed
+        between `at_risk_from` and `now`."""
+        seq = self.seqs.get(key)
+        if seq is not None and seq.running and key not in self.awaiting and seq.at_risk_from < float("inf"):
+            self._release(seq, Window(seq.at_risk_from, now), expired=True)
 
     def served(self, key: Key, at: float) -> str | None:
         """A backlogged START was answered at `at`. Returns why that breaks capacity, or None

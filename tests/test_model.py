@@ -248,3 +248,21 @@ def test_a_start_queued_long_after_another_may_not_overtake_it():
     m.expect(R(3, 7, start=True), 0.70)  # 0.6 s later: surely behind 2
     m.expect(R(1, 0, end=True), 0.75)
     assert "every slot was held" in m.served(key_of(3), 0.76)
+
+
+def test_a_request_answer_says_when_its_sequence_may_be_reaped_before_it_arrives():
+    """A request sent inside the idle window can reach the server after it on a loaded machine:
+    its Answer names the earliest reap before it, and a START refusal answered past that moment
+    is settled as an expiry (fuzz/engine.py calls it indeterminate)."""
+    model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    assert model.expect(R(7, 3, start=True), 0.0).at_risk_from == float("inf")
+    first = model.expect(R(7, 4), 0.5)
+    assert first.at_risk_from == pytest.approx(IDLE - MARGIN)
+    # Pipelined behind it, unanswered: the same risk (if the first came too late, so did this one).
+    assert model.expect(R(7, 1), 0.5).at_risk_from == pytest.approx(IDLE - MARGIN)
+    model.answered(key_of(7), 0.51)  # it arrived alive: the next request's risk is its own window
+    assert model.expect(R(7, 1), 0.6).at_risk_from == pytest.approx(0.5 + IDLE - MARGIN)
+    model.reaped_first(key_of(7), 1.45)  # that last one was refused, answered at 1.45
+    assert model.expect(R(7, 1), 1.46) == Refusal("INVALID_ARGUMENT", START_ERROR.format(id=7, model=M),
+                                                  "start_is_required")
+    assert model.expect(R(8, 1, start=True), 1.46) == Answer(1)  # the one slot is free
