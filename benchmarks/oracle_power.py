@@ -21,7 +21,7 @@ import attrs
 
 from benchmarks.throughput import FUZZ_SETTINGS
 from fuzz.campaign import fuzz_model
-from fuzz.server import EmbeddedTriton
+from fuzz.server import EmbeddedTriton, explicit_control
 from fuzz.stress import StressSettings, run_stress
 from tests.broken_models import ALL_BUGS, model_name, write_broken_repository
 
@@ -92,7 +92,7 @@ def measure_bug(server, bug) -> Row:
 def start_server() -> EmbeddedTriton:
     repo = tempfile.mkdtemp(prefix="seqfuzz-bench-broken-")
     write_broken_repository(repo)
-    return EmbeddedTriton(repo).start()
+    return EmbeddedTriton(repo, **explicit_control(repo)).start()
 
 
 def measure(server) -> list[Row]:

@@ -13,6 +13,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from .depth import DepthSummary
 from .divergences import known_for
 from .invariants import InvariantViolation
+from .isolate import can_isolate, from_fresh_model
 from .machine import FuzzSettings, RunStats, make_machine
 from .progress import Progress, Snapshot
 from .server import Terminated, stopping
@@ -87,6 +88,11 @@ class ModelResult:
         d["requests_per_s"] = round(self.requests_per_s, 1)
         d["verdict"] = self.verdict
         return d
+
+
+def _known(expected, v: InvariantViolation) -> str | None:
+    """The key of the known divergence of this build that explains the violation, if any."""
+    return next((d.key for d in expected if d.explains(v.invariant, getattr(v, "got", ""))), None)
 
 
 def _cut_short(err: BaseException) -> bool:
@@ -195,20 +201,34 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             violations = [stats.shortest["server_alive"] if v.invariant == "server_alive" else v for v in violations]
         if not violations:
             unknown = error
+        replayable = {}
+        if (flaky or stats.shrink_stopped) and can_isolate(server):
+            # It needs what ran before it, or its shrinking was cut short: shrink it from a fresh model.
+            try:
+                for i, v in enumerate(violations):
+                    if v.invariant != "server_alive" and _known(expected, v) is None:
+                        fresh = from_fresh_model(server, spec, v, fuzz_settings, fuzz_settings.shrink_budget_s)
+                        if fresh is not None:
+                            violations[i] = replayable[id(fresh)] = fresh
+            except Terminated as stop:
+                stop.partial_result = partial(stop)
+                raise
         for v in violations:
-            match = next((d.key for d in expected if d.explains(v.invariant, getattr(v, "got", ""))), None)
+            match = _known(expected, v)
             if match is None and unknown is None:
                 # The violation itself (its message holds the program), not Hypothesis's Flaky or
                 # FlakyStrategyDefinition, which is all it reports once shrinking was cut short.
-                unknown = v if _cut_short(error) else error
+                unknown = v if _cut_short(error) or id(v) in replayable else error
                 if unknown is not error:  # the summary says it was not fully shrunk; no chained traceback
                     unknown.__cause__, unknown.__suppress_context__ = None, True
             program = tuple(r.describe() for r in getattr(v, "program", []))
             failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
-                                    len(program), program, match, flaky=flaky,
+                                    len(program), program, match, flaky=flaky and id(v) not in replayable,
                                     shrink_stopped=stats.shrink_stopped,
                                     records=tuple(getattr(v, "program", []))))
     seen = {f.expected_divergence for f in failures}
-    result = result_so_far(wall, failures=tuple(failures), expected_divergences=tuple(d.key for d in expected),
+    # The wall time includes shrinking from a fresh model.
+    result = result_so_far(time.monotonic() - started, failures=tuple(failures),
+                           expected_divergences=tuple(d.key for d in expected),
                            unexpected_pass=tuple(d.key for d in expected if d.key not in seen))
     return result, unknown

@@ -9,6 +9,7 @@ idle-timeout window is parked: either way only that client waits, the others go 
 """
 from __future__ import annotations
 
+import collections
 import time
 
 import attrs
@@ -51,6 +52,7 @@ class FuzzSettings:
 # Answers that mean the connection went, not that the server answered.
 LOST_CONNECTION = frozenset({"UNAVAILABLE", "STREAM_CLOSED"})
 DEATH_GRACE_S = 0.5
+HISTORY_EXAMPLES = 8  # examples kept for a failure that needs what ran before it
 
 
 
@@ -91,6 +93,8 @@ class RunStats:
     faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
     lengths: list = attrs.Factory(list)  # requests per sequence, over every example (fuzz/depth.py)
     reuse_cycles: int = 0  # expiry -> slot-reuse cycles, over every example
+    # The last examples' programs, oldest first: what ran before a failure (fuzz/isolate.py).
+    history: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=HISTORY_EXAMPLES))
 
 
 def event(value: str) -> None:
@@ -212,6 +216,8 @@ class Engine:
                 self._drain()
         finally:
             self.stats.lengths.extend(self.model.depth.lengths)
+            if self.log:
+                self.stats.history.append(tuple(self.log))
             self.stats.reuse_cycles += self.model.depth.reuse_cycles
             self._cleanup()
 
@@ -269,6 +275,7 @@ class Engine:
         program = "\n".join(r.describe() for r in self.log)
         where = f" at step {rec.index}" if rec else ""
         violation.program = list(self.log)
+        violation.history = tuple(self.stats.history)  # the examples before this one
         violation.got = rec.got if rec else ""
         best = self.stats.shortest.get(violation.invariant)
         # A death keeps the program that was running when it came: every later one (shrinking

@@ -17,7 +17,7 @@ from . import profiles  # noqa: F401  (registers ci / dev / long)
 from . import leftovers, progress, xdist_support
 from .files import atomic_write
 from .machine import FuzzSettings
-from .server import EmbeddedTriton, ExternalTriton, InstallNotFound, ServerStartError, TritonInstall
+from .server import EmbeddedTriton, ExternalTriton, InstallNotFound, ServerStartError, TritonInstall, explicit_control
 
 
 def pytest_addoption(parser):
@@ -473,11 +473,10 @@ def _start_server(config, tmp_path_factory):
         write_repository(_generated_variants(config), models_dir)
     install_dir = config.getoption("--triton-install")
     install = TritonInstall.find(install_dir) if install_dir else None
-    control = {}
-    if "reload" in config._fuzz_nemesis:  # the repository API needs explicit model control
-        names = sorted(p.name for p in Path(models_dir).iterdir() if (p / "config.pbtxt").is_file())
-        control = dict(model_control_mode="explicit", load_models=names)
-    return EmbeddedTriton(models_dir, install=install, workdir=tmp_path_factory.mktemp("triton"), **control).start()
+    # Explicit model control, every model loaded at start: the nemesis's reload and a failure's
+    # shrinking from a fresh model (fuzz/isolate.py) load new copies through the repository API.
+    return EmbeddedTriton(models_dir, install=install, workdir=tmp_path_factory.mktemp("triton"),
+                          **explicit_control(models_dir)).start()
 
 
 @pytest.fixture(scope="session")

@@ -47,11 +47,15 @@ def replay(server, entry: CorpusEntry, settings: FuzzSettings = FuzzSettings()) 
     why = nemesis.unsupported(faults & set(REPLAYED_FAULTS), server)
     if why:
         raise ReplayNeeds(f"{entry.name}: {why}")
-    # A replay sends the recorded steps in their order: a request whose answer depends on an
-    # idle-timeout window makes the whole program wait, never parks on its client.
+    return replay_steps(server, spec, entry.steps, settings)
+
+
+def replay_steps(server, spec: ModelSpec, steps, settings: FuzzSettings = FuzzSettings()) -> list[StepRecord]:
+    """Sends the steps in their recorded order (a request whose answer depends on an idle-timeout
+    window makes the whole program wait, never parks on its client), then drains and checks."""
     engine = Engine(Setup.of(server, spec, attrs.evolve(settings, park=False)), salt=1)
     try:
-        for step in entry.steps:
+        for step in steps:
             _step(engine, step, spec, settings)
             engine.check_alive()
     except BaseException:

@@ -260,6 +260,13 @@ class _Base:
         return log_block(self.log_tail())
 
 
+def explicit_control(models_dir) -> dict:
+    """EmbeddedTriton's arguments for explicit model control with every model of the repository
+    loaded at start: it serves what the default mode serves, and a model can be reloaded."""
+    names = sorted(p.name for p in Path(models_dir).iterdir() if (p / "config.pbtxt").is_file())
+    return dict(model_control_mode="explicit", load_models=names)
+
+
 class EmbeddedTriton(_Base):
     """A tritonserver process this harness starts and owns.
 

@@ -3,8 +3,11 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from fuzz.campaign import fuzz_model
+from fuzz.invariants import InvariantViolation
+from fuzz.replay import replay_steps
+from fuzz.spec import ModelSpec
 from fuzz.machine import FuzzSettings
-from fuzz.server import EmbeddedTriton
+from fuzz.server import EmbeddedTriton, explicit_control
 
 from .broken_models import BUGS, model_name, write_broken_repository
 
@@ -18,18 +21,26 @@ BUDGET = settings(max_examples=100, stateful_step_count=100, derandomize=True, d
 def broken_triton(tmp_path_factory):
     repo = tmp_path_factory.mktemp("broken-models")
     write_broken_repository(repo)
-    with EmbeddedTriton(repo, workdir=tmp_path_factory.mktemp("broken-triton")) as server:
+    with EmbeddedTriton(repo, workdir=tmp_path_factory.mktemp("broken-triton"), **explicit_control(repo)) as server:
         yield server
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=lambda b: b.name)
 def test_fuzzer_catches_the_bug_and_shrinks_it(broken_triton, bug):
-    result, error = fuzz_model(broken_triton, model_name(bug), BUDGET, fuzz_settings=FuzzSettings(shrink_budget_s=60))
+    result, error = fuzz_model(broken_triton, model_name(bug), BUDGET, fuzz_settings=FuzzSettings(shrink_budget_s=30))
     assert error is not None, f"{bug.summary}: not caught in {result.examples} examples"
     assert result.failures, f"no violation recorded; the run ended with {error!r}"
     assert all(f.expected_divergence is None for f in result.failures)
     failure = next((f for f in result.failures if f.invariant == "sums_match"), None)
-    assert failure is not None, result.failures
+    assert failure is not None, "\n\n".join(f"[{f.invariant}] {f.detail}\n" + "\n".join(f.program)
+                                             for f in result.failures)
+    # Every failure replays: its program, as the corpus would keep it, breaks the same promise
+    # again (twice: a replay must not depend on what ran before it, the first replay included).
+    assert not failure.flaky, "\n".join(failure.program)
+    for _ in range(2):
+        with pytest.raises(InvariantViolation) as replayed:
+            replay_steps(broken_triton, ModelSpec.fetch(broken_triton, model_name(bug)), failure.records)
+        assert replayed.value.invariant == "sums_match", replayed.value
     # How short the shrunk program is (against the bug's minimal one) is a figure, not a verdict:
     # shrinking replays live programs within a time budget, so its result depends on the machine's
     # speed. benchmarks/oracle_power.py prints shrunk beside minimal.
