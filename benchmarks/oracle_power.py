@@ -21,6 +21,7 @@ import attrs
 
 from benchmarks.throughput import FUZZ_SETTINGS
 from fuzz.campaign import fuzz_model
+from fuzz.engine import FuzzSettings
 from fuzz.server import EmbeddedTriton, explicit_control
 from fuzz.stress import StressSettings, run_stress
 from tests.broken_models import ALL_BUGS, model_name, write_broken_repository
@@ -38,6 +39,7 @@ class Row:
     fuzz_caught: bool
     fuzz_invariant: str
     fuzz_flaky: bool  # Hypothesis could not replay it: steps are the shortest seen, not shrunk
+    fuzz_fresh: bool  # shrunk from a freshly loaded model (fuzz/isolate.py): its first step is the reload
     fuzz_first_failure_s: float | None
     fuzz_shrunk_steps: int | None
     minimal_steps: int  # the shortest program that shows the bug, derived by hand (Bug.minimal)
@@ -78,6 +80,8 @@ def measure_bug(server, bug) -> Row:
         fuzz_caught=failure is not None and failure.invariant == "sums_match",
         fuzz_invariant=failure.invariant if failure else "",
         fuzz_flaky=bool(failure and failure.flaky),
+        fuzz_fresh=bool(failure and failure.records and failure.records[0].fault is not None
+                        and failure.records[0].fault.name == "reload"),
         fuzz_first_failure_s=failure.seconds_to_first_failure if failure else None,
         fuzz_shrunk_steps=failure.shrunk_steps if failure else None, minimal_steps=bug.minimal,
         fuzz_examples=result.examples, fuzz_wall_s=result.wall_s,
@@ -116,6 +120,7 @@ def table(rows: list[Row]) -> str:
         out.append(
             f"| `{r.bug}` | {verdict(r.fuzz_caught, r.fuzz_invariant)} | {secs(r.fuzz_first_failure_s)} | "
             f"{r.fuzz_shrunk_steps if r.fuzz_shrunk_steps is not None else '-'}{' (not replayable)' if r.fuzz_flaky else ''}"
+            f"{' (from a fresh model)' if r.fuzz_fresh else ''}"
             f" | {r.minimal_steps} | {r.fuzz_invariant or '-'} | "
             f"{r.fuzz_wall_s:.0f} | {verdict(r.stress_caught, r.stress_invariant)} | {secs(r.stress_first_failure_s)} | "
             + (f"{r.stress_sequences} / {r.stress_requests}" if r.stress_invariant
@@ -126,7 +131,10 @@ def table(rows: list[Row]) -> str:
 
 def budgets() -> str:
     return (f"fuzzer budget: the dev profile, {BUDGET.max_examples} examples x {BUDGET.stateful_step_count} steps, "
-            f"randomized, shrinking capped at {SHRINK_CAP_S} s; "
+            f"randomized; shrinking: Hypothesis's for {FuzzSettings().shrink_budget_s:g} s after the first failure "
+            f"(capped at {SHRINK_CAP_S} s in all), then, for a failure it could not replay or finish shrinking, "
+            f"{FuzzSettings().shrink_budget_s:g} s more from a fresh model (its program's first step is the reload, "
+            f"counted); "
             f"stress budget: {STRESS.concurrency} threads x {STRESS.iterations} patterns, seed {STRESS.seed}")
 
 

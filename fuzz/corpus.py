@@ -28,7 +28,7 @@ import attrs
 from .files import atomic_write
 from .model import MAX_STRING_ID
 from .spec import ModelSpec
-from .values import Fault, Kind, Request, StepRecord
+from .values import Answer, Cancelled, Fault, Kind, Outcome, Queued, Refusal, Request, StepRecord
 
 FORMAT_VERSION = 2
 READS = (1, 2)  # format 1 entries are migrated on load
@@ -184,10 +184,50 @@ def _request_from_json(d: dict) -> Request:
 def _step_to_json(s: StepRecord) -> dict:
     d = {"index": s.index, "client": s.client, "kind": s.kind.value, "action": s.action,
          "request": _request_to_json(s.request) if s.request is not None else None,
-         "via": s.via, "wait_s": s.wait_s, "expected": s.expected, "got": s.got}
+         "via": s.via, "wait_s": s.wait_s, "expected": s.expected, "got": s.got,
+         "expect": _expect_to_json(s.expect),
+         "outcome": attrs.asdict(s.outcome) if s.outcome else None}
     if s.fault is not None:
         d["fault"] = {"name": s.fault.name, "graceful": s.fault.graceful, "env": dict(s.fault.env)}
     return d
+
+
+def _expect_to_json(e) -> dict | None:
+    """An expectation as {"answer": value} / {"queued": value} / {"cancelled": true} /
+    {"refusal": {"status", "message", "invariant"}}."""
+    if isinstance(e, Answer):
+        return {"answer": e.value}
+    if isinstance(e, Queued):
+        return {"queued": e.value}
+    if isinstance(e, Cancelled):
+        return {"cancelled": True}
+    if isinstance(e, Refusal):
+        return {"refusal": attrs.asdict(e)}
+    return None
+
+
+def _expect_from_json(d):
+    if d is None:
+        return None
+    if not isinstance(d, dict) or len(d) != 1:
+        raise ValueError(f"an expectation is one of answer, queued, cancelled, refusal; got {d!r}")
+    (what, value), = d.items()
+    if what in ("answer", "queued"):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise TypeError(f"{what} must be a number, got {value!r}")
+        return Answer(value) if what == "answer" else Queued(value)
+    if what == "cancelled":
+        return Cancelled()
+    if what == "refusal":
+        return Refusal(str(value["status"]), str(value["message"]), str(value["invariant"]))
+    raise ValueError(f"unknown expectation {what!r}")
+
+
+def _outcome_from_json(d) -> Outcome | None:
+    if d is None:
+        return None
+    return Outcome(value=d.get("value"), status=str(d.get("status", "OK")), message=str(d.get("message", "")),
+                   latency_s=float(d.get("latency_s", 0.0)))
 
 
 def _fault_from_json(d) -> Fault | None:
@@ -202,12 +242,13 @@ def _step_from_json(d, i: int, version: int = FORMAT_VERSION) -> StepRecord:
         raise TypeError(f"step {i + 1} must be an object, got {d!r}")
     try:
         request = _request_from_json(d["request"]) if d.get("request") is not None else None
-        got = d.get("got", "")
+        got, expected = d.get("got", ""), d.get("expected", "")
         kind = Kind(d["kind"]) if version >= 2 else _kind_of_v1(str(d["action"]), request, got)
+        expect = _expect_from_json(d["expect"]) if "expect" in d else _expect_of_text(kind, expected)
         return StepRecord(index=int(d["index"]), client=d["client"], action=str(d["action"]), kind=kind,
                           fault=_fault_from_json(d.get("fault")),
                           request=request, via=d.get("via", ""), wait_s=float(d.get("wait_s", 0.0)),
-                          expected=d.get("expected", ""), got=got)
+                          expected=expected, got=got, expect=expect, outcome=_outcome_from_json(d.get("outcome")))
     except (KeyError, TypeError, ValueError) as err:
         raise type(err)(f"step {i + 1}: {err}") from None
 
@@ -233,6 +274,23 @@ def _kind_of_v1(action: str, request, got: str) -> Kind:
     if got == "(waiting)":
         return Kind.QUEUED
     return Kind.REFILL if action == "start after timeout" else Kind.REQUEST
+
+
+def _expect_of_text(kind: Kind, expected: str):
+    """The expectation of a step written before steps kept it as a value (format 1, and format 2
+    until the expectation was added), from its text: the one other place that text is read."""
+    if kind is Kind.CANCEL_QUEUED:
+        return Cancelled()
+    if kind not in (Kind.REQUEST, Kind.REFILL, Kind.QUEUED, Kind.ANSWER, Kind.STILL_WAITING) or not expected:
+        return None
+    queued = expected.startswith("queued in the backlog, then ")
+    text = expected.removeprefix("queued in the backlog, then ")
+    if text.startswith("OUTPUT="):
+        number = text.removeprefix("OUTPUT=")
+        value = int(number) if number.lstrip("-").isdigit() else float(number)
+        return Queued(value) if queued else Answer(value)
+    status, _, message = text.partition(": ")
+    return Refusal(status, message, "")
 
 
 # -- files ---------------------------------------------------------------------------------------
@@ -296,13 +354,17 @@ def make_entry(spec: ModelSpec, version: str, invariant: str, detail: str, steps
 
 
 def write(directory, entry: CorpusEntry) -> Path:
-    """Writes NAME.json and its reproducer NAME.py, each atomically (tmp + os.replace)."""
-    from .reproducer import render
+    """Writes NAME.json, its reproducer NAME.py and (if missing or stale) the reproducers' shared
+    runtime, each atomically (tmp + os.replace)."""
+    from .reproducer import RUNTIME_NAME, render, runtime
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{entry.name}.json"
     atomic_write(target, entry.dumps())
+    shared = directory / RUNTIME_NAME
+    if not shared.is_file() or shared.read_text(encoding="utf-8") != runtime():
+        atomic_write(shared, runtime())
     atomic_write(directory / f"{entry.name}.py", render(entry), mode=0o755)
     return target
 

@@ -19,7 +19,7 @@ from hypothesis.errors import InvalidArgument
 from . import nemesis
 from . import server as server_module
 from .client import GrpcClient, HttpClient, StreamClient
-from .values import Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
+from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
 from .model import (MAX_STRING_ID, START_ERROR, Ambiguous, Answer, BatcherModel, Queued, idle_margins, key_of,
@@ -367,12 +367,13 @@ class Engine:
     def check(self, client, req, exp, got, via, action, *, wait_s=0.0, context=""):
         """Checks a prompt answer against the model's expectation and logs the step."""
         check = check_prompt(req, exp, got, via, context=context)
-        if check.violation is not None and self._arrived_after_expiry(req, exp, got):
+        indeterminate = check.violation is not None and self._arrived_after_expiry(req, exp, got)
+        if indeterminate:
             check = attrs.evolve(check, expected=f"{check.expected}, or refused: it may have arrived after "
                                                   f"the sequence's idle timeout (indeterminate)", violation=None)
         rec = self.record(client=client, action=action, kind=Kind.REFILL if context == "refill" else Kind.REQUEST,
-                           request=req, via=via, wait_s=wait_s,
-                           expected=check.expected, got=check.got)
+                           request=req, via=via, wait_s=wait_s, expected=check.expected, got=check.got,
+                           expect=None if indeterminate else exp, outcome=got)
         if got.ok:
             self.successes += 1
             self.model.answered(key_of(req.seq_id), time.monotonic())
@@ -421,7 +422,8 @@ class Engine:
                     continue
                 p = self.pending.pop(client)
                 rec = self.record(client=client, action="still waiting", kind=Kind.STILL_WAITING, request=p.request, via="stream",
-                                   expected=describe_expectation(p.expectation), got="no answer")
+                                   expected=describe_expectation(p.expectation), got="no answer",
+                                   expect=p.expectation)
                 self.fail(InvariantViolation(
                     "no_hangs", f"the START queued at step {p.step} was let in when a slot freed but "
                                 f"not answered within {self.settings.prompt_s} s"), rec)
@@ -431,7 +433,8 @@ class Engine:
                 if got.ok:
                     self.successes += 1
                 rec = self.record(client=client, action=f"answer to step {p.step}", kind=Kind.ANSWER, request=p.request,
-                                   via="stream", expected=check.expected, got=check.got)
+                                   via="stream", expected=check.expected, got=check.got,
+                                   expect=p.expectation, outcome=got)
                 event("backlogged START answered")
                 if check.violation:
                     self.fail(check.violation, rec, lost=got.status in LOST_CONNECTION)
@@ -462,7 +465,7 @@ class Engine:
         rec = self.record(client=client, action=f"cancel its queued START (step {p.step})", kind=Kind.CANCEL_QUEUED,
                            request=p.request,
                            via="stream", expected="CANCELLED, sequence ended",
-                           got=got.describe() if got else "nothing")
+                           got=got.describe() if got else "nothing", expect=Cancelled(), outcome=got)
         if got is not None and got.ok:
             self.fail(InvariantViolation("cancel_ends_sequence",
                                           "the cancelled START was answered as if it ran"), rec)
@@ -502,7 +505,7 @@ class Engine:
         # nothing else has to.
         self.backlog_settled_at = sent + self.settings.wire_s
         self.record(client=client, action=action, kind=Kind.QUEUED, request=req, via="stream", wait_s=waited,
-                     expected=describe_expectation(exp), got="(waiting)")
+                     expected=describe_expectation(exp), got="(waiting)", expect=exp)
 
     def send_nowait(self, client: int, req: Request, action: str):
         """Hands a request to the client's stream without waiting for its answer. Returns

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import heapq
 import re
-from typing import Union
 
 import attrs
 
 from .depth import Depth
 from .spec import ModelSpec
-from .values import Request
+from .values import Ambiguous, Answer, Expectation, Queued, Refusal, Request
 
 Key = tuple  # ("u", int) or ("s", str)
 
@@ -67,38 +66,6 @@ class Window:
     hi: float
 
 
-# -- expectations -------------------------------------------------------------------------------
-
-@attrs.frozen
-class Answer:
-    """A prompt response with this OUTPUT. `at_risk_from`: for a request of a running sequence,
-    when the server may have reaped the sequence before the request got there."""
-    value: float
-    at_risk_from: float = attrs.field(default=float("inf"), eq=False)
-
-
-@attrs.frozen
-class Refusal:
-    """A prompt error. `invariant` names the promise the refusal keeps."""
-    status: str
-    message: str
-    invariant: str
-
-
-@attrs.frozen
-class Queued:
-    """Every slot is held: the request waits in the backlog; answered with `value` once admitted."""
-    value: float
-
-
-@attrs.frozen
-class Ambiguous:
-    """The answer depends on which side of an expiry window the server is; ask again after `until`."""
-    until: float
-    reason: str
-
-
-Expectation = Union[Answer, Refusal, Queued, Ambiguous]
 
 
 @attrs.define

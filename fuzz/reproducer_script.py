@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-# @@HEADER@@
-"""Standalone reproducer of a triton-seqfuzz corpus entry (a template: fuzz/reproducer.py writes
-each corpus/NAME.py from it with the entry embedded below).
+"""The runtime every standalone reproducer of a triton-seqfuzz corpus shares (fuzz/reproducer.py
+copies it into the corpus folder as seqfuzz_replay.py; each NAME.py beside it holds one entry's
+program and calls main()).
 
 Replays the recorded program of sequence-batcher requests against a Triton and prints, per step,
 what was expected and what came back; exits 1 when a step diverges, 0 when none does, 2 when
@@ -13,21 +13,19 @@ the server cannot be reached. Needs only tritonclient[grpc,http] and numpy:
 The model must follow the accumulator contract: one INPUT and one OUTPUT of dims [1], OUTPUT =
 the sum of INPUT over the sequence's requests since its START. Waits are replayed with
 time.sleep; a START that waited in the backlog is sent on a gRPC stream and its answer is checked
-where the program received it. Expectations are the ones recorded by the fuzzer; the fuzzer's own
-replay (`pytest fuzz/ -k NAME`) re-derives them with its reference model, which judges timing
-more carefully (idle-timeout windows) than this script can.
+where the program received it; a reload of the model goes through the repository API (the server
+must run --model-control-mode=explicit). Expectations are the ones recorded by the fuzzer, as
+values; the fuzzer's own replay (`pytest fuzz/ -k NAME`) re-derives them with its reference model,
+which judges timing more carefully (idle-timeout windows) than this script can.
 """
 import argparse
 import json
 import queue
 import re
-import sys
 import threading
 import time
 
 import numpy as np
-
-ENTRY = None  # @@ENTRY@@
 
 NP_DTYPE = {"INT32": np.int32, "FP32": np.float32}
 WIRE_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64, "FP64": np.float64}
@@ -201,32 +199,47 @@ class Stream:
         self._fail_pending("CANCELLED" if cancel_requests else "CLIENT_TIMEOUT", "stream closed before the response")
 
 
-def matches(expected, got, via):
-    """Whether an outcome keeps the recorded expectation (the fuzzer's check_prompt, on text)."""
-    if expected.startswith("queued in the backlog, then "):
-        expected = expected[len("queued in the backlog, then "):]
-    if expected.startswith("CANCELLED"):
+def matches(expect, got, via):
+    """Whether an outcome keeps the recorded expectation (the fuzzer's check_prompt, on values):
+    {"answer": v} or {"queued": v}: OUTPUT v; {"cancelled": true}: anything but an answer;
+    {"refusal": {...}}: that error (its status compared on gRPC, where it is exact)."""
+    if "cancelled" in expect:
         return not got.ok
-    if expected.startswith("OUTPUT="):
-        return got.ok and float(got.value) == float(expected[len("OUTPUT="):])
-    status, _, message = expected.partition(": ")
-    if got.ok:
-        return False
-    same_status = via != "grpc" or got.status == status
-    return same_status and REQUEST_ID_PREFIX.sub("", got.message) == message
+    if "answer" in expect or "queued" in expect:
+        value = expect.get("answer", expect.get("queued"))
+        return got.ok and float(got.value) == float(value)
+    refusal = expect["refusal"]
+    same_status = via != "grpc" or got.status == refusal["status"]
+    return not got.ok and same_status and REQUEST_ID_PREFIX.sub("", got.message) == refusal["message"]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + f" Entry: {ENTRY['name']}.")
+def reload_model(url, model):
+    """A fresh copy of the model through the repository API: unload, then load."""
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(url)
+    try:
+        client.unload_model(model)
+        client.load_model(model)
+    except Exception as err:  # noqa: BLE001 - said, and the replay goes on
+        print(f"       (cannot reload {model}: {err}; the server needs --model-control-mode=explicit, "
+              f"and without the reload the outcome depends on what the model served before)")
+        return
+    print("       (reloaded through the repository API)")
+
+
+def main(entry, argv=None):
+    """Replays a corpus entry (its JSON, as a dict); returns the exit status."""
+    parser = argparse.ArgumentParser(description=f"Replays triton-seqfuzz corpus entry {entry['name']}.")
     parser.add_argument("--url", default="localhost:8001", help="gRPC address of the Triton (HOST:PORT)")
     parser.add_argument("--http-url", help="HTTP address; without it, HTTP steps are sent over unary gRPC")
-    parser.add_argument("--model", default=ENTRY["model"], help="model to replay against (default: %(default)s)")
+    parser.add_argument("--model", default=entry["model"], help="model to replay against (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds a prompt answer may take")
     args = parser.parse_args(argv)
     url = args.url.removeprefix("grpc://")
-    spec = ENTRY["spec"]
-    print(f"corpus entry {ENTRY['name']} ({ENTRY['status']}): [{ENTRY['invariant']}] {ENTRY['detail']}")
-    print(f"recorded on Triton {ENTRY['triton_version']}, model {args.model} ({spec['strategy']}, "
+    spec = entry["spec"]
+    print(f"corpus entry {entry['name']} ({entry['status']}): [{entry['invariant']}] {entry['detail']}")
+    print(f"recorded on Triton {entry['triton_version']}, model {args.model} ({spec['strategy']}, "
           f"{spec['slots_per_instance']} slot(s) x {spec['instances']} instance(s), {spec['dtype']}, "
           f"idle {spec['idle_s'] * 1000:.0f} ms)")
     try:
@@ -240,18 +253,21 @@ def main(argv=None):
     unary = Unary(url)
     http = Http(args.http_url.removeprefix("http://")) if args.http_url else None
     streams, parked, touched, diverged = {}, {}, [], []
-    backlog_wait = args.timeout + (len(ENTRY["steps"]) + 2) * spec["idle_s"] * 2
+    backlog_wait = args.timeout + (len(entry["steps"]) + 2) * spec["idle_s"] * 2
 
     def stream(client):
         return streams.setdefault(client, Stream(url))
 
-    def verdict(step, expected, got, via):
-        ok = matches(expected, got, via)
-        print(f"       expected {expected}\n       got      {got}   {'ok' if ok else '<-- DIVERGES'}")
+    def verdict(step, got, via):
+        if step.get("expect") is None:
+            print(f"       got      {got}   (no expectation recorded: not checked)")
+            return
+        ok = matches(step["expect"], got, via)
+        print(f"       expected {step['expected']}\n       got      {got}   {'ok' if ok else '<-- DIVERGES'}")
         if not ok:
             diverged.append(step["index"])
 
-    for step in ENTRY["steps"]:
+    for step in entry["steps"]:
         kind, action, client, req, via = step["kind"], step["action"], step["client"], step["request"], step["via"]
         if step["wait_s"]:
             time.sleep(step["wait_s"])
@@ -268,7 +284,7 @@ def main(argv=None):
             if client in streams:
                 streams.pop(client).close(cancel_requests=True)
             got = box.get(timeout=args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
-            verdict(step, step["expected"], got, "stream")
+            verdict(step, got, "stream")
         elif kind in ("answer", "still_waiting"):
             box = parked.pop(client, None)
             if box is None:
@@ -278,11 +294,16 @@ def main(argv=None):
                 got = box.get(timeout=backlog_wait)
             except queue.Empty:
                 got = Outcome(status="CLIENT_TIMEOUT", message=f"no answer within {backlog_wait:.1f} s")
-            verdict(step, step["expected"], got, "stream")
+            verdict(step, got, "stream")
         elif kind == "queued":
             parked[client] = stream(client).send(req, args.model)
             time.sleep(0.05)  # let it reach the server before the next step (another connection)
             print("       (queued: its answer is checked where the program received it)")
+        elif kind == "fault" and (step.get("fault") or {}).get("name") == "reload":
+            for s in streams.values():  # an open stream keeps the old copy alive
+                s.close(cancel_requests=True, timeout_s=args.timeout)
+            streams.clear()
+            reload_model(url, args.model)
         elif kind == "fault":
             print("       (a nemesis fault: not replayed here)")
         elif kind in ("request", "refill"):
@@ -292,7 +313,7 @@ def main(argv=None):
                 got = http.infer(req, args.model, args.timeout)
             else:
                 got = unary.infer(req, args.model, args.timeout)
-            verdict(step, step["expected"], got, via if via != "http" or http else "grpc")
+            verdict(step, got, via if via != "http" or http else "grpc")
 
     # Leave the server as found: nothing waits, no sequence holds a slot.
     for s in streams.values():
@@ -303,11 +324,8 @@ def main(argv=None):
             unary.infer({"id": d, "value": 0, "start": False, "end": True, "dtype": spec["dtype"], "batch": 1},
                         args.model, 2.0)
     if diverged:
-        print(f"DIVERGED at step(s) {', '.join(map(str, diverged))} of {len(ENTRY['steps'])}")
+        print(f"DIVERGED at step(s) {', '.join(map(str, diverged))} of {len(entry['steps'])}")
         return 1
-    print(f"no divergence: all {len(ENTRY['steps'])} steps as expected")
+    print(f"no divergence: all {len(entry['steps'])} steps as expected")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
-"""The values every part of the fuzzer shares, and nothing else: a request, what came back, and
-a step of a program (its kind, and the fault a nemesis step struck). The reference model, the
-client, the engine, the corpus and the reproducer renderer all import these; this module
-imports nothing of the fuzzer's own.
+"""The values every part of the fuzzer shares, and nothing else: a request, what came back, what
+the reference model expects of it, and a step of a program (its kind, the fault a nemesis step
+struck, its expectation and outcome). The reference model, the client, the engine, the corpus
+and the reproducer renderer all import these; this module imports nothing of the fuzzer's own.
 """
 from __future__ import annotations
 
@@ -50,6 +50,48 @@ class Outcome:
         return f"OUTPUT={self.value!r}" if self.ok else f"{self.status}: {self.message}"
 
 
+# -- what must happen: the reference model's expectations ----------------------------------------
+
+@attrs.frozen
+class Answer:
+    """A prompt response with this OUTPUT. `at_risk_from`: for a request of a running sequence,
+    when the server may have reaped the sequence before the request got there."""
+    value: float
+    at_risk_from: float = attrs.field(default=float("inf"), eq=False)
+
+
+@attrs.frozen
+class Refusal:
+    """A prompt error. `invariant` names the promise the refusal keeps."""
+    status: str
+    message: str
+    invariant: str
+
+
+@attrs.frozen
+class Queued:
+    """Every slot is held: the request waits in the backlog; answered with `value` once admitted."""
+    value: float
+
+
+@attrs.frozen
+class Cancelled:
+    """A START cancelled while it waited in the backlog: it must not run (its answer, if any, is
+    an error), and its whole sequence ends."""
+
+
+@attrs.frozen
+class Ambiguous:
+    """The answer depends on which side of an expiry window the server is; ask again after `until`."""
+    until: float
+    reason: str
+
+
+Expectation = Union[Answer, Refusal, Queued, Cancelled, Ambiguous]
+
+
+# -- a program's steps ----------------------------------------------------------------------------
+
 class Kind(str, enum.Enum):
     """What a step did. Replay and the standalone reproducer act on it; `action` is its text."""
     REQUEST = "request"  # a request a rule sent, answered at once (the action names the rule)
@@ -86,6 +128,11 @@ class StepRecord:
     got: str = ""
     kind: Kind = attrs.field(default=Kind.REQUEST, kw_only=True, converter=Kind)
     fault: Fault | None = attrs.field(default=None, kw_only=True)  # what a FAULT step struck
+    # What the reference model required, and what came back, as values: `expected` and `got`
+    # are their text for people. None where the step checked nothing (or its check was
+    # indeterminate) and where nothing came back.
+    expect: Answer | Refusal | Queued | Cancelled | None = attrs.field(default=None, kw_only=True)
+    outcome: Outcome | None = attrs.field(default=None, kw_only=True)
 
     def describe(self) -> str:
         who = f"client {self.client}" if self.client is not None else "all clients"

@@ -11,6 +11,8 @@ from fuzz import corpus
 from fuzz.client import Request
 from fuzz.corpus import CorpusError
 from fuzz.engine import Kind, StepRecord
+from fuzz.reproducer import RUNTIME_NAME, render, runtime
+from fuzz.values import Answer, Cancelled, Outcome, Queued, Refusal
 from fuzz.spec import ModelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,13 +23,15 @@ SPEC = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=
 
 def steps():
     return (
-        StepRecord(1, 0, "start", Request("m", 5, 1, start=True), via="stream", expected="OUTPUT=1", got="OUTPUT=1"),
+        StepRecord(1, 0, "start", Request("m", 5, 1, start=True), via="stream", expected="OUTPUT=1", got="OUTPUT=1",
+                   expect=Answer(1), outcome=Outcome(1)),
         StepRecord(2, 1, "start the other-typed twin", Request("m", "5", 10, start=True), via="grpc",
-                   expected="OUTPUT=10", got="OUTPUT=10"),
+                   expected="OUTPUT=10", got="OUTPUT=10", expect=Answer(10), outcome=Outcome(10)),
         StepRecord(3, 2, "start", Request("m", 2**64 - 1, 3, start=True, end=True), via="http",
-                   expected="OUTPUT=3", got="OUTPUT=3"),
+                   expected="OUTPUT=3", got="OUTPUT=3", expect=Answer(3), outcome=Outcome(3)),
         StepRecord(4, None, "pause", kind=Kind.PAUSE, wait_s=0.025),
-        StepRecord(5, 0, "continue", Request("m", 5, 2), via="stream", expected="OUTPUT=3", got="OUTPUT=2"),
+        StepRecord(5, 0, "continue", Request("m", 5, 2), via="stream", expected="OUTPUT=3", got="OUTPUT=2",
+                   expect=Answer(3), outcome=Outcome(2)),
     )
 
 
@@ -47,7 +51,8 @@ def test_round_trip_keeps_uint64_and_string_ids_apart(tmp_path):
     assert back == e
     assert [type(s.request.seq_id) for s in back.steps if s.request] == [int, str, int, int]
     assert back.status == "known-divergence" and back.divergence_versions == ("2.51.0",)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{e.name}.json", f"{e.name}.py"], "no temp files left"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{e.name}.json", f"{e.name}.py", RUNTIME_NAME], \
+        "no temp files left"
 
 
 def test_name_depends_on_the_program_not_on_timing():
@@ -95,10 +100,13 @@ def test_load_dir_keeps_going_past_a_corrupt_file(tmp_path):
     assert "not valid JSON" in str(loaded["broken"].error) and "broken.json" in str(loaded["broken"].error)
 
 
-def test_reproducer_embeds_the_entry_and_runs_without_this_project(tmp_path):
+def test_reproducer_shows_the_program_and_runs_without_this_project(tmp_path):
     tricky = corpus.make_entry(SPEC, "2.51.0", "invalid_is_refused", 'quote " backslash \\ triple """ end',
                                steps())
     script = Path(corpus.write(tmp_path, tricky)).with_suffix(".py")
+    text = script.read_text()
+    assert all(line in text for s in tricky.steps for line in s.describe().split("\n")), text
+    assert (tmp_path / RUNTIME_NAME).read_text() == runtime()
     # Run it with this project's packages made unimportable: it must stand alone. No server is
     # listening on port 1, so it must say so and exit 2.
     guard = ("import runpy, sys; sys.modules['fuzz'] = None; sys.modules['modelgen'] = None; "
@@ -121,8 +129,9 @@ def test_checked_in_corpus_loads_and_its_reproducers_are_current():
         assert json.loads(item.path.read_text())["format_version"] == corpus.FORMAT_VERSION, (
             f"{item.path} is in an older format: rewrite it with fuzz.corpus.write")
         script = item.path.with_suffix(".py")
-        assert script.read_text() == __import__("fuzz.reproducer").reproducer.render(item.entry), (
-            f"{script} is stale: rewrite it with fuzz.corpus.write")
+        assert script.read_text() == render(item.entry), f"{script} is stale: rewrite it with fuzz.corpus.write"
+        assert len(script.read_text().splitlines()) < 150
+    assert (ROOT / "corpus" / RUNTIME_NAME).read_text() == runtime(), "the reproducers' runtime is stale"
     implicit = [i.entry for i in items if i.entry.model == "py_implicit_direct_s1_i1_int32_csr"]
     assert implicit and implicit[0].status == "known-divergence" and "2.51.0" in implicit[0].divergence_versions
 
@@ -164,3 +173,20 @@ def test_format_1_entries_are_migrated_on_load(tmp_path):
     (old,) = [i.entry for i in corpus.load_dir(ROOT / "tests" / "golden" / "corpus_format1")]
     assert [s.kind for s in old.steps] == [Kind.GO_SILENT, Kind.REFILL], old.steps
     assert json.loads(old.dumps())["format_version"] == 2
+
+
+def test_steps_written_before_expectations_were_values_get_them_from_their_text():
+    """Format 1, and format 2 before `expect`: the expectation is read from its text, once, on load."""
+    def step(kind, expected, **kw):
+        return {"index": 1, "client": 0, "kind": kind, "action": "a", "request": None, "via": "stream",
+                "wait_s": 0.0, "expected": expected, "got": "", **kw}
+    text = {"request": "OUTPUT=-3", "refill": "OUTPUT=2.5", "queued": "queued in the backlog, then OUTPUT=7",
+            "answer": "queued in the backlog, then OUTPUT=7", "cancel_queued": "CANCELLED, sequence ended"}
+    read = {k: corpus._step_from_json(step(k, v), 0).expect for k, v in text.items()}
+    assert read == {"request": Answer(-3), "refill": Answer(2.5), "queued": Queued(7), "answer": Queued(7),
+                    "cancel_queued": Cancelled()}
+    refusal = corpus._step_from_json(step("request", "INVALID_ARGUMENT: must specify the START flag"), 0).expect
+    assert refusal == Refusal("INVALID_ARGUMENT", "must specify the START flag", "")
+    assert corpus._step_from_json(step("pause", ""), 0).expect is None
+    # Once kept as a value, the value is read, not the text.
+    assert corpus._step_from_json(step("request", "OUTPUT=1", expect={"answer": 2}), 0).expect == Answer(2)

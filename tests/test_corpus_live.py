@@ -14,6 +14,7 @@ from fuzz.invariants import InvariantViolation
 from fuzz.engine import Kind, StepRecord
 from fuzz.replay import ReplayDrift, check_entry
 from fuzz.spec import ModelSpec
+from fuzz.values import Answer, Queued
 
 ROOT = Path(__file__).resolve().parent.parent
 IMPLICIT = "py_implicit_direct_s1_i1_int32_csr"
@@ -138,14 +139,16 @@ def backlog_program(model):
     queued = Request(model, 2, 5, start=True)
     return [
         StepRecord(1, 0, "start", Request(model, 1, 1, start=True), via="stream",
-                   expected="OUTPUT=1", got="OUTPUT=1"),
+                   expected="OUTPUT=1", got="OUTPUT=1", expect=Answer(1)),
         StepRecord(2, 1, "start", queued, via="stream", expected="queued in the backlog, then OUTPUT=5",
-                   got="(waiting)", kind=Kind.QUEUED),
+                   got="(waiting)", kind=Kind.QUEUED, expect=Queued(5)),
         StepRecord(3, None, "pause", kind=Kind.PAUSE, wait_s=0.1),
-        StepRecord(4, 0, "end", Request(model, 1, 2, end=True), via="grpc", expected="OUTPUT=3", got="OUTPUT=3"),
+        StepRecord(4, 0, "end", Request(model, 1, 2, end=True), via="grpc", expected="OUTPUT=3", got="OUTPUT=3",
+                   expect=Answer(3)),
         StepRecord(5, 1, "answer to step 2", queued, via="stream", expected="queued in the backlog, then OUTPUT=5",
-                   got="OUTPUT=5", kind=Kind.ANSWER),
-        StepRecord(6, 1, "end", Request(model, 2, 1, end=True), via="stream", expected="OUTPUT=6", got="OUTPUT=6"),
+                   got="OUTPUT=5", kind=Kind.ANSWER, expect=Queued(5)),
+        StepRecord(6, 1, "end", Request(model, 2, 1, end=True), via="stream", expected="OUTPUT=6", got="OUTPUT=6",
+                   expect=Answer(6)),
     ]
 
 
@@ -159,7 +162,7 @@ def test_backlogged_start_replays_through_a_stream_in_both_replayers(triton, tmp
     assert "(queued: its answer is checked where the program received it)" in out.stdout
     assert "  5. client 1: answer to step 2" in out.stdout and "no divergence: all 6 steps" in out.stdout
     # The same program with a wrong recorded answer: the script (which trusts the recording) says so.
-    wrong = attrs.evolve(entry, steps=entry.steps[:4] + (attrs.evolve(entry.steps[4], expected="OUTPUT=7"),)
+    wrong = attrs.evolve(entry, steps=entry.steps[:4] + (attrs.evolve(entry.steps[4], expect=Queued(7)),)
                          + entry.steps[5:])
     path = corpus.write(tmp_path, attrs.evolve(wrong, name="wrong"))
     out = subprocess.run([sys.executable, str(path.with_suffix(".py")), "--url", triton.grpc_url],

@@ -1,12 +1,17 @@
 """Faults are steps like any other: a program with a nemesis fault keeps it in its corpus entry,
 and replaying the entry strikes the fault again (restart and reload; a cut or a full batch ends
 the replay with ReplayDrift)."""
+import subprocess
+import sys
+
 import attrs
 import pytest
 
 from fuzz import corpus
 from fuzz.client import GrpcClient, Request
 from fuzz.engine import Fault, Kind, StepRecord
+from fuzz.isolate import RELOAD
+from fuzz.values import Answer
 from fuzz.invariants import InvariantViolation
 from fuzz.replay import ReplayNeeds, replay
 from fuzz.server import EmbeddedTriton, ExternalTriton
@@ -40,7 +45,7 @@ def test_a_fault_in_a_corpus_entry_is_struck_again_by_its_replay(server, fault, 
     spec = ModelSpec.fetch(server, MODEL)
     steps = (StepRecord(1, None, f"the {fault.name} nemesis", kind=Kind.FAULT, fault=fault),
              StepRecord(2, 0, "start", Request(MODEL, 7, 15, start=True), via="stream",
-                        expected="OUTPUT=15", got="OUTPUT=16"))
+                        expected="OUTPUT=15", got="OUTPUT=16", expect=Answer(15)))
     entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, "sums_match",
                                                                  "wrong running sum", steps)))
     assert entry.steps[0].fault == fault
@@ -59,3 +64,19 @@ def test_a_fault_the_server_cannot_take_is_not_replayed_there(server):
     entry = corpus.make_entry(spec, server.version, "sums_match", "test", steps)
     with pytest.raises(ReplayNeeds, match="needs the embedded server"):
         replay(ExternalTriton(server.grpc_url, server.http_url), entry)
+
+
+def test_the_standalone_reproducer_reloads_the_model_where_its_program_starts_from_a_fresh_one(server, tmp_path):
+    """A program shrunk from a fresh model (fuzz/isolate.py) starts with the reload; the standalone
+    reproducer strikes it through the repository API, so the bug shows on a warmed model too."""
+    spec = ModelSpec.fetch(server, MODEL)
+    steps = (RELOAD, StepRecord(2, 0, "start", Request(MODEL, 7, 15, start=True), via="stream",
+                                expected="OUTPUT=15", got="OUTPUT=16", expect=Answer(15)))
+    script = corpus.write(tmp_path, corpus.make_entry(spec, server.version, "sums_match", "wrong running sum",
+                                                      steps)).with_suffix(".py")
+    warm(server)
+    out = subprocess.run([sys.executable, str(script), "--url", server.grpc_url], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "(reloaded through the repository API)" in out.stdout
+    assert "expected OUTPUT=15\n       got      OUTPUT=16   <-- DIVERGES" in out.stdout, out.stdout

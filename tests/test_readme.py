@@ -15,3 +15,10 @@ def test_readme_has_two_commands_and_ci_runs_the_test_one():
     assert "pytest tests/" in tests
     assert tests in (ROOT / ".ci" / "run").read_text()
     assert "redis-server" in tests  # the shared-database test needs it on a fresh machine
+
+
+def test_readme_shows_a_checked_in_reproducer_as_it_is():
+    readme = (ROOT / "README.md").read_text()
+    shown = re.search(r"`corpus/(\S+\.py)` reads, in full:\n\n```python\n(.*?)```", readme, re.S)
+    assert shown, "README's corpus section shows a reproducer"
+    assert (ROOT / "corpus" / shown.group(1)).read_text() == shown.group(2), "README's reproducer is stale"

@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""The runtime every standalone reproducer of a triton-seqfuzz corpus shares (fuzz/reproducer.py
+copies it into the corpus folder as seqfuzz_replay.py; each NAME.py beside it holds one entry's
+program and calls main()).
+
+Replays the recorded program of sequence-batcher requests against a Triton and prints, per step,
+what was expected and what came back; exits 1 when a step diverges, 0 when none does, 2 when
+the server cannot be reached. Needs only tritonclient[grpc,http] and numpy:
+
+    pip install 'tritonclient[grpc,http]' numpy
+    python NAME.py --url localhost:8001 [--http-url localhost:8000] [--model NAME]
+
+The model must follow the accumulator contract: one INPUT and one OUTPUT of dims [1], OUTPUT =
+the sum of INPUT over the sequence's requests since its START. Waits are replayed with
+time.sleep; a START that waited in the backlog is sent on a gRPC stream and its answer is checked
+where the program received it; a reload of the model goes through the repository API (the server
+must run --model-control-mode=explicit). Expectations are the ones recorded by the fuzzer, as
+values; the fuzzer's own replay (`pytest fuzz/ -k NAME`) re-derives them with its reference model,
+which judges timing more carefully (idle-timeout windows) than this script can.
+"""
+import argparse
+import json
+import queue
+import re
+import threading
+import time
+
+import numpy as np
+
+NP_DTYPE = {"INT32": np.int32, "FP32": np.float32}
+WIRE_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64, "FP64": np.float64}
+REQUEST_ID_PREFIX = re.compile(r"^\[request id: [^\]]*\] ")
+
+
+def seq_id_of(d):
+    return d["value"] if d["type"] == "string" else int(d["value"])
+
+
+def describe(req):
+    flags = "".join(f for f, on in (("S", req["start"]), ("E", req["end"])) if on) or "-"
+    extra = f" batch={req['batch']}" if req["batch"] != 1 else ""
+    extra += f" dtype={req['dtype']}"
+    return f"id={seq_id_of(req['id'])!r} value={req['value']!r} flags={flags}{extra}"
+
+
+def encode(req, model, request_id=""):
+    """A ModelInferRequest built by hand, as the fuzzer sends it: uint64 ids >= 2**63 go as the
+    int64 two's complement, and id 0 is sent (tritonclient would leave it out)."""
+    from tritonclient.grpc import service_pb2
+
+    msg = service_pb2.ModelInferRequest(model_name=model, id=request_id)
+    arr = np.full((req["batch"], 1), req["value"], dtype=NP_DTYPE.get(req["dtype"], np.int64))
+    msg.inputs.add(name="INPUT", datatype=req["dtype"], shape=list(arr.shape))
+    msg.raw_input_contents.append(arr.tobytes())
+    seq_id = seq_id_of(req["id"])
+    params = msg.parameters
+    if isinstance(seq_id, str):
+        params["sequence_id"].string_param = seq_id
+    elif seq_id >= 2**63:
+        params["sequence_id"].int64_param = seq_id - 2**64
+    else:
+        params["sequence_id"].int64_param = seq_id
+    params["sequence_start"].bool_param = req["start"]
+    params["sequence_end"].bool_param = req["end"]
+    if req.get("timeout_us") is not None:
+        params["timeout"].int64_param = req["timeout_us"]
+    return msg
+
+
+class Outcome:
+    def __init__(self, value=None, status="OK", message=""):
+        self.value, self.status, self.message = value, status, message
+
+    @property
+    def ok(self):
+        return self.status == "OK"
+
+    def __str__(self):
+        return f"OUTPUT={self.value!r}" if self.ok else f"{self.status}: {self.message}"
+
+
+def decode(response):
+    for i, out in enumerate(response.outputs):
+        if out.name == "OUTPUT" and out.datatype in WIRE_DTYPE and i < len(response.raw_output_contents):
+            arr = np.frombuffer(response.raw_output_contents[i], dtype=WIRE_DTYPE[out.datatype])
+            if arr.size:
+                return Outcome(arr[0].item())
+    return Outcome(status="BAD_RESPONSE", message=f"no usable OUTPUT in {[o.name for o in response.outputs]}")
+
+
+class Unary:
+    def __init__(self, url):
+        import grpc
+        from tritonclient.grpc import service_pb2_grpc
+
+        self.grpc = grpc
+        self.stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(url))
+
+    def infer(self, req, model, timeout_s):
+        try:
+            return decode(self.stub.ModelInfer(encode(req, model), timeout=timeout_s))
+        except self.grpc.RpcError as err:
+            code = err.code()
+            status = "CLIENT_TIMEOUT" if code == self.grpc.StatusCode.DEADLINE_EXCEEDED else code.name
+            return Outcome(status=status, message=err.details() or "")
+
+
+class Http:
+    def __init__(self, url):
+        import tritonclient.http as httpclient
+
+        self.mod = httpclient
+        self.client = httpclient.InferenceServerClient(url, network_timeout=60.0)
+
+    def infer(self, req, model, timeout_s):
+        arr = np.full((req["batch"], 1), req["value"], dtype=NP_DTYPE.get(req["dtype"], np.int64))
+        tensor = self.mod.InferInput("INPUT", list(arr.shape), req["dtype"])
+        tensor.set_data_from_numpy(arr)
+        try:
+            result = self.client.infer(model, [tensor], sequence_id=seq_id_of(req["id"]),
+                                       sequence_start=req["start"], sequence_end=req["end"],
+                                       timeout=req.get("timeout_us"))
+        except self.mod.InferenceServerException as err:
+            status = {"400": "INVALID_ARGUMENT", "503": "UNAVAILABLE"}.get(str(err.status()), str(err.status()))
+            return Outcome(status=status, message=err.message())
+        out = result.as_numpy("OUTPUT")
+        return Outcome(out.reshape(-1)[0].item()) if out is not None and out.size else Outcome(
+            status="BAD_RESPONSE", message="no OUTPUT")
+
+
+class Stream:
+    """One gRPC bidirectional stream (ModelStreamInfer), as one fuzz client holds it. Each request
+    carries a ticket as its id; responses (errors included) echo it."""
+
+    def __init__(self, url):
+        import grpc
+        from tritonclient.grpc import service_pb2_grpc
+
+        self.grpc = grpc
+        self.stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(url))
+        self.lock = threading.Lock()
+        self.pending, self.next, self.outbox, self.call, self.reader = {}, 0, None, None, None
+
+    def _requests(self, outbox):
+        while True:
+            msg = outbox.get()
+            if msg is None:
+                return
+            yield msg
+
+    def _read(self, call):
+        try:
+            for response in call:
+                with self.lock:
+                    box = self.pending.pop(response.infer_response.id, None)
+                if box is not None:
+                    box.put(Outcome(status="ERROR", message=response.error_message) if response.error_message
+                            else decode(response.infer_response))
+        except self.grpc.RpcError as err:
+            self._fail_pending(err.code().name, err.details() or "stream ended")
+        else:
+            self._fail_pending("STREAM_CLOSED", "the server closed the stream before responding")
+
+    def _fail_pending(self, status, message):
+        with self.lock:
+            orphans, self.pending = self.pending, {}
+        for box in orphans.values():
+            box.put(Outcome(status=status, message=message))
+
+    def send(self, req, model):
+        box = queue.Queue(maxsize=1)
+        with self.lock:
+            rid = f"r{self.next}"
+            self.next += 1
+            self.pending[rid] = box
+        if self.call is None:
+            self.outbox = queue.Queue()
+            self.call = self.stub.ModelStreamInfer(self._requests(self.outbox))
+            self.reader = threading.Thread(target=self._read, args=(self.call,), daemon=True)
+            self.reader.start()
+        self.outbox.put(encode(req, model, rid))
+        return box
+
+    def infer(self, req, model, timeout_s):
+        try:
+            return self.send(req, model).get(timeout=timeout_s)
+        except queue.Empty:
+            return Outcome(status="CLIENT_TIMEOUT", message=f"no response within {timeout_s} s")
+
+    def close(self, cancel_requests=False, timeout_s=30.0):
+        call, self.call = self.call, None
+        if call is None:
+            return
+        if cancel_requests:
+            call.cancel()
+        else:
+            self.outbox.put(None)
+        self.reader.join(timeout_s)
+        self._fail_pending("CANCELLED" if cancel_requests else "CLIENT_TIMEOUT", "stream closed before the response")
+
+
+def matches(expect, got, via):
+    """Whether an outcome keeps the recorded expectation (the fuzzer's check_prompt, on values):
+    {"answer": v} or {"queued": v}: OUTPUT v; {"cancelled": true}: anything but an answer;
+    {"refusal": {...}}: that error (its status compared on gRPC, where it is exact)."""
+    if "cancelled" in expect:
+        return not got.ok
+    if "answer" in expect or "queued" in expect:
+        value = expect.get("answer", expect.get("queued"))
+        return got.ok and float(got.value) == float(value)
+    refusal = expect["refusal"]
+    same_status = via != "grpc" or got.status == refusal["status"]
+    return not got.ok and same_status and REQUEST_ID_PREFIX.sub("", got.message) == refusal["message"]
+
+
+def reload_model(url, model):
+    """A fresh copy of the model through the repository API: unload, then load."""
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(url)
+    try:
+        client.unload_model(model)
+        client.load_model(model)
+    except Exception as err:  # noqa: BLE001 - said, and the replay goes on
+        print(f"       (cannot reload {model}: {err}; the server needs --model-control-mode=explicit, "
+              f"and without the reload the outcome depends on what the model served before)")
+        return
+    print("       (reloaded through the repository API)")
+
+
+def main(entry, argv=None):
+    """Replays a corpus entry (its JSON, as a dict); returns the exit status."""
+    parser = argparse.ArgumentParser(description=f"Replays triton-seqfuzz corpus entry {entry['name']}.")
+    parser.add_argument("--url", default="localhost:8001", help="gRPC address of the Triton (HOST:PORT)")
+    parser.add_argument("--http-url", help="HTTP address; without it, HTTP steps are sent over unary gRPC")
+    parser.add_argument("--model", default=entry["model"], help="model to replay against (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds a prompt answer may take")
+    args = parser.parse_args(argv)
+    url = args.url.removeprefix("grpc://")
+    spec = entry["spec"]
+    print(f"corpus entry {entry['name']} ({entry['status']}): [{entry['invariant']}] {entry['detail']}")
+    print(f"recorded on Triton {entry['triton_version']}, model {args.model} ({spec['strategy']}, "
+          f"{spec['slots_per_instance']} slot(s) x {spec['instances']} instance(s), {spec['dtype']}, "
+          f"idle {spec['idle_s'] * 1000:.0f} ms)")
+    try:
+        import tritonclient.grpc as grpcclient
+
+        meta = grpcclient.InferenceServerClient(url).get_server_metadata()
+        print(f"replaying against Triton {meta.version} at {url}")
+    except Exception as err:  # noqa: BLE001 - any failure to reach it ends the run
+        print(f"cannot reach a Triton at {url}: {err}")
+        return 2
+    unary = Unary(url)
+    http = Http(args.http_url.removeprefix("http://")) if args.http_url else None
+    streams, parked, touched, diverged = {}, {}, [], []
+    backlog_wait = args.timeout + (len(entry["steps"]) + 2) * spec["idle_s"] * 2
+
+    def stream(client):
+        return streams.setdefault(client, Stream(url))
+
+    def verdict(step, got, via):
+        if step.get("expect") is None:
+            print(f"       got      {got}   (indeterminate when recorded: not checked)")
+            return
+        ok = matches(step["expect"], got, via)
+        print(f"       expected {step['expected']}\n       got      {got}   {'ok' if ok else '<-- DIVERGES'}")
+        if not ok:
+            diverged.append(step["index"])
+
+    for step in entry["steps"]:
+        kind, action, client, req, via = step["kind"], step["action"], step["client"], step["request"], step["via"]
+        if step["wait_s"]:
+            time.sleep(step["wait_s"])
+        who = f"client {client}" if client is not None else "all clients"
+        line = f"{step['index']:3d}. {who}: {action}" + (f" (waited {step['wait_s']:.3f} s)" if step["wait_s"] else "")
+        print(line + (f" {describe(req)} via {via}" if req else ""))
+        if req is not None:
+            touched.append(req["id"])
+        if kind == "close_stream":
+            if client in streams:
+                streams.pop(client).close()
+        elif kind == "cancel_queued":
+            box = parked.pop(client, None)
+            if client in streams:
+                streams.pop(client).close(cancel_requests=True)
+            got = box.get(timeout=args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
+            verdict(step, got, "stream")
+        elif kind in ("answer", "still_waiting"):
+            box = parked.pop(client, None)
+            if box is None:
+                print("       (already answered)")
+                continue
+            try:
+                got = box.get(timeout=backlog_wait)
+            except queue.Empty:
+                got = Outcome(status="CLIENT_TIMEOUT", message=f"no answer within {backlog_wait:.1f} s")
+            verdict(step, got, "stream")
+        elif kind == "queued":
+            parked[client] = stream(client).send(req, args.model)
+            time.sleep(0.05)  # let it reach the server before the next step (another connection)
+            print("       (queued: its answer is checked where the program received it)")
+        elif kind == "fault" and (step.get("fault") or {}).get("name") == "reload":
+            for s in streams.values():  # an open stream keeps the old copy alive
+                s.close(cancel_requests=True, timeout_s=args.timeout)
+            streams.clear()
+            reload_model(url, args.model)
+        elif kind == "fault":
+            print("       (a nemesis fault: not replayed here)")
+        elif kind in ("request", "refill"):
+            if via == "stream":
+                got = stream(client).infer(req, args.model, args.timeout)
+            elif via == "http" and http is not None:
+                got = http.infer(req, args.model, args.timeout)
+            else:
+                got = unary.infer(req, args.model, args.timeout)
+            verdict(step, got, via if via != "http" or http else "grpc")
+
+    # Leave the server as found: nothing waits, no sequence holds a slot.
+    for s in streams.values():
+        s.close(cancel_requests=True, timeout_s=args.timeout)
+    for d in {json.dumps(t, sort_keys=True): t for t in touched}.values():
+        seq_id = seq_id_of(d)
+        if seq_id not in (0, "") and not (isinstance(seq_id, str) and len(seq_id) > 128):
+            unary.infer({"id": d, "value": 0, "start": False, "end": True, "dtype": spec["dtype"], "batch": 1},
+                        args.model, 2.0)
+    if diverged:
+        print(f"DIVERGED at step(s) {', '.join(map(str, diverged))} of {len(entry['steps'])}")
+        return 1
+    print(f"no divergence: all {len(entry['steps'])} steps as expected")
+    return 0
+
