@@ -486,13 +486,13 @@ class EmbeddedTriton(_Base):
             self.load_models.append(name)
 
     def reload_model(self, name: str, timeout: float = 60.0) -> None:
-        """Load a new copy of `name`, retiring the old one and its sequences. Triton reloads a
-        loaded model only when its files changed (seen live on 2.51: a second load of an
-        unchanged model is a no-op that keeps its sequences; touching config.pbtxt is not enough,
-        its content is compared), so the model's other files are touched first."""
-        for path in (self.model_repository / name).rglob("*"):
-            if path.is_file() and path.name != "config.pbtxt":
-                os.utime(path)
+        """Load a new copy of `name`, retiring the old one and its sequences: unload, then load.
+        A load of a loaded model reloads it only when its files changed (seen live on 2.51: a
+        second load of an unchanged model is a no-op that keeps its sequences). Touching its
+        files made it reload, as far as was seen, but rests on how Triton compares them (a test
+        of a reload right after start-up failed once in a way a kept copy would explain); after
+        an unload a load always starts a new copy, and the repository is left alone."""
+        self.unload_model(name, timeout)
         self.load_model(name, timeout)
 
     def unload_model(self, name: str, timeout: float = 60.0) -> None:
@@ -513,7 +513,7 @@ class EmbeddedTriton(_Base):
             self.check_alive()
             if time.monotonic() > deadline:
                 raise TritonError(f"model {name!r} still ready {timeout:.0f} s after unload{self._tail_block()}")
-            time.sleep(0.05)
+            time.sleep(0.01)
 
     @property
     def running(self) -> bool:

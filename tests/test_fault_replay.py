@@ -6,10 +6,12 @@ import sys
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, settings
 
 from fuzz import corpus
+from fuzz.campaign import fuzz_model
 from fuzz.client import GrpcClient, Request
-from fuzz.engine import Fault, Kind, StepRecord
+from fuzz.engine import Fault, FuzzSettings, Kind, StepRecord
 from fuzz.isolate import RELOAD
 from fuzz.values import Answer
 from fuzz.invariants import InvariantViolation
@@ -80,3 +82,26 @@ def test_the_standalone_reproducer_reloads_the_model_where_its_program_starts_fr
     assert out.returncode == 1, out.stdout + out.stderr
     assert "(reloaded through the repository API)" in out.stdout
     assert "expected OUTPUT=15\n       got      OUTPUT=16   <-- DIVERGES" in out.stdout, out.stdout
+
+
+def test_a_failure_the_fuzzer_finds_under_the_reload_nemesis_replays_from_its_corpus_entry(server, tmp_path):
+    """Found by fuzzing with `--nemesis reload` on a model whose bug shows only after a load:
+    the program it keeps holds a reload (the nemesis's, or the fresh copy its shrinking started
+    from), and its corpus entry breaks the same promise when replayed on a warmed model."""
+    warm(server)
+    # Short examples: a derandomized run's first examples strike the reload at every step (~1.4 s each).
+    budget = settings(max_examples=40, stateful_step_count=6, derandomize=True, database=None, deadline=None,
+                      suppress_health_check=list(HealthCheck))
+    result, error = fuzz_model(server, MODEL, budget, fuzz_settings=FuzzSettings(nemesis={"reload"}))
+    failure = next((f for f in result.failures if f.invariant == "sums_match"), None)
+    assert failure is not None and error is not None, result
+    assert not failure.flaky, "\n".join(failure.program)
+    spec = ModelSpec.fetch(server, MODEL)
+    entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, failure.invariant,
+                                                                 failure.detail, failure.records)))
+    assert any(s.kind is Kind.FAULT and s.fault.name == "reload" for s in entry.steps), entry.describe()
+    for _ in range(2):
+        warm(server)
+        with pytest.raises(InvariantViolation) as again:
+            replay(server, entry)
+        assert again.value.invariant == "sums_match", again.value
