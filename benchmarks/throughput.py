@@ -5,7 +5,7 @@ raw loop on MODEL, the stress campaign and its raw loop on the stress campaign's
     python -m benchmarks.throughput [--seconds 30]
 
 The fuzzer sleeps on purpose (pauses, idle-timeout waits, waits out expiry windows, 50 ms after
-a queued START): that time is measured by timing fuzz.nemesis.go_silent and the wire sleep, and
+a queued START): that time is measured by timing fuzz.engine.go_silent and the wire sleep, and
 "active" rates leave it out. Hypothesis's overhead is a machine with the same rule shapes and
 draws as the fuzzer's, whose rules do nothing, run under the same settings.
 """
@@ -22,7 +22,7 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
-from fuzz import nemesis, profiles  # noqa: F401  (registers dev)
+from fuzz import profiles  # noqa: F401  (registers dev)
 from fuzz.campaign import fuzz_model
 from fuzz.machine import id_strategy
 from fuzz.server import EmbeddedTriton
@@ -107,14 +107,14 @@ def raw_loop(server, model: str, seconds: float, length: int = 16) -> float:
 
 @contextmanager
 def timed_sleeps():
-    """Totals the seconds the fuzzer sleeps on purpose (nemesis.go_silent, and time.sleep in the
+    """Totals the seconds the fuzzer sleeps on purpose (engine.go_silent, and time.sleep in the
     machine and engine modules: the wire wait, waits for parked requests). Timing only: nothing
     the fuzzer does changes."""
     import fuzz.engine as engine_module
     import fuzz.machine as machine_module
 
     total = [0.0]
-    real_silent, real_time = nemesis.go_silent, machine_module.time
+    real_silent, real_time = engine_module.go_silent, machine_module.time
 
     def go_silent(seconds):
         waited = real_silent(seconds)
@@ -131,11 +131,11 @@ def timed_sleeps():
             real_time.sleep(seconds)
             total[0] += real_time.monotonic() - t
 
-    nemesis.go_silent, machine_module.time, engine_module.time = go_silent, _Time(), _Time()
+    engine_module.go_silent, machine_module.time, engine_module.time = go_silent, _Time(), _Time()
     try:
         yield total
     finally:
-        nemesis.go_silent, machine_module.time, engine_module.time = real_silent, real_time, real_time
+        engine_module.go_silent, machine_module.time, engine_module.time = real_silent, real_time, real_time
 
 
 def hypothesis_per_step(spec: ModelSpec, examples: int = 200, steps: int = 40) -> float:

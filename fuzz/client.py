@@ -209,6 +209,15 @@ class StreamClient:
         except queue.Empty:
             return Outcome(status="CLIENT_TIMEOUT", message=f"no response within {timeout_s} s")
 
+    @staticmethod
+    def poll(box: "queue.Queue[Outcome]", timeout_s: float) -> Outcome | None:
+        """The outcome in a box from send(), waiting at most `timeout_s` (0: just look); None if
+        nothing came."""
+        try:
+            return box.get(timeout=timeout_s) if timeout_s > 0 else box.get_nowait()
+        except queue.Empty:
+            return None
+
     def close(self, cancel_requests: bool = False, timeout_s: float = 30.0) -> None:
         """Ends the stream. Without cancel_requests, the half-close lets in-flight requests finish
         and their responses arrive; with it, the RPC is cancelled and they end CANCELLED."""

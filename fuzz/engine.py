@@ -97,6 +97,14 @@ class RunStats:
     history: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=HISTORY_EXAMPLES))
 
 
+def go_silent(seconds: float) -> float:
+    """Every client stays silent for `seconds`; returns the time actually slept."""
+    started = time.monotonic()
+    if seconds > 0:
+        time.sleep(seconds)
+    return time.monotonic() - started
+
+
 def event(value: str) -> None:
     """hypothesis.event, and nothing outside a Hypothesis run (a corpus replay drives the engine)."""
     try:
@@ -161,6 +169,7 @@ class Engine:
         self.margin, self.late, self.n_clients, self.proxied = setup.margin, setup.late, setup.n_clients, setup.proxied
         self.as_value, self.lingering_guard = setup.as_value, setup.lingering_guard
         self.salt = salt  # fresh ids differ per example: no state leaks between them
+        self.nemesis = nemesis.Nemesis(self.server, self.spec.name)
         self.teardown_client = self.n_clients  # past the stream clients: ends what is left, on unary gRPC
         self.model = BatcherModel(self.spec, margin_s=self.margin, prompt_s=self.settings.prompt_s, late_s=self.late)
         self.proxy = None
@@ -336,7 +345,7 @@ class Engine:
             if park and self.settings.park:
                 self.parked[client] = Parked(req, via, action, context, hold, since)
                 return exp or Ambiguous(hold, "held behind a START on its way to the backlog")
-            nemesis.go_silent(max(0.0, hold - time.monotonic()))
+            go_silent(max(0.0, hold - time.monotonic()))
             self.collect()
         # Recorded as the silence before this send (since the later of when it was drawn and
         # the last step), so a replay, which runs the steps in order, sleeps just that gap.
@@ -407,7 +416,7 @@ class Engine:
         while True:
             answered = []
             for client, p in list(self.pending.items()):  # every box first: the model may have let
-                got = nemesis.outcome_of(p.box, 0)        # in another START than the server did
+                got = StreamClient.poll(p.box, 0)         # in another START than the server did
                 if got is not None:
                     answered.append((p.sent_at + got.latency_s, client, p, got))
                     del self.pending[client]
@@ -459,8 +468,8 @@ class Engine:
 
     def cancel_queued(self, client: int):
         p = self.pending.pop(client)
-        nemesis.cancel_in_flight(self.streams[client], self.settings.prompt_s)
-        got = nemesis.outcome_of(p.box, self.settings.prompt_s)
+        self.streams[client].close(cancel_requests=True, timeout_s=self.settings.prompt_s)  # what was in flight ends CANCELLED
+        got = StreamClient.poll(p.box, self.settings.prompt_s)
         self.model.cancelled(key_of(p.request.seq_id))
         rec = self.record(client=client, action=f"cancel its queued START (step {p.step})", kind=Kind.CANCEL_QUEUED,
                            request=p.request,
@@ -476,7 +485,7 @@ class Engine:
         now = time.monotonic()
         ends = [s.expiry.hi for s in self.model.running if s.key not in self.model.awaiting]
         seconds = max([e - now for e in ends] + [0]) + 0.01
-        waited = nemesis.go_silent(seconds)
+        waited = go_silent(seconds)
         self.record(client=None, action="go silent past the idle timeout", kind=Kind.GO_SILENT, wait_s=waited)
         self.collect()
 
@@ -549,6 +558,20 @@ class Engine:
     def proxied_idle(self) -> list[int]:
         return [c for c in self.proxied if c not in self.pending and c not in self.parked]
 
+    def cut(self, action: str = "") -> bool:
+        """The network resets the proxied clients' connections (RST both ways), and they
+        reconnect (a cut channel is not reused). False (nothing done) while one of them waits."""
+        if not self.proxied or len(self.proxied_idle()) < len(self.proxied):
+            return False
+        count = self.nemesis.strike(Fault("cut"), self.proxy)
+        for c in self.proxied:
+            self.streams[c].close_channel()
+            self.streams[c] = StreamClient(self.proxy.url)
+        self.struck("cut")
+        self.record(client=None, action=action or f"the network cuts the proxied clients' {count} connection(s)",
+                    kind=Kind.FAULT, fault=Fault("cut"))
+        return True
+
     def server_fault(self, fault: Fault, action: str) -> bool:
         """Restarts the server or reloads the model with every client disconnected (an open
         stream keeps an unloaded model's old copy alive); afterwards the model holds no sequence
@@ -559,10 +582,7 @@ class Engine:
             return False
         self._disconnect()
         try:
-            if fault.name == "reload":
-                nemesis.reload_model(self.server, self.spec.name)
-            else:  # restart, full_batch
-                nemesis.restart_server(self.server, graceful=fault.graceful, env=dict(fault.env))
+            self.nemesis.strike(fault)
         except Exception as err:  # noqa: BLE001 - a server that does not come back is a finding
             self.fail(InvariantViolation("server_alive", f"{action}: it did not come back: {err}"),
                        self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,

@@ -327,7 +327,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             client = self._client(data)
             if client is None:
                 return self._skip("abandon: no idle client")
-            nemesis.drop_stream(self.streams[client], settings.prompt_s)
+            self.streams[client].close(cancel_requests=False, timeout_s=settings.prompt_s)  # its sequences stay live
             self.record(client=client, action="close its stream", kind=Kind.CLOSE_STREAM)
 
         @rule(data=st.data())
@@ -434,15 +434,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             """The network drops the proxied clients' connections (RST both ways) mid-sequence.
             Their sequences are the server's, not the connection's: they stay live until they idle
             out, and any client may go on with them before that."""
-            if len(self.proxied_idle()) < len(proxied):
+            if not self.cut():
                 return self._skip("cut: a proxied client waits on the backlog")
-            count = nemesis.cut_connections(self.proxy)
-            for c in proxied:  # a cut channel is not reused: the client reconnects
-                self.streams[c].close_channel()
-                self.streams[c] = StreamClient(self.proxy.url)
-            self.struck("cut")
-            self.record(client=None, action=f"the network cuts the proxied clients' {count} connection(s)",
-                        kind=Kind.FAULT, fault=Fault("cut"))
 
         @only_if("stall" in faults and bool(proxied))
         @rule(data=st.data())
@@ -468,7 +461,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             req = Request(spec.name, key[1], self._fit(value, self.model.total(key)), end=end, dtype=spec.dtype)
             self.going_out(req)
             exp = self.model.expect(req, arrival)  # what the server must do when it arrives
-            box = nemesis.held_send(self.proxy, self.streams[client], req, arrival)
+            box = self.nemesis.hold(self.proxy, self.streams[client], req, arrival)
             self.struck("stall")
             self.check(client, req, exp, StreamClient.wait(box, settings.prompt_s), "stream",
                         "send while the network stalls, held", wait_s=arrival - now)

@@ -1,6 +1,7 @@
 """The nemesis: faults inflicted on the clients, the network and the server.
 
-Kept apart from the rules so the generator says *when* and the nemesis says *how*. The faults a
+Kept apart from the rules so the generator says *when* and the nemesis says *how*; a fault is a
+step of the program (its Fault value), replayed from the corpus like any other. The faults a
 campaign may draw are named in FuzzSettings.nemesis (pytest --nemesis):
 
   slow        the repository also holds slow models (modelgen.slow_variants): requests queue
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import time
 
-from .client import Outcome, StreamClient
 from .proxy import FaultProxy
+from .values import Fault
 
 NEMESES = ("slow", "cut", "stall", "restart", "reload", "full_batch")
 # Faults that restart the server or reload the model: they need the embedded server (and, for
@@ -56,71 +57,58 @@ def unsupported(faults, server) -> str | None:
     return None
 
 
-def cancel_in_flight(stream: StreamClient, timeout_s: float) -> None:
-    """stop_stream(cancel_requests=True): the RPC is cancelled; what was in flight ends CANCELLED."""
-    stream.close(cancel_requests=True, timeout_s=timeout_s)
+class Nemesis:
+    """The faults, as Jepsen has them: operations on the system under test, each given as the
+    Fault value a program records, so that fuzzing and a replay strike the same thing.
 
+    `strike` does a fault to the server or the network (`restart`, `full_batch`: a restart with
+    the scheduler hooks in the Fault's env; `reload`; `cut`, through the fault proxy) and `hold`
+    sends a request through a stalled proxy (`stall`). The engine keeps the program's side of a
+    fault (its clients reconnect, the reference model forgets what the server lost, the step is
+    recorded)."""
 
-def drop_stream(stream: StreamClient, timeout_s: float) -> None:
-    """The client closes its stream (half-close) and goes away; its sequences stay live."""
-    stream.close(cancel_requests=False, timeout_s=timeout_s)
+    def __init__(self, server, model: str):
+        self.server, self.model = server, model
 
+    def strike(self, fault: Fault, proxy: FaultProxy | None = None) -> int:
+        """Does the fault; returns how many connections a cut reset (0 for the others)."""
+        if fault.name == "reload":
+            self.server.reload_model(self.model)
+        elif fault.name in ("restart", "full_batch"):
+            self._restart(graceful=fault.graceful, env=dict(fault.env))
+        elif fault.name == "cut":
+            if proxy is None:
+                raise ValueError("a cut needs the fault proxy between the clients and the server")
+            return proxy.cut()
+        else:
+            raise ValueError(f"{fault.name!r} is not a fault a program strikes (stall is a held send: hold())")
+        return 0
 
-def go_silent(seconds: float) -> float:
-    """Every client stays silent for `seconds`; returns the time actually slept."""
-    started = time.monotonic()
-    if seconds > 0:
-        time.sleep(seconds)
-    return time.monotonic() - started
+    def _restart(self, *, graceful: bool, env: dict) -> None:
+        """Restarts the embedded server (graceful: SIGTERM; else SIGKILL, a crash). `env` is set for
+        the new process only (the server's test hooks are read once, when a model loads)."""
+        saved = dict(self.server.env)
+        self.server.env.update(env)
+        try:
+            self.server.restart(graceful=graceful)
+        finally:
+            self.server.env.clear()
+            self.server.env.update(saved)
 
+    @staticmethod
+    def hold(proxy: FaultProxy, stream, req, until: float):
+        """Sends `req` on a stream behind `proxy` while the proxy holds every byte, and lets it go at
+        monotonic time `until`: the server sees the request arrive then. Returns the answer's box."""
+        proxy.stall()
+        try:
+            box = stream.send(req)
+            time.sleep(max(0.0, until - time.monotonic()))
+        finally:
+            proxy.resume()
+        return box
 
-def outcome_of(box, timeout_s: float) -> Outcome | None:
-    """The outcome in a stream's box, waiting at most `timeout_s` (0: just look)."""
-    try:
-        return box.get(timeout=timeout_s) if timeout_s > 0 else box.get_nowait()
-    except Exception:
-        return None
-
-
-# -- the network --------------------------------------------------------------------------------
 
 def open_proxy(grpc_url: str) -> FaultProxy:
+    """A fault proxy in front of the server's gRPC port, for the clients a cut or a stall reaches."""
     host, port = grpc_url.removeprefix("grpc://").rsplit(":", 1)
     return FaultProxy(host, int(port)).start()
-
-
-def cut_connections(proxy: FaultProxy) -> int:
-    """Every connection through the proxy is reset, both ways; returns how many there were."""
-    return proxy.cut()
-
-
-def held_send(proxy: FaultProxy, stream: StreamClient, req, until: float):
-    """Sends `req` on a stream behind `proxy` while the proxy holds every byte, and lets it go at
-    monotonic time `until`: the server sees the request arrive then. Returns the answer's box."""
-    proxy.stall()
-    try:
-        box = stream.send(req)
-        go_silent(until - time.monotonic())
-    finally:
-        proxy.resume()
-    return box
-
-
-# -- the server ---------------------------------------------------------------------------------
-
-def restart_server(server, *, graceful: bool, env: dict | None = None) -> None:
-    """Restarts the embedded server (graceful: SIGTERM; else SIGKILL, a crash). `env` is set for
-    the new process only (the server's test hooks are read once, when a model loads)."""
-    saved = dict(server.env)
-    server.env.update(env or {})
-    try:
-        server.restart(graceful=graceful)
-    finally:
-        server.env.clear()
-        server.env.update(saved)
-
-
-def reload_model(server, name: str) -> None:
-    """Loads a new copy of `name` through the repository API; the old copy and its sequences go."""
-    server.reload_model(name)
-

@@ -14,7 +14,7 @@ from . import nemesis
 from .corpus import CorpusEntry
 from .divergences import KNOWN
 from .invariants import InvariantViolation
-from .engine import Engine, FuzzSettings, Kind, Setup, StepRecord
+from .engine import Engine, FuzzSettings, Kind, Setup, StepRecord, go_silent
 from .spec import ModelSpec
 
 
@@ -27,9 +27,9 @@ class ReplayNeeds(ReplayDrift):
     did not start, a reload without explicit model control): it can only be replayed elsewhere."""
 
 
-# Faults a replay strikes again; the others (a cut or a full batch, which need the fault proxy or
-# a held batch) end the replay with ReplayDrift.
-REPLAYED_FAULTS = ("restart", "reload")
+# Faults a replay strikes again; a full batch (which needs its STARTs held and sent together) ends
+# the replay with ReplayDrift.
+REPLAYED_FAULTS = ("restart", "reload", "cut")
 
 
 class CorpusMismatch(AssertionError):
@@ -53,7 +53,9 @@ def replay(server, entry: CorpusEntry, settings: FuzzSettings = FuzzSettings()) 
 def replay_steps(server, spec: ModelSpec, steps, settings: FuzzSettings = FuzzSettings()) -> list[StepRecord]:
     """Sends the steps in their recorded order (a request whose answer depends on an idle-timeout
     window makes the whole program wait, never parks on its client), then drains and checks."""
-    engine = Engine(Setup.of(server, spec, attrs.evolve(settings, park=False)), salt=1)
+    # A program that cuts connections had its first clients behind the fault proxy: so here.
+    cuts = frozenset({"cut"}) if any(s.fault is not None and s.fault.name == "cut" for s in steps) else frozenset()
+    engine = Engine(Setup.of(server, spec, attrs.evolve(settings, park=False, nemesis=settings.nemesis | cuts)), salt=1)
     try:
         for step in steps:
             _step(engine, step, spec, settings)
@@ -87,7 +89,7 @@ def _await_answer(engine, client: int, spec: ModelSpec, settings: FuzzSettings) 
 def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> None:
     kind, client = step.kind, step.client
     if kind is Kind.PAUSE:
-        engine.record(client=None, action=step.action, kind=kind, wait_s=nemesis.go_silent(step.wait_s))
+        engine.record(client=None, action=step.action, kind=kind, wait_s=go_silent(step.wait_s))
     elif kind is Kind.GO_SILENT:
         engine.go_silent_past_idle()  # how long is the model's call now, as in fuzzing
     elif kind is Kind.LEAVE_TO_EXPIRE:
@@ -95,7 +97,7 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
         # follows, with the silence before it as its wait.
         engine.record(client=None, action=step.action, kind=kind)
     elif kind is Kind.CLOSE_STREAM:
-        nemesis.drop_stream(engine.streams[client], settings.prompt_s)
+        engine.streams[client].close(cancel_requests=False, timeout_s=settings.prompt_s)
         engine.record(client=client, action=step.action, kind=kind)
     elif kind is Kind.CANCEL_QUEUED:
         if client not in engine.pending:
@@ -106,11 +108,12 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
         if client in engine.pending:  # otherwise it was answered (and checked) already
             _await_answer(engine, client, spec, settings)
     elif kind is Kind.FAULT and step.fault is not None and step.fault.name in REPLAYED_FAULTS:
-        if not engine.server_fault(step.fault, step.action):
+        struck = engine.cut(step.action) if step.fault.name == "cut" else engine.server_fault(step.fault, step.action)
+        if not struck:
             raise ReplayDrift(f"step {step.index} ({step.action}): a client still waits, the fault cannot strike")
     elif kind in (Kind.REQUEST, Kind.REFILL, Kind.QUEUED):
         if step.wait_s:
-            nemesis.go_silent(step.wait_s)
+            go_silent(step.wait_s)
         if client in engine.pending:  # the recorded client was idle here; let its answer come in
             _await_answer(engine, client, spec, settings)
         via = "grpc" if step.via == "http" and engine.http is None else step.via

@@ -105,3 +105,19 @@ def test_a_failure_the_fuzzer_finds_under_the_reload_nemesis_replays_from_its_co
         with pytest.raises(InvariantViolation) as again:
             replay(server, entry)
         assert again.value.invariant == "sums_match", again.value
+
+
+def test_a_cut_in_a_corpus_entry_is_struck_again_through_the_fault_proxy(server, tmp_path):
+    """A cut resets the proxied clients' connections; the sequence is the server's and goes on
+    from the reconnected client. Its replay puts the first clients behind a proxy again."""
+    warm(server)
+    spec = ModelSpec.fetch(server, MODEL)
+    steps = (StepRecord(1, 0, "start", Request(MODEL, 11, 1, start=True), via="stream", expect=Answer(1)),
+             StepRecord(2, None, "the network cuts the proxied clients' 1 connection(s)", kind=Kind.FAULT,
+                        fault=Fault("cut")),
+             StepRecord(3, 0, "continue", Request(MODEL, 11, 2), via="stream", expect=Answer(3)))
+    entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, "sums_match", "test", steps)))
+    log = replay(server, entry)
+    cut = next(s for s in log if s.kind is Kind.FAULT)
+    assert cut.fault == Fault("cut") and cut.action == steps[1].action
+    assert [s.got for s in log if s.request is not None][:2] == ["OUTPUT=1", "OUTPUT=3"]
