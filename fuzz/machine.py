@@ -142,7 +142,10 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             how = data.draw(st.sampled_from(ID_CHOICES), label="id choice")
             pool = self.used_ids if among is None else among
             reused = self._pick(data, pool, "which id")
-            twin = sibling(self._pick(data, self.used_ids, "sibling of"), data.draw(SIBLING_STEPS, label="sibling step"))
+            # A sibling of a live id, when there is one: the collision shows while both are live.
+            live = [k[1] for k in self.live()]
+            twin = sibling(self._pick(data, live or self.used_ids, "sibling of"),
+                           data.draw(SIBLING_STEPS, label="sibling step"))
             if how == "reuse" and reused is not None:
                 return reused
             return twin if how == "sibling" and twin is not None else fresh
