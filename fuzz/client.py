@@ -94,11 +94,11 @@ class GrpcClient:
 class HttpClient:
     """HTTP/REST through tritonclient.http: one blocking call per request."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, timeout_s: float = 60.0):
         import tritonclient.http as httpclient
 
         self._mod = httpclient
-        self._client = httpclient.InferenceServerClient(url.removeprefix("http://"), network_timeout=60.0)
+        self._client = httpclient.InferenceServerClient(url.removeprefix("http://"), network_timeout=timeout_s)
 
     def infer(self, req: Request, timeout_s: float = 30.0) -> Outcome:
         started = time.monotonic()
@@ -112,6 +112,8 @@ class HttpClient:
             # HTTP errors carry the HTTP status; map the two the batcher uses to gRPC's names.
             status = {"400": "INVALID_ARGUMENT", "503": "UNAVAILABLE"}.get(str(err.status()), str(err.status()))
             return Outcome(status=status, message=err.message(), latency_s=time.monotonic() - started)
+        except TimeoutError as err:  # the client's network timeout (gevent's socket timeout)
+            return Outcome(status="CLIENT_TIMEOUT", message=f"no response: {err}", latency_s=time.monotonic() - started)
         out = result.as_numpy("OUTPUT")
         if out is None or out.size == 0:
             return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", latency_s=time.monotonic() - started)

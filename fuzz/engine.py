@@ -176,6 +176,8 @@ class Engine:
         self.connect()
         self.pending: dict[int, Pending] = {}
         self.parked: dict[int, Parked] = {}
+        self.held: dict = {}  # a replay's STARTs of a held batch, by client, until their answer's step
+        self.hooked = False  # a full_batch fault left the server running with its scheduler hooks
         self.silenced: set = set()  # sequences left to expire: no client sends on them
         self.backlog_settled_at = 0.0  # a new START waits until the last queued START is there
         self.used_ids: list = []
@@ -238,7 +240,7 @@ class Engine:
         self.streams = [StreamClient(self.proxy.url if c in self.proxied else self.server.grpc_url)
                         for c in range(self.n_clients)]
         self.grpc = GrpcClient(self.server.grpc_url)
-        self.http = HttpClient(self.server.http_url) if self.server.http_url else None
+        self.http = HttpClient(self.server.http_url, self.settings.prompt_s) if self.server.http_url else None
 
     def _disconnect(self):
         for s in self.streams:
@@ -373,14 +375,15 @@ class Engine:
             del self.parked[client]
             self.dispatch(client, p.request, p.via, p.action, p.context, since=p.since)
 
-    def check(self, client, req, exp, got, via, action, *, wait_s=0.0, context=""):
+    def check(self, client, req, exp, got, via, action, *, wait_s=0.0, context="", kind: Kind | None = None):
         """Checks a prompt answer against the model's expectation and logs the step."""
         check = check_prompt(req, exp, got, via, context=context)
         indeterminate = check.violation is not None and self._arrived_after_expiry(req, exp, got)
         if indeterminate:
             check = attrs.evolve(check, expected=f"{check.expected}, or refused: it may have arrived after "
                                                   f"the sequence's idle timeout (indeterminate)", violation=None)
-        rec = self.record(client=client, action=action, kind=Kind.REFILL if context == "refill" else Kind.REQUEST,
+        kind = kind or (Kind.REFILL if context == "refill" else Kind.REQUEST)
+        rec = self.record(client=client, action=action, kind=kind,
                            request=req, via=via, wait_s=wait_s, expected=check.expected, got=check.got,
                            expect=None if indeterminate else exp, outcome=got)
         if got.ok:
@@ -467,12 +470,29 @@ class Engine:
         return [k for k in self.model.live_keys() if k not in self.silenced and k not in held]
 
     def cancel_queued(self, client: int):
+        """The client cancels its START waiting in the backlog. If a slot may have freed before
+        the cancel got there (the model's earliest schedule lets the START in by its answer), an
+        answer is the START having run first: a race the model settles by observation (its sum is
+        still checked); otherwise an answer breaks cancel_ends_sequence."""
         p = self.pending.pop(client)
         self.streams[client].close(cancel_requests=True, timeout_s=self.settings.prompt_s)  # what was in flight ends CANCELLED
         got = StreamClient.poll(p.box, self.settings.prompt_s)
-        self.model.cancelled(key_of(p.request.seq_id))
-        rec = self.record(client=client, action=f"cancel its queued START (step {p.step})", kind=Kind.CANCEL_QUEUED,
-                           request=p.request,
+        key = key_of(p.request.seq_id)
+        action = f"cancel its queued START (step {p.step})"
+        ran_first = got is not None and got.ok and self.model.served(key, p.sent_at + got.latency_s) is None
+        if ran_first:
+            check = check_served(p.request, p.expectation, got, None)
+            rec = self.record(client=client, action=action, kind=Kind.CANCEL_QUEUED, request=p.request, via="stream",
+                               expected=f"CANCELLED, or {check.expected} if a slot freed before the cancel arrived "
+                                        f"(indeterminate)", got=check.got, outcome=got)
+            event("cancel raced with the START's admission (indeterminate)")
+            self.stats.ambiguous_waits += 1
+            self.successes += 1
+            if check.violation:
+                self.fail(check.violation, rec)
+            return
+        self.model.cancelled(key)
+        rec = self.record(client=client, action=action, kind=Kind.CANCEL_QUEUED, request=p.request,
                            via="stream", expected="CANCELLED, sequence ended",
                            got=got.describe() if got else "nothing", expect=Cancelled(), outcome=got)
         if got is not None and got.ok:
@@ -541,6 +561,20 @@ class Engine:
         for client, req, exp, box, action in sent:
             self.check(client, req, exp, StreamClient.wait(box, wait_s), "stream", action)
 
+    def send_held(self, reqs, action: str) -> list:
+        """Sends STARTs into a batch the server holds until it is full, without waiting, each
+        logged as a HELD step; check_held checks their answers once the batch ran."""
+        sent = self.send_all(reqs, action)
+        for client, req, exp, _, _ in sent:
+            self.record(client=client, action=action, kind=Kind.HELD, request=req, via="stream",
+                        expected=describe_expectation(exp), got="(held)", expect=exp)
+        return sent
+
+    def check_held(self, sent) -> None:
+        for client, req, exp, box, action in sent:
+            self.check(client, req, exp, StreamClient.wait(box, self.settings.prompt_s), "stream",
+                       f"answer to {action}", kind=Kind.HELD_ANSWER)
+
     def send_together(self, reqs, action: str):
         """Sends every (client, request) at once on the clients' streams; each must be answered
         promptly (the model must expect an Answer or a Refusal for each)."""
@@ -592,6 +626,8 @@ class Engine:
         self.model.forget_all()
         self.silenced.clear()
         self.stats_before, self.successes = None, 0
+        if fault.name != "reload":
+            self.hooked = bool(fault.env)  # the server now runs with (or without) the scheduler hooks
         self.struck(fault.name)
         self.record(client=None, action=action, kind=Kind.FAULT, fault=fault)
         return True
@@ -651,6 +687,16 @@ class Engine:
                 s.close(cancel_requests=bool(self.failed or self.pending), timeout_s=self.settings.prompt_s)
             except Exception:
                 pass
+        if self.hooked and not server_module.stopping():
+            # An example that failed inside a full_batch left the scheduler hooks armed: every
+            # later request would wait for a full batch. A restart without them also ends every
+            # sequence, so nothing is left to end.
+            self._disconnect()
+            self.nemesis.strike(Fault("full_batch"))
+            self.hooked = False
+            self.connect()
+            self.touched.clear()
+            self.model.forget_all()
         if self.failed and not server_module.stopping():  # a stopped server needs no clean-up
             for seq_id in self.touched:
                 if self.model.lingering(key_of(seq_id)):

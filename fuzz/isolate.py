@@ -37,7 +37,9 @@ class ServerGone(Exception):
 
 
 def can_isolate(server) -> bool:
-    """A fresh copy of the model needs the repository API (the embedded server, explicit model control)."""
+    """A fresh copy of the model needs the repository API (the embedded server, explicit model
+    control). Under pytest-xdist each model's tests run on one worker (one xdist group per model,
+    fuzz/xdist_support.py), so no other test has sequences on the model a reload replaces."""
     return nemesis.unsupported({"reload"}, server) is None
 
 

@@ -512,13 +512,13 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             before = server.execution_count(spec.name)
             reqs = [(c, Request(spec.name, i, v, start=True, dtype=spec.dtype))
                     for c, i, v in zip(self.idle_clients(), fresh, values)]
-            held = self.send_all(reqs[:spec.capacity], "start (held for a full batch)")
+            held = self.send_held(reqs[:spec.capacity], "start (held for a full batch)")
             # The backlog STARTs go on other connections: sent at once, one could overtake a held
             # START (seen in CI: it took a slot and pushed that START into a second batch).
             time.sleep(settings.wire_s)
             for client, req in reqs[spec.capacity:]:  # queued behind the held batch
                 self.send(client, req, "stream", "start (into the held backlog)", park=False)
-            self.check_sent(held)
+            self.check_held(held)
             after = server.execution_count(spec.name)
             if before is not None and after is not None and after - before != spec.instances:
                 self.fail(InvariantViolation(

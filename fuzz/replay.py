@@ -27,9 +27,8 @@ class ReplayNeeds(ReplayDrift):
     did not start, a reload without explicit model control): it can only be replayed elsewhere."""
 
 
-# Faults a replay strikes again; a full batch (which needs its STARTs held and sent together) ends
-# the replay with ReplayDrift.
-REPLAYED_FAULTS = ("restart", "reload", "cut")
+# Faults a replay strikes again: all that a program records (a stall is a late request).
+REPLAYED_FAULTS = ("restart", "reload", "cut", "full_batch")
 
 
 class CorpusMismatch(AssertionError):
@@ -104,6 +103,12 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
             raise ReplayDrift(f"step {step.index} ({step.action}): client {client} has no START waiting in the "
                               f"backlog at replay")
         engine.cancel_queued(client)
+    elif kind is Kind.HELD:  # sent without waiting: the server holds it until the batch is full
+        engine.held[client] = engine.send_held([(client, step.request)], step.action)[0]
+    elif kind is Kind.HELD_ANSWER:
+        if client not in engine.held:
+            raise ReplayDrift(f"step {step.index} ({step.action}): client {client} holds no START")
+        engine.check_held([engine.held.pop(client)])
     elif kind in (Kind.ANSWER, Kind.STILL_WAITING):
         if client in engine.pending:  # otherwise it was answered (and checked) already
             _await_answer(engine, client, spec, settings)

@@ -285,7 +285,7 @@ def main(entry, argv=None):
                 streams.pop(client).close(cancel_requests=True)
             got = box.get(timeout=args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
             verdict(step, got, "stream")
-        elif kind in ("answer", "still_waiting"):
+        elif kind in ("answer", "still_waiting", "held_answer"):
             box = parked.pop(client, None)
             if box is None:
                 print("       (already answered)")
@@ -295,6 +295,9 @@ def main(entry, argv=None):
             except queue.Empty:
                 got = Outcome(status="CLIENT_TIMEOUT", message=f"no answer within {backlog_wait:.1f} s")
             verdict(step, got, "stream")
+        elif kind == "held":
+            parked[client] = stream(client).send(req, args.model)
+            print("       (held: the server answers once its batch is full)")
         elif kind == "queued":
             parked[client] = stream(client).send(req, args.model)
             time.sleep(0.05)  # let it reach the server before the next step (another connection)

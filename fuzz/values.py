@@ -104,6 +104,8 @@ class Kind(str, enum.Enum):
     LEAVE_TO_EXPIRE = "leave_to_expire"  # no client sends on these sequences any more
     PAUSE = "pause"  # a recorded silence (format 1 programs)
     CLOSE_STREAM = "close_stream"  # the client closes its gRPC stream
+    HELD = "held"  # a START sent into a batch the server holds until it is full (full_batch)
+    HELD_ANSWER = "held_answer"  # that START's answer, checked once the batch ran
     FAULT = "fault"  # a nemesis fault (cut, restart, reload, full batch)
 
 

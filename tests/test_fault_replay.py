@@ -8,7 +8,7 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, settings
 
-from fuzz import corpus
+from fuzz import corpus, nemesis
 from fuzz.campaign import fuzz_model
 from fuzz.client import GrpcClient, Request
 from fuzz.engine import Fault, FuzzSettings, Kind, StepRecord
@@ -84,22 +84,24 @@ def test_the_standalone_reproducer_reloads_the_model_where_its_program_starts_fr
     assert "expected OUTPUT=15\n       got      OUTPUT=16   <-- DIVERGES" in out.stdout, out.stdout
 
 
-def test_a_failure_the_fuzzer_finds_under_the_reload_nemesis_replays_from_its_corpus_entry(server, tmp_path):
-    """Found by fuzzing with `--nemesis reload` on a model whose bug shows only after a load:
-    the program it keeps holds a reload (the nemesis's, or the fresh copy its shrinking started
-    from), and its corpus entry breaks the same promise when replayed on a warmed model."""
+@pytest.mark.parametrize("fault", ["reload", "restart", "full_batch"])
+def test_a_failure_the_fuzzer_finds_under_a_server_fault_replays_from_its_corpus_entry(server, tmp_path, fault):
+    """Found by fuzzing with `--nemesis FAULT` on a model whose bug shows only after a load: the
+    program it keeps holds a fault that loads the model again (the nemesis's own, or the reload
+    its shrinking from a fresh model started with), and its corpus entry breaks the same promise
+    when replayed on a warmed model."""
     warm(server)
-    # Short examples: a derandomized run's first examples strike the reload at every step (~1.4 s each).
+    # Short examples: a derandomized run's first examples strike the fault at every step (seconds each).
     budget = settings(max_examples=40, stateful_step_count=6, derandomize=True, database=None, deadline=None,
                       suppress_health_check=list(HealthCheck))
-    result, error = fuzz_model(server, MODEL, budget, fuzz_settings=FuzzSettings(nemesis={"reload"}))
+    result, error = fuzz_model(server, MODEL, budget, fuzz_settings=FuzzSettings(nemesis={fault}))
     failure = next((f for f in result.failures if f.invariant == "sums_match"), None)
     assert failure is not None and error is not None, result
     assert not failure.flaky, "\n".join(failure.program)
     spec = ModelSpec.fetch(server, MODEL)
     entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, failure.invariant,
                                                                  failure.detail, failure.records)))
-    assert any(s.kind is Kind.FAULT and s.fault.name == "reload" for s in entry.steps), entry.describe()
+    assert any(s.kind is Kind.FAULT and s.fault.name in (fault, "reload") for s in entry.steps), entry.describe()
     for _ in range(2):
         warm(server)
         with pytest.raises(InvariantViolation) as again:
@@ -121,3 +123,28 @@ def test_a_cut_in_a_corpus_entry_is_struck_again_through_the_fault_proxy(server,
     cut = next(s for s in log if s.kind is Kind.FAULT)
     assert cut.fault == Fault("cut") and cut.action == steps[1].action
     assert [s.got for s in log if s.request is not None][:2] == ["OUTPUT=1", "OUTPUT=3"]
+
+
+def test_a_full_batch_in_a_corpus_entry_restarts_the_server_with_its_hook_and_holds_the_batch(server, tmp_path):
+    """full_batch: the server restarts with TRITONSERVER_DELAY_SCHEDULER = the model's capacity,
+    and that many STARTs are held until the batch is full. The replay restarts it with the
+    recorded hook and sends the held STARTs without waiting; the model's first request after the
+    load (position 0 of that one batch) is wrong, so the replay breaks sums_match."""
+    spec = ModelSpec.fetch(server, MODEL)
+    hook = Fault("full_batch", env=((nemesis.DELAY_SCHEDULER, str(spec.capacity)),))
+    held = [Request(MODEL, 20 + i, 10 * (i + 1), start=True) for i in range(spec.capacity)]
+    steps = ((StepRecord(1, None, "the server restarts with the hook", kind=Kind.FAULT, fault=hook),)
+             + tuple(StepRecord(2 + i, i, "start (held for a full batch)", r, via="stream", kind=Kind.HELD,
+                                expect=Answer(r.value)) for i, r in enumerate(held))
+             + tuple(StepRecord(2 + spec.capacity + i, i, "answer to start (held for a full batch)", r, via="stream",
+                                kind=Kind.HELD_ANSWER, expect=Answer(r.value)) for i, r in enumerate(held)))
+    entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, "sums_match", "test", steps)))
+    try:
+        with pytest.raises(InvariantViolation) as again:
+            replay(server, entry)
+        assert again.value.invariant == "sums_match", again.value
+        kinds = [s.kind for s in again.value.program]
+        assert kinds[:1 + spec.capacity] == [Kind.FAULT] + [Kind.HELD] * spec.capacity, kinds
+        assert again.value.program[0].fault == hook
+    finally:
+        server.restart()  # without the hook: it would hold every later request of this module
