@@ -362,9 +362,9 @@ def write(directory, entry: CorpusEntry) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{entry.name}.json"
     atomic_write(target, entry.dumps())
-    shared = directory / RUNTIME_NAME
-    if not shared.is_file() or shared.read_text(encoding="utf-8") != runtime():
-        atomic_write(shared, runtime())
+    shared, text = directory / RUNTIME_NAME, runtime()
+    if not shared.is_file() or shared.read_text(encoding="utf-8") != text:
+        atomic_write(shared, text)
     atomic_write(directory / f"{entry.name}.py", render(entry), mode=0o755)
     return target
 

@@ -614,13 +614,23 @@ class Engine:
         if self.pending or self.parked:
             event(f"skipped: {fault.name}: a client waits on the backlog or holds a request back")
             return False
-        self._disconnect()
         try:
-            self.nemesis.strike(fault)
+            self._strike_disconnected(fault)
         except Exception as err:  # noqa: BLE001 - a server that does not come back is a finding
             self.fail(InvariantViolation("server_alive", f"{action}: it did not come back: {err}"),
                        self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
                                    got=f"{type(err).__name__}: {err}"))
+        self.struck(fault.name)
+        self.record(client=None, action=action, kind=Kind.FAULT, fault=fault)
+        return True
+
+    def _strike_disconnected(self, fault: Fault) -> None:
+        """Strikes a server fault with every client disconnected (an open stream keeps an
+        unloaded model's old copy alive), then reconnects: the model holds no sequence, the
+        statistics start again, and `hooked` says whether the scheduler hooks are armed."""
+        self._disconnect()
+        try:
+            self.nemesis.strike(fault)
         finally:
             self.connect()
         self.model.forget_all()
@@ -628,9 +638,6 @@ class Engine:
         self.stats_before, self.successes = None, 0
         if fault.name != "reload":
             self.hooked = bool(fault.env)  # the server now runs with (or without) the scheduler hooks
-        self.struck(fault.name)
-        self.record(client=None, action=action, kind=Kind.FAULT, fault=fault)
-        return True
 
     def _drain(self):
         """Sends what is parked, ends every live sequence (which lets the backlog in) once no
@@ -691,12 +698,8 @@ class Engine:
             # An example that failed inside a full_batch left the scheduler hooks armed: every
             # later request would wait for a full batch. A restart without them also ends every
             # sequence, so nothing is left to end.
-            self._disconnect()
-            self.nemesis.strike(Fault("full_batch"))
-            self.hooked = False
-            self.connect()
+            self._strike_disconnected(Fault("full_batch"))
             self.touched.clear()
-            self.model.forget_all()
         if self.failed and not server_module.stopping():  # a stopped server needs no clean-up
             for seq_id in self.touched:
                 if self.model.lingering(key_of(seq_id)):
