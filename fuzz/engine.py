@@ -22,7 +22,7 @@ from .client import GrpcClient, HttpClient, StreamClient
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
-from .model import (MAX_STRING_ID, START_ERROR, Ambiguous, Answer, BatcherModel, Queued, idle_margins, key_of,
+from .model import (MAX_STRING_ID, START_ERROR, Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins, key_of,
                     normalize_message)
 from .spec import ModelSpec
 
@@ -378,10 +378,14 @@ class Engine:
     def check(self, client, req, exp, got, via, action, *, wait_s=0.0, context="", kind: Kind | None = None):
         """Checks a prompt answer against the model's expectation and logs the step."""
         check = check_prompt(req, exp, got, via, context=context)
-        indeterminate = check.violation is not None and self._arrived_after_expiry(req, exp, got)
+        indeterminate = None
+        if check.violation is not None:
+            indeterminate = self._arrived_after_expiry(req, exp, got) or self._reaped_late(req, exp, got, via)
+        elif isinstance(exp, Refusal) and exp.invariant == "start_is_required":
+            self.model.reaped(key_of(req.seq_id))
         if indeterminate:
-            check = attrs.evolve(check, expected=f"{check.expected}, or refused: it may have arrived after "
-                                                  f"the sequence's idle timeout (indeterminate)", violation=None)
+            check = attrs.evolve(check, expected=f"{check.expected}, or {indeterminate} (indeterminate)",
+                                 violation=None)
         kind = kind or (Kind.REFILL if context == "refill" else Kind.REQUEST)
         rec = self.record(client=client, action=action, kind=kind,
                            request=req, via=via, wait_s=wait_s, expected=check.expected, got=check.got,
@@ -392,20 +396,34 @@ class Engine:
         if check.violation:
             self.fail(check.violation, rec, lost=got.status in LOST_CONNECTION)
 
-    def _arrived_after_expiry(self, req: Request, exp, got) -> bool:
+    def _arrived_after_expiry(self, req: Request, exp, got) -> str | None:
         """A request of a running sequence refused for want of START, answered after the
         sequence's idle window opened: on a loaded machine it can reach the server after the
         reaper took the sequence. Timing decides nothing: the step is indeterminate, and the
         model takes the sequence as expired."""
         now = time.monotonic()
         if not isinstance(exp, Answer) or req.start or got.ok or now < exp.at_risk_from:
-            return False
+            return None
         if normalize_message(got.message) != START_ERROR.format(id=req.seq_id, model=self.spec.name):
-            return False
+            return None
         self.model.reaped_first(key_of(req.seq_id), now)
         self.stats.ambiguous_waits += 1
         event("refused: arrived after its idle window opened (indeterminate)")
-        return True
+        return "refused: it may have arrived after the sequence's idle timeout"
+
+    def _reaped_late(self, req: Request, exp, got, via: str) -> str | None:
+        """The other side of the same window: a request without START to a sequence the model let
+        expire at its window's late edge, answered as the sequence's next request. The late edge
+        is an assumption about the reaper's schedule (a starved machine runs it later), so this
+        is indeterminate too, and the model takes the sequence as running again."""
+        if not (isinstance(exp, Refusal) and exp.invariant == "start_is_required" and got.ok):
+            return None
+        alive = self.model.unreaped(key_of(req.seq_id), req.value, time.monotonic() - got.latency_s)
+        if alive is None or check_prompt(req, alive, got, via).violation is not None:
+            return None
+        self.stats.ambiguous_waits += 1
+        event("answered: its sequence outlived the idle window (indeterminate)")
+        return f"answered {alive.value:g}: the server may not have reaped it yet"
 
     def collect(self):
         """Checks what has come back, then sends the parked requests whose time has come."""

@@ -68,6 +68,17 @@ class Window:
 
 
 
+@attrs.frozen
+class Ghost:
+    """A sequence the model let expire at the far edge of its idle window without seeing the
+    server do it. The late edge is an assumption (the reaper runs at nice 10; a starved machine
+    runs it later), so until the server refuses the id the sequence may still be there.
+    `slot_to`: the backlogged START the model let into its slot."""
+    total: float
+    requests: int
+    slot_to: Key | None
+
+
 @attrs.define
 class Seq:
     key: Key
@@ -81,6 +92,8 @@ class Seq:
     # The earliest moment the server may have reaped it before one of its requests not yet
     # answered arrived (sent before that moment, a request can arrive after it on a loaded machine).
     at_risk_from: float = float("inf")
+    ghost_of: Ghost | None = None  # a queued START on the id of a ghost
+
 
 
 class BatcherModel:
@@ -98,6 +111,8 @@ class BatcherModel:
         self.backlog: list[Key] = []
         self.awaiting: dict[Key, Window] = {}  # admitted from the backlog, answer not yet seen
         self.cancelled_waiting: set[Key] = set()  # cancelled STARTs still holding a backlog place
+        self.ghosts: dict[Key, Ghost] = {}  # settled as expired, not yet seen refused
+        self.revived: set[Key] = set()  # ghosts seen alive, whose other pipelined requests may follow
         self.depth = Depth()
 
     # -- views ----------------------------------------------------------------------------------
@@ -140,26 +155,29 @@ class BatcherModel:
             if not gone:
                 return
             for seq in sorted(gone, key=lambda s: s.expiry.hi):
-                self._release(seq, seq.expiry, expired=True)
+                slot_to = self._release(seq, seq.expiry, expired=True)
+                self.ghosts[seq.key] = Ghost(seq.total, seq.requests, slot_to)
 
-    def _release(self, seq: Seq, freed: Window, expired: bool = False) -> None:
+    def _release(self, seq: Seq, freed: Window, expired: bool = False) -> Key | None:
+        """Ends `seq`; returns the backlogged START let into its slot, if any."""
         self.seqs.pop(seq.key, None)
         self.depth.ended(seq, expired)
-        self._admit_next(freed)
+        return self._admit_next(freed)
 
-    def _admit_next(self, freed: Window) -> None:
+    def _admit_next(self, freed: Window) -> Key | None:
         # A cancelled START keeps its place until a slot frees; then the batcher drops it and
         # offers the slot to the next one (sequence_batch_scheduler's ReleaseSequenceSlot).
         while self.backlog and self.backlog[0] in self.cancelled_waiting:
             self.cancelled_waiting.discard(self.backlog.pop(0))
         if not self.backlog:
-            return
+            return None
         seq = self.seqs[self.backlog.pop(0)]
         seq.running = True
         self.depth.slot_taken()
         seq.admitted = freed
         seq.expiry = self._expiry(seq.last_arrival, freed)
         self.awaiting[seq.key] = freed
+        return seq.key
 
     # -- requests -------------------------------------------------------------------------------
     def expect(self, req: Request, now: float) -> Expectation:
@@ -169,6 +187,8 @@ class BatcherModel:
         if refusal is not None:
             return refusal
         key = key_of(req.seq_id)
+        self.revived.discard(key)
+        ghost = self.ghosts.pop(key, None) if req.start else None
         seq = self.seqs.get(key)
         if seq is not None and (not seq.running or key in self.awaiting):
             raise ValueError(f"generator error: request for {req.seq_id!r} while its previous one is pending")
@@ -195,7 +215,7 @@ class BatcherModel:
         open_windows = [s.expiry.hi for s in self.running if now >= s.expiry.lo]
         if open_windows:
             return Ambiguous(min(open_windows), "every slot is held, one of them at its idle timeout")
-        self.seqs[key] = Seq(key, req.value, now, running=False, end_on_admit=req.end)
+        self.seqs[key] = Seq(key, req.value, now, running=False, end_on_admit=req.end, ghost_of=ghost)
         self.backlog.append(key)
         return Queued(req.value)
 
@@ -243,6 +263,44 @@ class BatcherModel:
         if seq is not None and seq.running and key not in self.awaiting and seq.at_risk_from < float("inf"):
             self._release(seq, Window(seq.at_risk_from, now), expired=True)
 
+    def unreaped(self, key: Key, value: float, sent: float) -> Answer | None:
+        """A request without START to an id the model let expire was answered: the server had
+        not reaped the sequence yet (a late reaper, see Ghost). Returns the answer that would
+        give and takes the sequence as running again, or None if it cannot have been there (its
+        slot went to a backlogged START the server answered, and no slot is left for it)."""
+        ghost = self.ghosts.get(key)
+        if ghost is not None:
+            unadmit = ghost.slot_to in self.awaiting  # then the server has not let it in after all
+            if len(self.running) - unadmit >= self.spec.capacity:
+                return None
+            del self.ghosts[key]
+            if unadmit:
+                self._unadmit(ghost.slot_to)
+            seq = Seq(key, ghost.total, sent, running=True, requests=ghost.requests)
+            self.seqs[key] = seq
+            self.revived.add(key)
+        elif key in self.revived and key in self.seqs:  # the next of a pipelined run on it
+            seq = self.seqs[key]
+        else:
+            return None
+        seq.total += value
+        seq.requests += 1
+        seq.last_arrival = sent
+        seq.expiry = self._expiry(sent)
+        return Answer(seq.total)
+
+    def reaped(self, key: Key) -> None:
+        """The server refused a request without START to `key`: whatever the model let expire
+        there is gone."""
+        self.ghosts.pop(key, None)
+
+    def _unadmit(self, key: Key) -> None:
+        """Puts a START the model had let in from the backlog back at its front."""
+        seq = self.seqs[key]
+        self.awaiting.pop(key)
+        seq.running, seq.admitted, seq.expiry = False, None, None
+        self.backlog.insert(0, key)
+
     def served(self, key: Key, at: float) -> str | None:
         """A backlogged START was answered at `at`. Returns why that breaks capacity, or None
         (and the model now holds the sequence as running)."""
@@ -255,7 +313,7 @@ class BatcherModel:
             ahead = self._live_backlog().index(key)
             schedule = self._earliest_admissions(ahead + 1)
             if len(schedule) <= ahead or schedule[-1][0] > at:
-                rival = self._unanswered_rival(key)
+                rival = self._unanswered_rival(key) or self._ghost_rival(key)
                 if rival is None:
                     held = ", ".join(f"{s.key[1]!r} (idle until >= {s.expiry.lo:.3f})" for s in self.running)
                     return (f"served at t={at:.3f} while every slot was held by a live sequence: {held}; "
@@ -289,6 +347,12 @@ class BatcherModel:
         sent = self.seqs[key].last_arrival
         rivals = [k for k in self.awaiting if k in self.seqs and 0 <= sent - self.seqs[k].last_arrival <= self.order]
         return max(rivals, key=lambda k: self.seqs[k].last_arrival, default=None)
+
+    def _ghost_rival(self, key: Key) -> Key | None:
+        """A START queued on the id of a ghost and answered at once: the server still held the
+        sequence and restarted it in its slot, where the model had let another START in."""
+        ghost = self.seqs[key].ghost_of
+        return ghost.slot_to if ghost is not None and ghost.slot_to in self.awaiting else None
 
     def _swap(self, rival: Key, key: Key) -> None:
         """The server let `key` in where the model had let `rival` in: observation settles which
@@ -344,3 +408,5 @@ class BatcherModel:
         self.backlog.clear()
         self.awaiting.clear()
         self.cancelled_waiting.clear()
+        self.ghosts.clear()
+        self.revived.clear()

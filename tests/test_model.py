@@ -266,3 +266,54 @@ def test_a_request_answer_says_when_its_sequence_may_be_reaped_before_it_arrives
     assert model.expect(R(7, 1), 1.46) == Refusal("INVALID_ARGUMENT", START_ERROR.format(id=7, model=M),
                                                   "start_is_required")
     assert model.expect(R(8, 1, start=True), 1.46) == Answer(1)  # the one slot is free
+
+
+def test_a_sequence_let_expire_at_its_late_edge_may_still_answer():
+    """The late edge of the idle window is an assumption about the reaper's schedule: a request
+    to an id the model let expire, answered as the sequence's next request, is settled as a late
+    reaper (fuzz/engine.py calls it indeterminate) and the sequence runs on, pipelined requests
+    included; a refusal settles it the other way."""
+    model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    model.expect(R(7, 3, start=True), 0.0)
+    refused = Refusal("INVALID_ARGUMENT", START_ERROR.format(id=7, model=M), "start_is_required")
+    assert model.expect(R(7, 4), 2.0) == refused
+    assert model.expect(R(7, 1), 2.0) == refused  # pipelined behind it
+    assert model.unreaped(key_of(7), 4, 2.0) == Answer(7)
+    assert model.unreaped(key_of(7), 1, 2.0) == Answer(8)
+    assert model.expect(R(7, 2), 2.1) == Answer(10)
+    assert model.expect(R(8, 1, start=True), 2.2) == Queued(1)  # it holds the one slot again
+    model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    model.expect(R(9, 1, start=True), 0.0)
+    assert model.expect(R(9, 1), 5.0) == Refusal("INVALID_ARGUMENT", START_ERROR.format(id=9, model=M),
+                                                 "start_is_required")
+    model.reaped(key_of(9))
+    assert model.unreaped(key_of(9), 1, 5.0) is None  # seen refused: gone for certain
+
+
+def test_a_late_reaped_sequence_takes_its_slot_back_from_the_backlog():
+    model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    model.expect(R(1, 1, start=True), 0.0)
+    assert model.expect(R(2, 5, start=True), 0.1) == Queued(5)
+    assert isinstance(model.expect(R(1, 1), 2.0), Refusal)  # 1 expired; 2 let into its slot
+    assert model.due(key_of(2)) is not None
+    assert model.unreaped(key_of(1), 1, 2.0) == Answer(2)
+    assert model.is_backlogged(key_of(2)) and model.due(key_of(2)) is None  # back at the front
+
+
+def test_a_late_reaped_sequence_cannot_answer_once_its_slot_was_seen_taken():
+    model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    model.expect(R(1, 1, start=True), 0.0)
+    model.expect(R(2, 5, start=True), 0.1)
+    assert isinstance(model.expect(R(1, 1), 2.0), Refusal)
+    assert model.served(key_of(2), 2.01) is None  # the server let 2 in: 1 was reaped
+    assert model.unreaped(key_of(1), 1, 2.02) is None
+
+
+def test_a_start_queued_on_a_late_reaped_id_may_restart_it_in_its_slot():
+    model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    model.expect(R(1, 1, start=True), 0.0)
+    model.expect(R(2, 5, start=True), 0.5)
+    assert model.expect(R(1, 9, start=True), 1.2) == Queued(9)  # 1 expired, 2 let into its slot
+    assert model.served(key_of(1), 1.21) is None  # the server still held 1: restarted in its slot
+    assert model.is_backlogged(key_of(2))
+    assert model.expect(R(1, 1), 1.3) == Answer(10)
