@@ -84,9 +84,12 @@ def _try(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings)
 
 def _shrink(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
             deadline: float) -> InvariantViolation:
-    """Delta debugging: whole sequences first (every step naming one id), then single steps."""
-    found = _ddmin(server, spec, found, settings, deadline, _by_sequence)
-    return _ddmin(server, spec, found, settings, deadline, lambda steps: [[i] for i in range(len(steps))])
+    """Delta debugging: whole sequences first (every step naming one id), then every request of a
+    sequence after its START (a long run whose START the bug needs, not its middle), then single
+    steps."""
+    for units_of in (_by_sequence, _continuations, _single_steps):
+        found = _ddmin(server, spec, found, settings, deadline, units_of)
+    return found
 
 
 def _ddmin(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
@@ -103,7 +106,9 @@ def _ddmin(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSet
             gone = {i for u in units[start:start + chunk] for i in u}
             kept = [s for i, s in enumerate(steps) if i not in gone]
             again = _try(server, spec, kept, found.invariant, settings) if kept else None
-            if again is not None:
+            # Strictly shorter only: a replay's drain adds its own ENDs to what it sends, so a
+            # program without its teardown can fail again at the same length, and forever.
+            if again is not None and len(_body(again)) < len(steps):
                 best, removed = again, True
                 steps = _body(again)
                 units = units_of(steps)
@@ -126,6 +131,19 @@ def _by_sequence(steps) -> list[list[int]]:
             key = last_of_client.get(s.client, ("step", i))
         groups.setdefault(key, []).append(i)
     return list(groups.values())
+
+
+def _continuations(steps) -> list[list[int]]:
+    """Per sequence id, the positions of its requests other than STARTs, as one unit."""
+    groups: dict = {}
+    for i, s in enumerate(steps):
+        if s.request is not None and not s.request.start:
+            groups.setdefault(s.request.seq_id, []).append(i)
+    return list(groups.values())
+
+
+def _single_steps(steps) -> list[list[int]]:
+    return [[i] for i in range(len(steps))]
 
 
 def _body(v: InvariantViolation) -> list[StepRecord]:
