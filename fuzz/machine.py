@@ -57,6 +57,13 @@ def sibling(seq_id, step: int) -> int | None:
     return twin if twin not in (0, seq_id) else None
 
 
+def _other_typed(seq_id):
+    """5 for "5" and "5" for 5; None for a string that names no uint64."""
+    if isinstance(seq_id, int):
+        return str(seq_id)
+    return int(seq_id) if seq_id.isdigit() and 0 < int(seq_id) < 2**64 else None
+
+
 def string_ids_allowed(spec: ModelSpec, version: str | None) -> bool:
     return not any(d.no_string_ids for d in known_for(spec, version))
 
@@ -306,23 +313,41 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             self.send(client, req, via, f"misuse ({kind})")
 
         @rule(data=st.data())
-        def same_id_other_type(self, data):
-            """START with an id's twin of the other type (5 and "5"): a different sequence."""
+        def alias(self, data):
+            """A client starts a sequence whose id aliases a live one: its twin of the other type
+            (5 and "5") or an integer equal to it modulo a power of two (what a truncated or
+            hashed id makes one key); then a client sends on the older one. They are distinct
+            sequences: each keeps its own sum. With no live sequence, a fresh one is started
+            first, so the rule alone is the whole collision (START a, START b, a's next)."""
             client = self._client(data)
-            seq_id = self._id(data)
-            value, via = self._value(data), self._via(data)
-            if isinstance(seq_id, int):
-                if not strings_ok:
-                    return self._skip("other-typed twin: no string ids on this model")
-                twin = str(seq_id)
-            elif seq_id.isdigit() and 0 < int(seq_id) < 2**64:
-                twin = int(seq_id)
-            else:
-                return self._skip("other-typed twin: id has none")
-            if client is None or self.blocked(twin):
-                return self._skip("other-typed twin: no idle client or id busy")
-            req = Request(spec.name, twin, value, start=True, dtype=spec.dtype)
-            self.send(client, req, via, "start the other-typed twin")
+            key = self._pick(data, self.live(), "sequence")
+            fresh = self._fresh(data.draw(ids, label="id"))
+            other_type = strings_ok and data.draw(st.booleans(), label="other-typed twin")
+            step = data.draw(SIBLING_STEPS, label="sibling step")
+            values = [self._value(data) for _ in range(3)]
+            via = self._via(data)
+            if client is None:
+                return self._skip("alias: no idle client")
+            base = key[1] if key is not None else fresh
+            twin = _other_typed(base) if other_type else sibling(base, step)
+            if twin is None or self.blocked(twin) or self.model.is_live(key_of(twin)) \
+                    or (key is None and self.blocked(base)):
+                return self._skip("alias: no twin, or it is busy")
+            # Both must hold slots at once for their states to meet; a START queued behind the
+            # backlog is `start`'s case.
+            if self.model.free_slots() < (1 if key is not None else 2):
+                return self._skip("alias: no free slot for both")
+            if key is None:
+                first = Request(spec.name, base, values[0], start=True, dtype=spec.dtype)
+                if not isinstance(self.send(client, first, via, "start"), Answer):
+                    return
+            action = "start the other-typed twin" if other_type else "start an id equal modulo 2**k"
+            second = Request(spec.name, twin, values[1], start=True, dtype=spec.dtype)
+            older = key_of(base)
+            if not isinstance(self.send(client, second, via, action), Answer) or older not in self.live():
+                return
+            req = Request(spec.name, base, self._fit(values[2], self.model.total(older)), dtype=spec.dtype)
+            self.send(client, req, via, "continue the aliased sequence")
 
         @rule(data=st.data())
         def abandon_stream(self, data):

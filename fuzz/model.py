@@ -129,6 +129,10 @@ class BatcherModel:
     def live_keys(self) -> list[Key]:
         return [k for k, s in self.seqs.items() if s.running and k not in self.awaiting]
 
+    def free_slots(self) -> int:
+        """Slots a START would take at once (none while the backlog waits)."""
+        return 0 if self.backlog else max(0, self.spec.capacity - len(self.running))
+
     def total(self, key: Key) -> float:
         return self.seqs[key].total
 

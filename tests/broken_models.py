@@ -76,17 +76,16 @@ BUGS = (
                "            owners[key] = corrid\n", _ONE_SLOT,
         3, "START a on the one slot, a left to expire (a step without a request), START b once a has "
            "expired: b's answer holds a's sum"),
-)
-
-# Bugs the fuzzer does not catch reliably within test_broken_models' budget, so they are kept out
-# of that test and measured by the oracle benchmark instead. corrid_truncated_to_32_bits needs two
-# live ids that collide modulo 2**32: on the same code one run caught it in 18 s, one ended on a
-# non-replayable start_is_required, one found nothing in 104 examples.
-HARD_BUGS = (
     Bug("corrid_truncated_to_32_bits", "the uint64 correlation id is cut to its low 32 bits",
         _CORRID_KEY, '            key = int(_scalar(request, "CORRID")) & 0xFFFFFFFF\n', _CORRID,
         3, "START a, START b with a = b mod 2**32, then a request on a: it sums onto b's value"),
 )
+
+# Bugs the fuzzer does not catch reliably within test_broken_models' budget would be kept here, out
+# of that test and measured by the oracle benchmark only. corrid_truncated_to_32_bits was, until the
+# `alias` rule (two live ids equal modulo 2**k, then a request on the older one): before it, a dev
+# campaign caught it in about half the runs.
+HARD_BUGS: tuple = ()
 ALL_BUGS = BUGS + HARD_BUGS
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own

@@ -317,3 +317,16 @@ def test_a_start_queued_on_a_late_reaped_id_may_restart_it_in_its_slot():
     assert model.served(key_of(1), 1.21) is None  # the server still held 1: restarted in its slot
     assert model.is_backlogged(key_of(2))
     assert model.expect(R(1, 1), 1.3) == Answer(10)
+
+
+def test_free_slots_counts_what_a_start_takes_at_once(model):
+    assert model.free_slots() == 2
+    model.expect(R(1, 1, start=True), 0.0)
+    assert model.free_slots() == 1
+    model.expect(R(2 + 2**32, 1, start=True), 0.1)  # equal to 2 modulo 2**32: a distinct sequence
+    assert model.free_slots() == 0
+    assert model.expect(R(2, 4, start=True), 0.2) == Queued(4)
+    assert model.free_slots() == 0  # the backlog goes first
+    model.expect(R(1, 0, end=True), 0.3)
+    assert model.free_slots() == 0  # 2 took the slot 1 freed
+    assert model.expect(R(2 + 2**32, 1), 0.4) == Answer(2)
