@@ -113,6 +113,9 @@ class BatcherModel:
         self.cancelled_waiting: set[Key] = set()  # cancelled STARTs still holding a backlog place
         self.ghosts: dict[Key, Ghost] = {}  # settled as expired, not yet seen refused
         self.revived: set[Key] = set()  # ghosts seen alive, whose other pipelined requests may follow
+        # Slots freed by a START+END let in from the backlog, once its answer came, that went to no
+        # one: a START let in meanwhile may have had one of them first (_passed_on_by_start_end).
+        self.passed_on: list[Window] = []
         self.depth = Depth()
 
     # -- views ----------------------------------------------------------------------------------
@@ -334,16 +337,37 @@ class BatcherModel:
         if window is None:
             return f"answered, but the model holds no backlogged START for {key[1]!r}"
         if at < window.lo:
-            return (f"served at t={at:.3f}, before the slot it took could have been free "
-                    f"(t >= {window.lo:.3f})")
+            earlier = self._passed_on_by_start_end(key, at)
+            if earlier is None:
+                return (f"served at t={at:.3f}, before the slot it took could have been free "
+                        f"(t >= {window.lo:.3f})")
+            window = Window(earlier, window.hi)
         seq = self.seqs.get(key)
         if seq is not None:
             # The answer bounds when it got the slot, and so when the reaper may take it.
             seq.admitted = Window(window.lo, min(window.hi, at))
             seq.expiry = self._expiry(seq.last_arrival, seq.admitted)
-            if seq.end_on_admit:
-                self._release(seq, seq.admitted)
+            if seq.end_on_admit and self._release(seq, seq.admitted) is None:
+                self.passed_on.append(seq.admitted)
         return None
+
+    def _passed_on_by_start_end(self, key: Key, at: float) -> float | None:
+        """When a slot reached `key` by `at` through a START+END let in from the backlog: it ran,
+        ended and freed its slot at once, so the batcher may have passed that slot on before the
+        one the model gave `key` freed (seen live, 30 minutes at -n 12). Either one still
+        unanswered, or one whose answer came and whose slot went to no one (passed_on, used up
+        here). The earliest such slot's window start; None if there is none. The slot counts
+        stay right: `key` holds one slot either way, and the other is free or let in."""
+        arrived = self.seqs[key].last_arrival if key in self.seqs else at
+        self.passed_on = [w for w in self.passed_on if w.hi >= arrived]  # freed before key queued
+        usable = [w for w in self.passed_on if w.lo <= at]
+        if usable:
+            first = min(usable, key=lambda w: w.lo)
+            self.passed_on.remove(first)
+            return first.lo
+        return min((s.admitted.lo for k, s in self.seqs.items()
+                    if k != key and k in self.awaiting and s.end_on_admit and s.admitted is not None
+                    and s.admitted.lo <= at), default=None)
 
     def _unanswered_rival(self, key: Key) -> Key | None:
         """A START the model let in ahead of `key` whose own answer has not come, queued so
@@ -414,3 +438,4 @@ class BatcherModel:
         self.cancelled_waiting.clear()
         self.ghosts.clear()
         self.revived.clear()
+        self.passed_on.clear()

@@ -330,3 +330,41 @@ def test_free_slots_counts_what_a_start_takes_at_once(model):
     model.expect(R(1, 0, end=True), 0.3)
     assert model.free_slots() == 0  # 2 took the slot 1 freed
     assert model.expect(R(2 + 2**32, 1), 0.4) == Answer(2)
+
+
+def test_a_start_end_let_in_from_the_backlog_passes_its_slot_on_at_once():
+    model = BatcherModel(spec(capacity=2), margin_s=MARGIN, prompt_s=1.0)
+    model.expect(R(1, 1, start=True), 0.0)
+    model.expect(R(4, 1, start=True), 0.0)
+    assert model.expect(R(2, 2, start=True, end=True), 0.1) == Queued(2)
+    assert model.expect(R(3, 3, start=True), 0.2) == Queued(3)
+    model.expect(R(1, 0, end=True), 0.3)  # 2 let into 1's slot
+    model.expect(R(4, 0, end=True), 0.5)  # 3 let into 4's slot, as the model sees it
+    # The server ran 2 (START+END) and gave its slot to 3 before 4's END was sent.
+    assert model.served(key_of(3), 0.4) is None
+    assert model.served(key_of(2), 0.45) is None
+    assert model.free_slots() == 1 and model.expect(R(3, 1), 0.6) == Answer(4)
+
+
+def test_a_start_served_before_any_slot_could_free_still_breaks_capacity():
+    model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    model.expect(R(1, 1, start=True), 0.0)
+    assert model.expect(R(3, 3, start=True), 0.2) == Queued(3)
+    model.expect(R(1, 0, end=True), 0.5)
+    assert "before the slot it took could have been free" in model.served(key_of(3), 0.4)
+
+
+def test_a_start_end_whose_answer_came_first_may_have_passed_its_slot_on():
+    """As seen live: the START+END's answer is checked first, its slot goes to no one in the
+    model (the next START was already let into another slot), then that START's answer shows
+    it had the START+END's slot."""
+    model = BatcherModel(spec(capacity=2), margin_s=MARGIN, prompt_s=1.0)
+    model.expect(R(1, 1, start=True), 0.0)
+    model.expect(R(4, 1, start=True), 0.0)
+    model.expect(R(2, 2, start=True, end=True), 0.1)
+    model.expect(R(3, 3, start=True), 0.2)
+    model.expect(R(1, 0, end=True), 0.3)
+    model.expect(R(4, 0, end=True), 0.5)
+    assert model.served(key_of(2), 0.45) is None
+    assert model.served(key_of(3), 0.4) is None
+    assert model.passed_on == []  # used up: a second early START could not take it too
