@@ -316,9 +316,10 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def alias(self, data):
             """A client starts a sequence whose id aliases a live one: its twin of the other type
             (5 and "5") or an integer equal to it modulo a power of two (what a truncated or
-            hashed id makes one key); then a client sends on the older one. They are distinct
-            sequences: each keeps its own sum. With no live sequence, a fresh one is started
-            first, so the rule alone is the whole collision (START a, START b, a's next)."""
+            hashed id makes one key); then a client sends on the older one, and goes on with
+            both in turn for a few more rounds. They are distinct sequences: each keeps its own
+            sum. With no live sequence, a fresh one is started first, so the rule alone is the
+            whole collision (START a, START b, a's next), which is what it shrinks to."""
             client = self._client(data)
             key = self._pick(data, self.live(), "sequence")
             fresh = self._fresh(data.draw(ids, label="id"))
@@ -326,6 +327,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             step = data.draw(SIBLING_STEPS, label="sibling step")
             values = [self._value(data) for _ in range(3)]
             via = self._via(data)
+            rounds = data.draw(START_MORE, label="more rounds")
+            seed = data.draw(st.integers(0, 255), label="values seed") if rounds else 0
             if client is None:
                 return self._skip("alias: no idle client")
             base = key[1] if key is not None else fresh
@@ -347,7 +350,18 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if not isinstance(self.send(client, second, via, action), Answer) or older not in self.live():
                 return
             req = Request(spec.name, base, self._fit(values[2], self.model.total(older)), dtype=spec.dtype)
-            self.send(client, req, via, "continue the aliased sequence")
+            if not isinstance(self.send(client, req, via, "continue the aliased sequence"), Answer):
+                return
+            more = random.Random(seed)
+            for i in range(rounds):
+                for seq_id, whose in ((twin, "its alias"), (base, "the aliased sequence")):
+                    key = key_of(seq_id)
+                    if key not in self.live():
+                        return
+                    req = Request(spec.name, seq_id, self._fit(more.randint(-100, 100), self.model.total(key)),
+                                  dtype=spec.dtype)
+                    if not isinstance(self.send(client, req, via, f"continue {whose} ({i + 1} of {rounds})"), Answer):
+                        return
 
         @rule(data=st.data())
         def abandon_stream(self, data):
