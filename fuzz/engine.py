@@ -418,7 +418,7 @@ class Engine:
         is indeterminate too, and the model takes the sequence as running again."""
         if not (isinstance(exp, Refusal) and exp.invariant == "start_is_required" and got.ok):
             return None
-        alive = self.model.unreaped(key_of(req.seq_id), req.value, time.monotonic() - got.latency_s)
+        alive = self.model.unreaped(key_of(req.seq_id), req.value, time.monotonic() - got.latency_s, end=req.end)
         if alive is None or check_prompt(req, alive, got, via).violation is not None:
             return None
         self.stats.ambiguous_waits += 1

@@ -270,11 +270,12 @@ class BatcherModel:
         if seq is not None and seq.running and key not in self.awaiting and seq.at_risk_from < float("inf"):
             self._release(seq, Window(seq.at_risk_from, now), expired=True)
 
-    def unreaped(self, key: Key, value: float, sent: float) -> Answer | None:
+    def unreaped(self, key: Key, value: float, sent: float, end: bool = False) -> Answer | None:
         """A request without START to an id the model let expire was answered: the server had
         not reaped the sequence yet (a late reaper, see Ghost). Returns the answer that would
         give and takes the sequence as running again, or None if it cannot have been there (its
-        slot went to a backlogged START the server answered, and no slot is left for it)."""
+        slot went to a backlogged START the server answered, and no slot is left for it). An END
+        answered so ends it there, freeing its slot."""
         ghost = self.ghosts.get(key)
         if ghost is not None:
             unadmit = ghost.slot_to in self.awaiting  # then the server has not let it in after all
@@ -294,6 +295,9 @@ class BatcherModel:
         seq.requests += 1
         seq.last_arrival = sent
         seq.expiry = self._expiry(sent)
+        if end:
+            self.revived.discard(key)
+            self._release(seq, Window(sent, sent + self.prompt))
         return Answer(seq.total)
 
     def reaped(self, key: Key) -> None:

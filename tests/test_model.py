@@ -368,3 +368,14 @@ def test_a_start_end_whose_answer_came_first_may_have_passed_its_slot_on():
     assert model.served(key_of(2), 0.45) is None
     assert model.served(key_of(3), 0.4) is None
     assert model.passed_on == []  # used up: a second early START could not take it too
+
+
+def test_an_end_answered_by_a_late_reaped_sequence_ends_it_and_frees_its_slot():
+    """Seen live (30 minutes at -n 12, one slot): the END revived the sequence, which the model
+    then kept running, and the next START, served at once, looked like a capacity breach."""
+    model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    model.expect(R(1, 1, start=True), 0.0)
+    assert isinstance(model.expect(R(1, 1, end=True), 2.0), Refusal)
+    assert model.unreaped(key_of(1), 1, 2.0, end=True) == Answer(2)
+    assert not model.is_live(key_of(1)) and model.free_slots() == 1
+    assert model.expect(R(2, 5, start=True), 2.1) == Answer(5)
