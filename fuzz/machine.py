@@ -352,13 +352,17 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             req = Request(spec.name, base, self._fit(values[2], self.model.total(older)), dtype=spec.dtype)
             if not isinstance(self.send(client, req, via, "continue the aliased sequence"), Answer):
                 return
-            more = random.Random(seed)
+            self._take_turns(client, via, twin, base, rounds, random.Random(seed))
+
+        def _take_turns(self, client, via, twin, base, rounds, values):
+            """The alias and the aliased sequence, one request each per round, until one of them
+            is no longer live or a request is not answered at once."""
             for i in range(rounds):
                 for seq_id, whose in ((twin, "its alias"), (base, "the aliased sequence")):
                     key = key_of(seq_id)
                     if key not in self.live():
                         return
-                    req = Request(spec.name, seq_id, self._fit(more.randint(-100, 100), self.model.total(key)),
+                    req = Request(spec.name, seq_id, self._fit(values.randint(-100, 100), self.model.total(key)),
                                   dtype=spec.dtype)
                     if not isinstance(self.send(client, req, via, f"continue {whose} ({i + 1} of {rounds})"), Answer):
                         return

@@ -214,7 +214,7 @@ class BatcherModel:
             self.depth.ended(seq)
             seq.total, seq.requests = req.value, 1
             return self._ran(seq, req, now)
-        if len(self.running) < self.spec.capacity and not self.backlog:
+        if self.free_slots():
             seq = Seq(key, req.value, now, running=True)
             self.seqs[key] = seq
             self.depth.slot_taken()
