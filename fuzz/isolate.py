@@ -84,10 +84,11 @@ def _try(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings)
 
 def _shrink(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
             deadline: float) -> InvariantViolation:
-    """Delta debugging: whole sequences first (every step naming one id), then every request of a
-    sequence after its START (a long run whose START the bug needs, not its middle), then single
-    steps."""
-    for units_of in (_by_sequence, _continuations, _single_steps):
+    """Delta debugging: first every request after a START at once (one try: bugs of slots and
+    STARTs need none of them, and every later try replays a shorter program), then whole
+    sequences (every step naming one id), then every request of a sequence after its START (a
+    long run whose START the bug needs, not its middle), then single steps."""
+    for units_of in (_every_continuation, _by_sequence, _continuations, _single_steps):
         found = _ddmin(server, spec, found, settings, deadline, units_of)
     return found
 
@@ -140,6 +141,12 @@ def _continuations(steps) -> list[list[int]]:
         if s.request is not None and not s.request.start:
             groups.setdefault(s.request.seq_id, []).append(i)
     return list(groups.values())
+
+
+def _every_continuation(steps) -> list[list[int]]:
+    """Every request that is not a START, as one unit."""
+    unit = [i for group in _continuations(steps) for i in group]
+    return [unit] if unit else []
 
 
 def _single_steps(steps) -> list[list[int]]:

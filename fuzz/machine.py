@@ -32,7 +32,9 @@ RUN_LENGTHS = st.one_of(st.integers(1, 32), st.integers(33, 250))
 RUN_CHUNK = 32  # requests of a run in flight at once
 SALT_STRIDE = 0x16A09E667F3BD  # odd, ~2**40.5: per-example id shifts differ in their low bits
 ID_CHOICES = ("fresh", "reuse", "sibling")
-SIBLING_STEPS = st.builds(lambda k, p: k * 2**p, st.integers(1, 3), st.sampled_from([3, 8, 16, 32, 63]))
+# 2**32 twice as often: an id cut to 32 bits is the likeliest collision (Triton itself cuts the id
+# to its low 32 bits for an INT32 or UINT32 CORRID control).
+SIBLING_STEPS = st.builds(lambda k, p: k * 2**p, st.integers(1, 3), st.sampled_from([3, 8, 16, 32, 32, 63]))
 # Requests a `start` sends after its START, back to back: most sequences go a few deep.
 START_MORE = st.integers(0, 24)
 # Who goes on in one of alias's rounds. The older sequence alone comes first, so Hypothesis can
@@ -350,8 +352,14 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 if not isinstance(self.send(client, first, via, "start"), Answer):
                     return
             action = "start the other-typed twin" if other_type else "start an id equal modulo 2**k"
-            second = Request(spec.name, twin, values[1], start=True, dtype=spec.dtype)
             older = key_of(base)
+            # The twin starts from a sum the older one does not have, so a mix-up of the two always
+            # shows, whatever the values shrink to (with both at 0 it would not, and Hypothesis
+            # could not drop a step that made them differ).
+            value = values[1]
+            if value == self.model.total(older):
+                value = as_value(value - 1 if value > 0 else value + 1)  # toward 0: stays in range
+            second = Request(spec.name, twin, value, start=True, dtype=spec.dtype)
             if not isinstance(self.send(client, second, via, action), Answer) or older not in self.live():
                 return
             req = Request(spec.name, base, self._fit(values[2], self.model.total(older)), dtype=spec.dtype)

@@ -8,7 +8,7 @@ import attrs
 from fuzz import isolate
 from fuzz.engine import FuzzSettings
 from fuzz.invariants import InvariantViolation
-from fuzz.isolate import RELOAD, _by_sequence, _continuations, _program
+from fuzz.isolate import RELOAD, _by_sequence, _continuations, _every_continuation, _program
 from fuzz.values import Kind, Request, StepRecord
 
 
@@ -36,6 +36,9 @@ def test_a_sequences_requests_after_its_start_are_one_unit():
     steps = [step(1, 0, 5), step(2, 0, 5, start=False), step(3, 1, 6), step(4, 0, 5, start=False),
              step(5, 1, 6, kind=Kind.ANSWER), step(6, 1, 6, start=False)]
     assert _continuations(steps) == [[1, 3], [5]]
+    # tried first, as one unit: one replay decides whether the bug needs anything but STARTs
+    assert _every_continuation(steps) == [[1, 3, 5]]
+    assert _every_continuation(steps[:1]) == []
 
 
 def test_shrinking_keeps_only_strictly_shorter_programs(monkeypatch):
