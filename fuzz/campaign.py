@@ -208,6 +208,11 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                 for i, v in enumerate(violations):
                     if v.invariant != "server_alive" and _known(expected, v) is None:
                         fresh = from_fresh_model(server, spec, v, fuzz_settings, fuzz_settings.shrink_budget_s)
+                        first = stats.first.get(v.invariant)
+                        if fresh is None and first is not None and first is not v:
+                            # The shortest needs more of what ran before it than a failure keeps
+                            # (a count across examples): the first failure ran on the least of it.
+                            fresh = from_fresh_model(server, spec, first, fuzz_settings, fuzz_settings.shrink_budget_s)
                         if fresh is not None:
                             violations[i] = replayable[id(fresh)] = fresh
             except Terminated as stop:

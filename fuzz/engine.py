@@ -89,6 +89,9 @@ class RunStats:
     started: float = attrs.Factory(time.monotonic)
     first_failure_s: float | None = None
     shortest: dict = attrs.Factory(dict)  # invariant -> the violation with the shortest program seen
+    # invariant -> the first violation seen: it ran on the least history, so when the shortest one
+    # needs more history than a failure keeps, the first may still replay from a fresh model.
+    first: dict = attrs.Factory(dict)
     shrink_stopped: bool = False  # the shrink budget ran out
     faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
     lengths: list = attrs.Factory(list)  # requests per sequence, over every example (fuzz/depth.py)
@@ -291,6 +294,7 @@ class Engine:
         violation.program = list(self.log)
         violation.history = tuple(self.stats.history)  # the examples before this one
         violation.got = rec.got if rec else ""
+        self.stats.first.setdefault(violation.invariant, violation)
         best = self.stats.shortest.get(violation.invariant)
         # A death keeps the program that was running when it came: every later one (shrinking
         # included) runs against a dead server and fails at once, whatever it sends.
