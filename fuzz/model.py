@@ -132,6 +132,12 @@ class BatcherModel:
     def live_keys(self) -> list[Key]:
         return [k for k, s in self.seqs.items() if s.running and k not in self.awaiting]
 
+    def waits_for_an_answer(self, key: Key) -> bool:
+        """A request of `key` is still unanswered (a START in the backlog, or let in from it): no
+        other request of that sequence may be sent before its answer comes."""
+        seq = self.seqs.get(key)
+        return seq is not None and (not seq.running or key in self.awaiting)
+
     def free_slots(self) -> int:
         """Slots a START would take at once (none while the backlog waits)."""
         return 0 if self.backlog else max(0, self.spec.capacity - len(self.running))
@@ -197,7 +203,7 @@ class BatcherModel:
         self.revived.discard(key)
         ghost = self.ghosts.pop(key, None) if req.start else None
         seq = self.seqs.get(key)
-        if seq is not None and (not seq.running or key in self.awaiting):
+        if self.waits_for_an_answer(key):
             raise ValueError(f"generator error: request for {req.seq_id!r} while its previous one is pending")
         if seq is not None and now >= seq.expiry.lo:
             return Ambiguous(seq.expiry.hi, f"sequence {req.seq_id!r} is at its idle timeout")

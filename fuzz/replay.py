@@ -14,6 +14,7 @@ from . import nemesis
 from .corpus import CorpusEntry
 from .divergences import KNOWN
 from .invariants import InvariantViolation
+from .model import key_of
 from .engine import Engine, FuzzSettings, Kind, Setup, StepRecord, go_silent
 from .spec import ModelSpec
 
@@ -121,6 +122,11 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
             go_silent(step.wait_s)
         if client in engine.pending:  # the recorded client was idle here; let its answer come in
             _await_answer(engine, client, spec, settings)
+        engine.collect()
+        if engine.model.waits_for_an_answer(key_of(step.request.seq_id)):
+            # A shrunk program can lose what let that answer come first (fuzz/isolate.py).
+            raise ReplayDrift(f"step {step.index} ({step.action}): {step.request.seq_id!r} still waits for an "
+                              f"answer at replay")
         via = "grpc" if step.via == "http" and engine.http is None else step.via
         engine.send(client, step.request, via, step.action, context="refill" if kind is Kind.REFILL else "")
     else:

@@ -169,3 +169,13 @@ def test_backlogged_start_replays_through_a_stream_in_both_replayers(triton, tmp
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "DIVERGED at step(s) 5 of 6" in out.stdout, out.stdout + out.stderr
     assert verdict.steps == 6  # the answer came in where the program recorded it
+
+
+def test_a_request_on_an_id_whose_start_still_waits_is_a_drift_not_a_crash(triton):
+    """What a shrink can make of backlog_program: the END that let the queued START in is gone, so
+    the next request of that id comes while its START still waits (the reference model would take
+    it for a generator error)."""
+    program = backlog_program(ONE_SLOT)
+    shrunk = program[:2] + [attrs.evolve(program[5], index=3, client=0, via="grpc")]
+    with pytest.raises(ReplayDrift, match="still waits for an answer"):
+        check_entry(triton, must_pass(triton, ONE_SLOT, shrunk))

@@ -319,6 +319,16 @@ def test_a_start_queued_on_a_late_reaped_id_may_restart_it_in_its_slot():
     assert model.expect(R(1, 1), 1.3) == Answer(10)
 
 
+def test_a_start_in_the_backlog_waits_for_an_answer_until_it_is_let_in():
+    m = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    m.expect(R(1, start=True), 0.0)
+    assert isinstance(m.expect(R(2, start=True), 0.1), Queued)
+    assert m.waits_for_an_answer(key_of(2)) and not m.waits_for_an_answer(key_of(1))
+    assert not m.waits_for_an_answer(key_of(3))
+    with pytest.raises(ValueError, match="generator error"):
+        m.expect(R(2, 1), 0.2)
+
+
 def test_free_slots_counts_what_a_start_takes_at_once(model):
     assert model.free_slots() == 2
     model.expect(R(1, 1, start=True), 0.0)
