@@ -22,7 +22,7 @@ def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest
     from tritonclient.grpc import service_pb2
 
     msg = service_pb2.ModelInferRequest(model_name=req.model, id=request_id)
-    arr = np.full((req.batch, 1), req.value, dtype=NP_DTYPE.get(req.dtype, np.int64))
+    arr = np.full(req.shape, req.value, dtype=NP_DTYPE.get(req.dtype, np.int64))
     msg.inputs.add(name="INPUT", datatype=req.dtype, shape=list(arr.shape))
     msg.raw_input_contents.append(arr.tobytes())
     params = msg.parameters
@@ -102,7 +102,7 @@ class HttpClient:
 
     def infer(self, req: Request, timeout_s: float = 30.0) -> Outcome:
         started = time.monotonic()
-        arr = np.full((req.batch, 1), req.value, dtype=NP_DTYPE.get(req.dtype, np.int64))
+        arr = np.full(req.shape, req.value, dtype=NP_DTYPE.get(req.dtype, np.int64))
         tensor = self._mod.InferInput("INPUT", list(arr.shape), req.dtype)
         tensor.set_data_from_numpy(arr)
         try:

@@ -170,7 +170,8 @@ def id_from_json(d) -> int | str:
 
 def _request_to_json(r: Request) -> dict:
     return {"model": r.model, "id": id_to_json(r.seq_id), "value": r.value, "start": r.start, "end": r.end,
-            "dtype": r.dtype, "batch": r.batch, "timeout_us": r.timeout_us}
+            "dtype": r.dtype, "batch": r.batch, "timeout_us": r.timeout_us,
+            **({} if r.batch_dim else {"batch_dim": False})}
 
 
 def _request_from_json(d: dict) -> Request:
@@ -178,7 +179,8 @@ def _request_from_json(d: dict) -> Request:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise TypeError(f"request value must be a number, got {value!r}")
     return Request(model=d["model"], seq_id=id_from_json(d["id"]), value=value, start=bool(d["start"]),
-                   end=bool(d["end"]), dtype=d["dtype"], batch=int(d["batch"]), timeout_us=d.get("timeout_us"))
+                   end=bool(d["end"]), dtype=d["dtype"], batch=int(d["batch"]), timeout_us=d.get("timeout_us"),
+                   batch_dim=bool(d.get("batch_dim", True)))
 
 
 def _step_to_json(s: StepRecord) -> dict:

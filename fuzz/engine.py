@@ -684,7 +684,7 @@ class Engine:
             for key in [k for k in self.model.live_keys() if k not in held]:
                 if self.teardown_client in self.parked:
                     break
-                req = Request(self.spec.name, key[1], self.as_value(0), end=True, dtype=self.spec.dtype)
+                req = self.spec.request(key[1], self.as_value(0), end=True)
                 self.send(self.teardown_client, req, "grpc", "end (teardown)")
             if not (self.model.seqs or self.pending or self.parked):
                 break
@@ -734,7 +734,7 @@ class Engine:
                 if self.model.lingering(key_of(seq_id)):
                     continue  # it would wait behind its dead backlog place
                 if seq_id not in (0, "") and not (isinstance(seq_id, str) and len(seq_id) > MAX_STRING_ID):
-                    self.grpc.infer(Request(self.spec.name, seq_id, 0, end=True, dtype=self.spec.dtype), timeout_s=2)
+                    self.grpc.infer(self.spec.request(seq_id, 0, end=True), timeout_s=2)
             if self.model.backlog or self.pending:
                 time.sleep(self.spec.idle_s + self.margin + self.late)  # let what was queued run or idle out
         self._disconnect()

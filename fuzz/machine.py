@@ -15,7 +15,7 @@ from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from . import nemesis
-from .client import Request, StreamClient
+from .client import StreamClient
 from .divergences import known_for
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .engine import Engine, Fault, Kind, Setup, event
@@ -183,7 +183,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             seed = data.draw(st.integers(0, 255), label="values seed") if more else 0
             if client is None or self.blocked(seq_id):
                 return self._skip("start: no idle client or id busy")
-            req = Request(spec.name, seq_id, value, start=True, end=end, dtype=spec.dtype)
+            req = spec.request(seq_id, value, start=True, end=end)
             began = time.monotonic()
             exp = self.send(client, req, via, "start")
             if more and not end and isinstance(exp, Answer):
@@ -227,8 +227,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             else:
                 seq_id, total, start = key[1], self.model.total(key), False
             values = random.Random(seed)
-            first = Request(spec.name, seq_id, self._fit(values.randint(-scale, scale), total), start=start,
-                            end=end and k == 1, dtype=spec.dtype)
+            first = spec.request(seq_id, self._fit(values.randint(-scale, scale), total), start=start,
+                                 end=end and k == 1)
             began = time.monotonic()
             exp = self.send(client, first, "stream", f"run 1/{k}")
             if isinstance(exp, Answer):  # else queued in the backlog, parked, or refused: it stops here
@@ -246,7 +246,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
             def nth(i, total):
                 value = self._fit(values.randint(-scale, scale), total)
-                return Request(spec.name, seq_id, value, end=end and i == n - 1, dtype=spec.dtype)
+                return spec.request(seq_id, value, end=end and i == n - 1)
 
             latency = max(latency, 1e-4)
             chunk = max(1, min(RUN_CHUNK, int(0.2 * spec.idle_s / latency)))
@@ -274,7 +274,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if client is None or key is None:
                 return self._skip(f"{action}: no idle client or no live sequence")
             total = 0 if start else self.model.total(key)
-            req = Request(spec.name, key[1], self._fit(value, total), start=start, end=end, dtype=spec.dtype)
+            req = spec.request(key[1], self._fit(value, total), start=start, end=end)
             self.send(client, req, via, action)
 
         @rule(data=st.data())
@@ -287,7 +287,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             value, via = self._value(data), self._via(data)
             if client is None or self.model.is_live(key_of(seq_id)) or self.blocked(seq_id):
                 return self._skip("send without START: no idle client or id live")
-            req = Request(spec.name, seq_id, value, end=end, dtype=spec.dtype)
+            req = spec.request(seq_id, value, end=end)
             self.send(client, req, via, "send without START")
 
         @rule(data=st.data())
@@ -315,7 +315,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 fields["seq_id"] = "L" * length
             if client is None or self.blocked(fields["seq_id"]):
                 return self._skip("misuse: no idle client or id busy")
-            req = Request(spec.name, value=value, **fields)
+            req = spec.request(value=value, **fields)
             self.send(client, req, via, f"misuse ({kind})")
 
         @rule(data=st.data())
@@ -348,7 +348,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if self.model.free_slots() < (1 if key is not None else 2):
                 return self._skip("alias: no free slot for both")
             if key is None:
-                first = Request(spec.name, base, values[0], start=True, dtype=spec.dtype)
+                first = spec.request(base, values[0], start=True)
                 if not isinstance(self.send(client, first, via, "start"), Answer):
                     return
             action = "start the other-typed twin" if other_type else "start an id equal modulo 2**k"
@@ -359,10 +359,10 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             value = values[1]
             if value == self.model.total(older):
                 value = as_value(value - 1 if value > 0 else value + 1)  # toward 0: stays in range
-            second = Request(spec.name, twin, value, start=True, dtype=spec.dtype)
+            second = spec.request(twin, value, start=True)
             if not isinstance(self.send(client, second, via, action), Answer) or older not in self.live():
                 return
-            req = Request(spec.name, base, self._fit(values[2], self.model.total(older)), dtype=spec.dtype)
+            req = spec.request(base, self._fit(values[2], self.model.total(older)))
             if not isinstance(self.send(client, req, via, "continue the aliased sequence"), Answer):
                 return
             self._take_turns(client, via, twin, base, turns, random.Random(seed))
@@ -377,8 +377,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                     key = key_of(seq_id)
                     if key not in self.live():
                         return
-                    req = Request(spec.name, seq_id, self._fit(values.randint(-100, 100), self.model.total(key)),
-                                  dtype=spec.dtype)
+                    req = spec.request(seq_id, self._fit(values.randint(-100, 100), self.model.total(key)))
                     if not isinstance(self.send(client, req, via, f"continue {whose} ({i + 1} of {rounds})"), Answer):
                         return
 
@@ -424,10 +423,10 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return
             until = self.model.seqs[key].expiry.hi + 0.005
             if new and not self.blocked(new_id) and not self.model.is_live(key_of(new_id)):
-                req = Request(spec.name, new_id, value, start=True, end=end, dtype=spec.dtype)
+                req = spec.request(new_id, value, start=True, end=end)
                 self.park(client, req, "start after timeout", until, context="refill")
             else:
-                self.park(client, Request(spec.name, key[1], value, end=end, dtype=spec.dtype),
+                self.park(client, spec.request(key[1], value, end=end),
                           "send after its idle timeout", until)
 
         @rule(data=st.data(), fraction=st.sampled_from([0.05, 0.2]))
@@ -447,7 +446,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return self._skip("pause: the sequence is near its idle timeout")
             # The value is fitted to the sum when the request is drawn; nothing else touches
             # this sequence while it is parked, so the sum is the same when it goes.
-            req = Request(spec.name, key[1], self._fit(value, self.model.total(key)), end=end, dtype=spec.dtype)
+            req = spec.request(key[1], self._fit(value, self.model.total(key)), end=end)
             self.park(client, req, "continue after a pause", until)
 
         @only_if(setup.expiry_ok)
@@ -467,7 +466,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             for client, seq_id, value in zip(idle, fresh, values):
                 if self.model.is_live(key_of(seq_id)) or self.blocked(seq_id):
                     continue  # refill wants fresh sequences
-                req = Request(spec.name, seq_id, value, start=True, dtype=spec.dtype)
+                req = spec.request(seq_id, value, start=True)
                 self.park(client, req, "start after timeout", until, context="refill")
 
         @rule(data=st.data())
@@ -484,8 +483,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             sends = list(zip(self.idle_clients(), keys, ends, values))[:size]
             if len(sends) < 2:
                 return self._skip("burst: fewer than two idle clients with live sequences")
-            reqs = [(client, Request(spec.name, key[1], self._fit(value, self.model.total(key)), end=end,
-                                     dtype=spec.dtype)) for client, key, end, value in sends]
+            reqs = [(client, spec.request(key[1], self._fit(value, self.model.total(key)), end=end))
+                    for client, key, end, value in sends]
             self.send_together(reqs, "burst")
 
         # -- nemesis rules: faults, drawn only when FuzzSettings.nemesis names them ------------
@@ -519,7 +518,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 arrival = window.hi + settings.wire_s  # never inside the idle-timeout window
             if arrival - now > settings.max_wait_s:
                 return self._skip("stall: the hold would outlast max_wait_s")
-            req = Request(spec.name, key[1], self._fit(value, self.model.total(key)), end=end, dtype=spec.dtype)
+            req = spec.request(key[1], self._fit(value, self.model.total(key)), end=end)
             self.going_out(req)
             exp = self.model.expect(req, arrival)  # what the server must do when it arrives
             box = self.nemesis.hold(self.proxy, self.streams[client], req, arrival)
@@ -568,7 +567,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                                      f"the server restarts with {said}"):
                 return
             before = server.execution_count(spec.name)
-            reqs = [(c, Request(spec.name, i, v, start=True, dtype=spec.dtype))
+            reqs = [(c, spec.request(i, v, start=True))
                     for c, i, v in zip(self.idle_clients(), fresh, values)]
             held = self.send_held(reqs[:spec.capacity], "start (held for a full batch)")
             # The backlog STARTs go on other connections: sent at once, one could overtake a held

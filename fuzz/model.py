@@ -38,6 +38,8 @@ BATCH_ONE_ERROR = ("inference request to model '{model}' must specify batch-size
                    "sequence batcher")
 BATCH_MAX_ERROR = "inference request batch-size must be <= {max} for '{model}'"
 DTYPE_ERROR = "inference input 'INPUT' data-type is '{sent}', but model '{model}' expects '{want}'"
+# A model without a batch dimension (max_batch_size 0) takes INPUT as [1]: a batch of 2 is the wrong shape.
+SHAPE_ERROR = "unexpected shape for input 'INPUT' for model '{model}'. Expected [1], got {got}"
 LONG_ID_ERROR = "string correlation ID cannot be longer than 128 characters"
 MAX_STRING_ID = 128
 _REQUEST_ID_PREFIX = re.compile(r"^\[request id: [^\]]*\] ")
@@ -245,6 +247,9 @@ class BatcherModel:
         if req.dtype != self.spec.dtype:
             return Refusal("INVALID_ARGUMENT", DTYPE_ERROR.format(sent=req.dtype, model=m, want=self.spec.dtype),
                            "invalid_is_refused")
+        if self.spec.max_batch_size == 0 and req.shape != (1,):
+            got = "[" + ",".join(map(str, req.shape)) + "]"
+            return Refusal("INVALID_ARGUMENT", SHAPE_ERROR.format(model=m, got=got), "invalid_is_refused")
         if req.batch > 1 and req.batch > self.spec.max_batch_size:
             return Refusal("INVALID_ARGUMENT", BATCH_MAX_ERROR.format(max=self.spec.max_batch_size, model=m),
                            "invalid_is_refused")

@@ -36,6 +36,11 @@ def seq_id_of(d):
     return d["value"] if d["type"] == "string" else int(d["value"])
 
 
+def shape_of(req):
+    """INPUT's shape: [batch, 1], or [batch] for a model without a batch dimension."""
+    return (req["batch"], 1) if req.get("batch_dim", True) else (req["batch"],)
+
+
 def describe(req):
     flags = "".join(f for f, on in (("S", req["start"]), ("E", req["end"])) if on) or "-"
     extra = f" batch={req['batch']}" if req["batch"] != 1 else ""
@@ -49,7 +54,7 @@ def encode(req, model, request_id=""):
     from tritonclient.grpc import service_pb2
 
     msg = service_pb2.ModelInferRequest(model_name=model, id=request_id)
-    arr = np.full((req["batch"], 1), req["value"], dtype=NP_DTYPE.get(req["dtype"], np.int64))
+    arr = np.full(shape_of(req), req["value"], dtype=NP_DTYPE.get(req["dtype"], np.int64))
     msg.inputs.add(name="INPUT", datatype=req["dtype"], shape=list(arr.shape))
     msg.raw_input_contents.append(arr.tobytes())
     seq_id = seq_id_of(req["id"])
@@ -113,7 +118,7 @@ class Http:
         self.client = httpclient.InferenceServerClient(url, network_timeout=60.0)
 
     def infer(self, req, model, timeout_s):
-        arr = np.full((req["batch"], 1), req["value"], dtype=NP_DTYPE.get(req["dtype"], np.int64))
+        arr = np.full(shape_of(req), req["value"], dtype=NP_DTYPE.get(req["dtype"], np.int64))
         tensor = self.mod.InferInput("INPUT", list(arr.shape), req["dtype"])
         tensor.set_data_from_numpy(arr)
         try:
@@ -324,7 +329,8 @@ def main(entry, argv=None):
     for d in {json.dumps(t, sort_keys=True): t for t in touched}.values():
         seq_id = seq_id_of(d)
         if seq_id not in (0, "") and not (isinstance(seq_id, str) and len(seq_id) > 128):
-            unary.infer({"id": d, "value": 0, "start": False, "end": True, "dtype": spec["dtype"], "batch": 1},
+            unary.infer({"id": d, "value": 0, "start": False, "end": True, "dtype": spec["dtype"], "batch": 1,
+                         "batch_dim": spec["max_batch_size"] > 0},
                         args.model, 2.0)
     if diverged:
         print(f"DIVERGED at step(s) {', '.join(map(str, diverged))} of {len(entry['steps'])}")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import attrs
 from tritonclient.grpc import model_config_pb2 as mc
 
+from .values import Request
+
 _DTYPES = {mc.TYPE_INT32: "INT32", mc.TYPE_FP32: "FP32"}
 _KIND = mc.ModelSequenceBatching.Control
 DEFAULT_IDLE_US = 1_000_000  # Triton's own default when the config leaves it out
@@ -40,6 +42,12 @@ class ModelSpec:
     def value_range(self) -> tuple[int, int]:
         """Range every running sum must stay in for exact answers (FP32: integers to 2**24)."""
         return (-(2**31), 2**31 - 1) if self.dtype == "INT32" else (-(2**24), 2**24)
+
+    def request(self, seq_id, value=0, **flags) -> Request:
+        """A request to this model: its name and dtype (unless `flags` say otherwise: a misuse),
+        INPUT with a batch dimension when the model has one."""
+        flags.setdefault("dtype", self.dtype)
+        return Request(self.name, seq_id, value, batch_dim=self.max_batch_size > 0, **flags)
 
     def describe(self) -> str:
         ctl = ",".join(sorted(self.controls)) or "none"

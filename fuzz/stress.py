@@ -158,16 +158,15 @@ class _Driver:
             self.sequences[pattern] += 1
             if pattern == "no-start":
                 # Refused with the START-flag error, unless the id is still live (the model knows).
-                yield pattern, Request(self.spec.name, ids[ctx], self.as_value(rng.randint(0, self.max_value)),
-                                       dtype=self.spec.dtype)
+                yield pattern, self.spec.request(ids[ctx], self.as_value(rng.randint(0, self.max_value)))
                 continue
             for end in _PARTS[pattern]:
                 n, total = self._length(rng), 0
                 for i in range(n):
                     value = self.as_value(min(int(rng.randint(0, self.max_value)), self.hi_sum - total))
                     total += value
-                    yield f"{pattern} {i + 1}/{n}", Request(self.spec.name, ids[ctx], value, start=i == 0,
-                                                             end=end and i == n - 1, dtype=self.spec.dtype)
+                    yield f"{pattern} {i + 1}/{n}", self.spec.request(ids[ctx], value, start=i == 0,
+                                                                       end=end and i == n - 1)
 
     def _length(self, rng) -> int:
         return max(1, int(rng.normal(self.settings.len_mean, self.settings.len_sd)))

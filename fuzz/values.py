@@ -15,7 +15,8 @@ SeqId = Union[int, str]
 
 @attrs.frozen
 class Request:
-    """One inference request of the accumulator contract: INPUT of shape [batch, 1]."""
+    """One inference request of the accumulator contract: INPUT of shape [batch, 1], or [batch]
+    for a model without a batch dimension (max_batch_size 0), where a batch of 2 is a shape error."""
 
     model: str
     seq_id: SeqId
@@ -25,6 +26,12 @@ class Request:
     dtype: str = "INT32"  # what is sent; a model's own dtype unless a rule sends the wrong one
     batch: int = 1
     timeout_us: int | None = None
+    batch_dim: bool = True
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """INPUT's shape on the wire."""
+        return (self.batch, 1) if self.batch_dim else (self.batch,)
 
     def describe(self) -> str:
         flags = "".join(f for f, on in (("S", self.start), ("E", self.end)) if on) or "-"

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 from fuzz import corpus
@@ -53,6 +54,18 @@ def test_round_trip_keeps_uint64_and_string_ids_apart(tmp_path):
     assert back.status == "known-divergence" and back.divergence_versions == ("2.51.0",)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{e.name}.json", f"{e.name}.py", RUNTIME_NAME], \
         "no temp files left"
+
+
+def test_a_request_without_a_batch_dimension_round_trips_and_older_entries_have_one(tmp_path):
+    nb = attrs.evolve(SPEC, max_batch_size=0)
+    step = StepRecord(1, 0, "misuse (batch 2)", nb.request(7, 1, batch=2), via="grpc",
+                      expected="INVALID_ARGUMENT", got="INVALID_ARGUMENT")
+    e = corpus.make_entry(nb, "2.51.0", "invalid_is_refused", "wrong shape", (step,))
+    data = json.loads(corpus.write(tmp_path, e).read_text())
+    assert data["steps"][0]["request"]["batch_dim"] is False
+    assert corpus.load(tmp_path / f"{e.name}.json").steps[0].request.shape == (2,)
+    assert "batch_dim" not in json.dumps(entry().to_json())  # batched requests are written as before
+    assert all(s.request.batch_dim for s in corpus.CorpusEntry.from_json(entry().to_json()).steps if s.request)
 
 
 def test_name_depends_on_the_program_not_on_timing():

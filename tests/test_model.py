@@ -2,7 +2,8 @@
 import pytest
 
 from fuzz.client import Request
-from fuzz.model import (BATCH_MAX_ERROR, BATCH_ONE_ERROR, DTYPE_ERROR, LONG_ID_ERROR, START_ERROR, ZERO_ID_ERROR,
+from fuzz.model import (BATCH_MAX_ERROR, BATCH_ONE_ERROR, DTYPE_ERROR, LONG_ID_ERROR, SHAPE_ERROR, START_ERROR,
+                        ZERO_ID_ERROR,
                         Ambiguous, Answer, BatcherModel, Queued, Refusal, key_of, normalize_message)
 from fuzz.spec import ContractError, ModelSpec
 from modelgen import Variant, model_config
@@ -195,6 +196,21 @@ def test_malformed_requests_are_refused_and_leave_state_alone(model, req, messag
     got = model.expect(req, 0.1)
     assert isinstance(got, Refusal) and got.message == message and got.invariant == "invalid_is_refused"
     assert model.expect(R(1, 1), 0.2) == Answer(6)
+
+
+def test_a_model_without_a_batch_dimension_takes_input_as_1_and_refuses_2():
+    nb = spec(capacity=2, strategy="oldest", max_batch_size=0)
+    m = BatcherModel(nb, margin_s=MARGIN, prompt_s=1.0)
+    req = nb.request(1, 5, start=True)
+    assert req.shape == (1,) and req.dtype == "INT32" and req.model == M
+    assert m.expect(req, 0.0) == Answer(5)
+    got = m.expect(nb.request(1, 1, batch=2), 0.1)
+    assert isinstance(got, Refusal) and got.invariant == "invalid_is_refused"
+    assert got.message == SHAPE_ERROR.format(model=M, got="[2]")
+    # the dtype check comes first, as in Triton's request normalization
+    assert m.expect(nb.request(1, 1, batch=2, dtype="FP32"), 0.2).message.startswith("inference input 'INPUT' data-type")
+    assert m.expect(nb.request(1, 1), 0.3) == Answer(6)
+    assert spec(capacity=2).request(1, 1, batch=2).shape == (2, 1)
 
 
 def test_longest_allowed_string_id_is_accepted(model):
