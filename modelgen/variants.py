@@ -123,7 +123,8 @@ def python_variants(idle_us: int | None = None) -> list[Variant]:
     """A covering set rather than the full product (which would start ~200 stub processes).
 
     Every flavour meets both strategies, every slot count, both instance counts and both dtypes;
-    the corrid flavour meets both id types; END is declared by some models and not others.
+    the corrid flavour meets both id types; END is declared by some models and not others; one
+    model has no batch dimension (max_batch_size 0).
     idle_us: one idle timeout for every model; None gives each its purpose's (short for the
     expiry-heavy models, SUM_HEAVY_IDLE_US for three of the many-slot ones).
     """
@@ -135,6 +136,9 @@ def python_variants(idle_us: int | None = None) -> list[Variant]:
         V("corrid", "direct", 4, 2, "fp32", "uint64", ("START", "END", "CORRID")),
         V("corrid", "direct", 2, 1, "fp32", "string", full),
         V("corrid", "oldest", 2, 1, "int32", "string", ("START", "READY", "CORRID")),
+        # max_batch_size 0: no batch dimension, one request per execution; two sequences still
+        # share the instance (Triton QA's "nobatch" sequence models).
+        V("corrid", "oldest", 2, 1, "int32", "uint64", full, batching=False),
         S("corrid", "oldest", 4, 2, "int32", "uint64", full),
         V("slot", "direct", 1, 1, "int32", controls=("START", "READY")),
         V("slot", "direct", 2, 2, "fp32", controls=("START", "END", "READY")),

@@ -31,7 +31,7 @@ def test_all_skips_unavailable_backends_with_reason(monkeypatch, tmp_path, capsy
                  "skipping backend tensorrt: no CUDA device is visible"):
         assert line in err
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert len(names) == 12 and all(n.startswith("py_") for n in names)  # the python set, whole
+    assert len(names) == 13 and all(n.startswith("py_") for n in names)  # the python set, whole
 
 
 def test_all_writes_each_available_backend(monkeypatch, tmp_path, capsys):
@@ -41,7 +41,7 @@ def test_all_writes_each_available_backend(monkeypatch, tmp_path, capsys):
                      "--batching", "no-batch", "--strategy", "direct"]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())
     assert [n for n in names if not n.startswith("py_")] == ["onnx_implicit_direct_s1_i1_int32_csr_nb"]
-    assert sum(n.startswith("py_") for n in names) == 12
+    assert sum(n.startswith("py_") for n in names) == 13
 
 
 def test_onnx_options_select_variants(tmp_path, capsys):

@@ -11,8 +11,10 @@ import pytest
 
 from fuzz.client import GrpcClient, Request
 from fuzz.divergences import known_for
+from fuzz.model import Answer, BatcherModel, Refusal, normalize_message
 from fuzz.server import (EmbeddedTriton, ExternalTriton, InstallNotFound, ServerDied, ServerStartError,
                          TritonInstall)
+from fuzz.spec import ModelSpec
 from modelgen import Variant, python_variants, write_model
 
 from .conftest import triton_pids
@@ -54,7 +56,7 @@ def test_every_model_loads_and_sums_a_sequence(triton, variant):
     known = {d.key for d in known_for(variant, triton.version)}
     for seq_id in ids_for(variant):
         sent = [Request(variant.name, seq_id, v, start=(i == 0), end=(i == len(values) - 1),
-                        dtype=variant.dtype.upper()) for i, v in enumerate(values)]
+                        dtype=variant.dtype.upper(), batch_dim=variant.batching) for i, v in enumerate(values)]
         got = [client.infer(r) for r in sent]
         if "string-corrid-control-rejected" in known:
             # A known divergence of this build: pin its symptom so a fix is noticed.
@@ -66,9 +68,24 @@ def test_every_model_loads_and_sums_a_sequence(triton, variant):
         else:
             running = [sum(values[: i + 1]) for i in range(len(values))]
             assert [o.value for o in got] == running, got
-        after_end = client.infer(Request(variant.name, seq_id, 1, dtype=variant.dtype.upper()))
+        after_end = client.infer(Request(variant.name, seq_id, 1, dtype=variant.dtype.upper(),
+                                         batch_dim=variant.batching))
         assert after_end.status == "INVALID_ARGUMENT"
         assert after_end.message == START_ERROR.format(id=seq_id, model=variant.name)
+
+
+def test_a_model_without_a_batch_dimension_takes_1_and_refuses_2_as_the_model_says(triton):
+    variant = next(v for v in python_variants() if not v.batching)
+    spec = ModelSpec.fetch(triton, variant.name)
+    model = BatcherModel(spec, margin_s=0.1)
+    client = GrpcClient(triton.grpc_url)
+    for req in (spec.request(77, 5, start=True), spec.request(77, 1, batch=2), spec.request(77, 2, end=True)):
+        exp, got = model.expect(req, 0.0), client.infer(req)
+        if isinstance(exp, Refusal):
+            assert (got.status, normalize_message(got.message)) == (exp.status, exp.message), got
+        else:
+            assert got.value == exp.value, got
+    assert spec.max_batch_size == 0 and exp == Answer(7)
 
 
 def test_first_request_without_start_gets_the_exact_error(triton):
