@@ -38,8 +38,9 @@ BATCH_ONE_ERROR = ("inference request to model '{model}' must specify batch-size
                    "sequence batcher")
 BATCH_MAX_ERROR = "inference request batch-size must be <= {max} for '{model}'"
 DTYPE_ERROR = "inference input 'INPUT' data-type is '{sent}', but model '{model}' expects '{want}'"
-# A model without a batch dimension (max_batch_size 0) takes INPUT as [1]: a batch of 2 is the wrong shape.
-SHAPE_ERROR = "unexpected shape for input 'INPUT' for model '{model}'. Expected [1], got {got}"
+# A model without a batch dimension (max_batch_size 0) takes INPUT as [1]: a batch of 2 is the wrong
+# shape. 2.51 ends the message with ". " (the core appends a hint that is empty here).
+SHAPE_ERROR = "unexpected shape for input 'INPUT' for model '{model}'. Expected [1], got {got}. "
 LONG_ID_ERROR = "string correlation ID cannot be longer than 128 characters"
 MAX_STRING_ID = 128
 _REQUEST_ID_PREFIX = re.compile(r"^\[request id: [^\]]*\] ")
