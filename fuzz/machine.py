@@ -370,10 +370,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def _take_turns(self, client, via, twin, base, turns, values):
             """The alias and the aliased sequence, one request each per round (or the older one
             alone), until one of them is no longer live or a request is not answered at once."""
-            rounds = len(turns)
+            both, rounds = ((twin, "its alias"), (base, "the aliased sequence")), len(turns)
             for i, who in enumerate(turns):
-                pair = ((twin, "its alias"), (base, "the aliased sequence"))
-                for seq_id, whose in pair if who == "both" else pair[1:]:
+                for seq_id, whose in both if who == "both" else both[1:]:
                     key = key_of(seq_id)
                     if key not in self.live():
                         return
