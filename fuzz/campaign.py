@@ -13,7 +13,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from .depth import DepthSummary
 from .divergences import known_for
 from .invariants import InvariantViolation
-from .isolate import can_isolate, from_fresh_model
+from .isolate import can_isolate, from_fresh_model, polish
 from .machine import FuzzSettings, RunStats, make_machine
 from .progress import Progress, Snapshot
 from .replay import ReplayDrift, replay_steps
@@ -210,18 +210,9 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                 # across examples) can pass by luck: one more replay says if it stands on its own.
                 unreplayable = {id(v) for v in violations
                                 if id(v) in ours and not _replays_alone(server, spec, v, fuzz_settings)}
-            if (flaky or stats.shrink_stopped or unreplayable) and can_isolate(server):
-                # It needs what ran before it, or its shrinking was cut short: shrink it from a fresh model.
-                for i, v in enumerate(violations):
-                    if id(v) in ours and (flaky or stats.shrink_stopped or id(v) in unreplayable):
-                        fresh = from_fresh_model(server, spec, v, fuzz_settings, fuzz_settings.shrink_budget_s)
-                        first = stats.first.get(v.invariant)
-                        if fresh is None and first is not None and first is not v:
-                            # The shortest needs more of what ran before it than a failure keeps
-                            # (a count across examples): the first failure ran on the least of it.
-                            fresh = from_fresh_model(server, spec, first, fuzz_settings, fuzz_settings.shrink_budget_s)
-                        if fresh is not None:
-                            violations[i] = replayable[id(fresh)] = fresh
+            if can_isolate(server):
+                replayable = _shrink_further(server, spec, violations, ours, stats, fuzz_settings,
+                                             cut_short=flaky or stats.shrink_stopped, unreplayable=unreplayable)
         except Terminated as stop:
             stop.partial_result = partial(stop)
             raise
@@ -245,6 +236,29 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                            expected_divergences=tuple(d.key for d in expected),
                            unexpected_pass=tuple(d.key for d in expected if d.key not in seen))
     return result, unknown
+
+
+def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats: RunStats,
+                    settings: FuzzSettings, *, cut_short: bool, unreplayable: set) -> dict:
+    """Shrinks each of our violations past Hypothesis, in place in `violations`: one that needs
+    what ran before it, or whose shrinking was cut short, from a fresh model; one that replays on
+    its own by polishing it. Returns the new ones by id: each replays."""
+    replayable = {}
+    for i, v in enumerate(violations):
+        if id(v) not in ours:
+            continue
+        if cut_short or id(v) in unreplayable:
+            better = from_fresh_model(server, spec, v, settings, settings.shrink_budget_s)
+            first = stats.first.get(v.invariant)
+            if better is None and first is not None and first is not v:
+                # The shortest needs more of what ran before it than a failure keeps (a count
+                # across examples): the first failure ran on the least of it.
+                better = from_fresh_model(server, spec, first, settings, settings.shrink_budget_s)
+        else:
+            better = polish(server, spec, v, settings, settings.shrink_budget_s)
+        if better is not None:
+            violations[i] = replayable[id(better)] = better
+    return replayable
 
 
 def _replays_alone(server, spec: ModelSpec, violation, settings) -> bool:

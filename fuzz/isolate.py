@@ -11,15 +11,17 @@ ran before it; the first that fails is cut down one chunk of steps at a time (de
 and the result starts with the reload, so its replay from the corpus strikes it again.
 
 A reload takes ~1.4 s (Triton starts a new Python backend stub), so this is for the failures
-Hypothesis could not replay, within a budget of its own.
+Hypothesis could not replay, within a budget of its own. A failure that does replay is polished
+instead (`polish`): cut down with plain replays, and checked from a fresh model once at the end.
 """
 from __future__ import annotations
 
+import itertools
 import time
 
 import attrs
 
-from . import nemesis
+from . import nemesis, shrink
 from .engine import HISTORY_EXAMPLES, FuzzSettings
 from .invariants import InvariantViolation
 from .replay import ReplayDrift, replay_steps
@@ -30,6 +32,9 @@ RELOAD = StepRecord(index=1, client=None, action="the model is reloaded (a fresh
                     kind=Kind.FAULT, fault=Fault("reload"))
 # How many earlier examples a failing program is tried with, in this order.
 EXAMPLES_BACK = tuple(n for n in (0, 1, 2, 4, 8) if n <= HISTORY_EXAMPLES)
+# A polish try's ids move by its number times this (odd: the low bits differ from try to try).
+POLISH_STRIDE = 0x9E3779B97F4A7C15
+_POLISH_TRIES = itertools.count(1)
 
 
 class ServerGone(Exception):
@@ -63,16 +68,53 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     return None
 
 
+def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,
+           budget_s: float) -> InvariantViolation | None:
+    """A failure that replays on its own, cut down further than Hypothesis could (fuzz/shrink.py),
+    or None when nothing shorter breaks the same promise. Its tries are plain replays (a few ms,
+    not a reload's 1.4 s), each with the ids moved, so that no try sees state an earlier one left
+    keyed by id. What they find is kept only if it breaks the promise from a freshly loaded model
+    too, so a count or a slot that outlived a try cannot have made it fail; it keeps the reload
+    as its first step unless two more plain replays fail as well (it then needs no fresh model)."""
+    deadline = time.monotonic() + budget_s
+    invariant = violation.invariant
+
+    def moved(steps):
+        n = next(_POLISH_TRIES)
+        return _try(server, spec, shrink.shifted(steps, n * POLISH_STRIDE % 2**64, f"p{n}."), invariant, settings,
+                    reload=False)
+
+    try:
+        found = moved(violation.program)
+        if found is None:
+            return None  # it fails only with its own ids (a boundary id) or after its own history
+        shortest = shrink.ddmin(found, moved, lambda v: list(v.program), spec, deadline).program
+        if len(shortest) >= len(violation.program):
+            return None
+        fresh = _try(server, spec, shortest, invariant, settings)
+        if fresh is None:
+            return None
+        again = [moved(shortest) for _ in range(2)]
+        if all(again):
+            return again[-1]
+        return fresh if len(fresh.program) < len(violation.program) else None
+    except ServerGone:
+        return None  # the run reports the death itself
+
+
 def _program(steps) -> list[StepRecord]:
     """The reload, then the steps, numbered from 1."""
     return [attrs.evolve(s, index=i) for i, s in enumerate([RELOAD, *steps], start=1)]
 
 
-def _try(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings) -> InvariantViolation | None:
-    """Replays the steps after a reload; the violation if it broke `invariant`, else None (it kept
-    every promise, broke another, or could not be replayed as recorded)."""
+def _try(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings, *,
+         reload: bool = True) -> InvariantViolation | None:
+    """Replays the steps after a reload (or, `reload=False`, as they are); the violation if it
+    broke `invariant`, else None (it kept every promise, broke another, or could not be
+    replayed as recorded)."""
+    program = _program(steps) if reload else [attrs.evolve(s, index=i) for i, s in enumerate(steps, start=1)]
     try:
-        replay_steps(server, spec, _program(steps), settings)
+        replay_steps(server, spec, program, settings)
     except InvariantViolation as v:
         if v.invariant == "server_alive":
             raise ServerGone(str(v)) from None
@@ -84,73 +126,9 @@ def _try(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings)
 
 def _shrink(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
             deadline: float) -> InvariantViolation:
-    """Delta debugging: first every request after a START at once (one try: bugs of slots and
-    STARTs need none of them, and every later try replays a shorter program), then whole
-    sequences (every step naming one id), then every request of a sequence after its START (a
-    long run whose START the bug needs, not its middle), then single steps."""
-    for units_of in (_every_continuation, _by_sequence, _continuations, _single_steps):
-        found = _ddmin(server, spec, found, settings, deadline, units_of)
-    return found
-
-
-def _ddmin(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
-           deadline: float, units_of) -> InvariantViolation:
-    """Removes a chunk of units (each a list of step positions), keeps the removal when the rest,
-    in its order, still fails the same way, and halves the chunks when none can go. Each try
-    replays from a fresh model."""
-    best, steps = found, _body(found)
-    units = units_of(steps)
-    chunk = max(1, len(units) // 2)
-    while chunk >= 1 and time.monotonic() < deadline:
-        removed, start = False, 0
-        while start < len(units) and time.monotonic() < deadline:
-            gone = {i for u in units[start:start + chunk] for i in u}
-            kept = [s for i, s in enumerate(steps) if i not in gone]
-            again = _try(server, spec, kept, found.invariant, settings) if kept else None
-            # Strictly shorter only: a replay's drain adds its own ENDs to what it sends, so a
-            # program without its teardown can fail again at the same length, and forever.
-            if again is not None and len(_body(again)) < len(steps):
-                best, removed = again, True
-                steps = _body(again)
-                units = units_of(steps)
-            else:
-                start += chunk
-        if not removed:
-            chunk //= 2
-    return best
-
-
-def _by_sequence(steps) -> list[list[int]]:
-    """Step positions grouped by the sequence id they send on, in first-seen order; a step
-    without a request goes with its client's last id, or alone."""
-    groups: dict = {}
-    last_of_client: dict = {}
-    for i, s in enumerate(steps):
-        if s.request is not None:
-            key = last_of_client[s.client] = ("id", s.request.seq_id)
-        else:
-            key = last_of_client.get(s.client, ("step", i))
-        groups.setdefault(key, []).append(i)
-    return list(groups.values())
-
-
-def _continuations(steps) -> list[list[int]]:
-    """Per sequence id, the positions of its requests other than STARTs, as one unit."""
-    groups: dict = {}
-    for i, s in enumerate(steps):
-        if s.request is not None and not s.request.start:
-            groups.setdefault(s.request.seq_id, []).append(i)
-    return list(groups.values())
-
-
-def _every_continuation(steps) -> list[list[int]]:
-    """Every request that is not a START, as one unit."""
-    unit = [i for group in _continuations(steps) for i in group]
-    return [unit] if unit else []
-
-
-def _single_steps(steps) -> list[list[int]]:
-    return [[i] for i in range(len(steps))]
+    """Delta debugging (fuzz/shrink.py), each try replayed from a fresh model."""
+    return shrink.ddmin(found, lambda steps: _try(server, spec, steps, found.invariant, settings), _body, spec,
+                        deadline)
 
 
 def _body(v: InvariantViolation) -> list[StepRecord]:

@@ -8,8 +8,15 @@ import attrs
 from fuzz import isolate
 from fuzz.engine import FuzzSettings
 from fuzz.invariants import InvariantViolation
-from fuzz.isolate import RELOAD, _by_sequence, _continuations, _every_continuation, _program
+from fuzz.spec import ModelSpec
+from fuzz.isolate import RELOAD, _program
+from fuzz.shrink import by_sequence, continuations, every_continuation
 from fuzz.values import Kind, Request, StepRecord
+
+
+SPEC = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1, idle_s=0.5,
+                 max_batch_size=4, controls=frozenset({"START", "END", "READY"}), corrid_type=None,
+                 implicit_state=False)
 
 
 def step(i, client, seq_id=None, kind=Kind.REQUEST, start=True):
@@ -22,7 +29,7 @@ def test_steps_are_grouped_by_the_sequence_they_send_on():
              step(5, None, kind=Kind.LEAVE_TO_EXPIRE), step(6, 2, kind=Kind.CLOSE_STREAM), step(7, 0, 6)]
     # An answer goes with its client's last id; a step of all clients, or of a client that has
     # sent nothing yet, is a group of its own.
-    assert _by_sequence(steps) == [[0, 2], [1, 3, 6], [4], [5]]
+    assert by_sequence(steps) == [[0, 2], [1, 3, 6], [4], [5]]
 
 
 def test_a_program_from_a_fresh_model_starts_with_the_reload_and_is_numbered_again():
@@ -35,10 +42,10 @@ def test_a_program_from_a_fresh_model_starts_with_the_reload_and_is_numbered_aga
 def test_a_sequences_requests_after_its_start_are_one_unit():
     steps = [step(1, 0, 5), step(2, 0, 5, start=False), step(3, 1, 6), step(4, 0, 5, start=False),
              step(5, 1, 6, kind=Kind.ANSWER), step(6, 1, 6, start=False)]
-    assert _continuations(steps) == [[1, 3], [5]]
+    assert continuations(steps) == [[1, 3], [5]]
     # tried first, as one unit: one replay decides whether the bug needs anything but STARTs
-    assert _every_continuation(steps) == [[1, 3, 5]]
-    assert _every_continuation(steps[:1]) == []
+    assert every_continuation(steps) == [[1, 3, 5]]
+    assert every_continuation(steps[:1]) == []
 
 
 def test_shrinking_keeps_only_strictly_shorter_programs(monkeypatch):
@@ -59,7 +66,7 @@ def test_shrinking_keeps_only_strictly_shorter_programs(monkeypatch):
     monkeypatch.setattr(isolate, "_try", fails)
     run = [step(1, 0, 5), *[step(i, 0, 5, start=False) for i in range(2, 12)], step(12, 1, 6), step(13, 2, 7)]
     found = fails(None, None, run, "sums_match", None)
-    shrunk = isolate._shrink(None, None, found, FuzzSettings(), time.monotonic() + 10)
+    shrunk = isolate._shrink(None, SPEC, found, FuzzSettings(), time.monotonic() + 10)
     body = [s for s in shrunk.program if s.kind is not Kind.FAULT]
     assert [(s.request.seq_id, s.request.start) for s in body] == [(5, True), (6, True), (5, False)]
     assert len(tries) < 30, tries  # it ends when nothing shorter fails, not when the budget does

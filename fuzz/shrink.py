@@ -1,0 +1,159 @@
+"""Delta debugging over a failing program's steps, after Hypothesis has shrunk it (or could not).
+
+Hypothesis shrinks the choices a program was drawn from; some programs it cannot turn into the
+shorter one that shows the same bug. A `run` whose fifth request overflows the sum is not a
+START with one large value to it, nor is `start a 0; continue a 1; restart a 0` the
+`start a 1; restart a 0` it stands for. Here the program itself is cut down: chunks of steps are
+removed, and a removed request of a running sequence *folds* into the request before it (its
+value is added there, its END flag moves there), so every later answer of that sequence sums to
+what it did. A candidate is kept only when a live replay breaks the same promise again: how a
+try replays (after a reload, or with its ids moved) is the caller's (fuzz/isolate.py).
+
+Everything here is pure: programs in, programs out.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+import attrs
+
+from .invariants import InvariantViolation
+from .model import MAX_STRING_ID, key_of
+from .spec import ModelSpec
+from .values import Kind, StepRecord
+
+# Replays a candidate program: the violation when it broke the same promise again, else None.
+Try = Callable[[list], Optional[InvariantViolation]]
+# The steps of a replayed violation's program that a next candidate is cut from.
+Body = Callable[[InvariantViolation], list]
+
+
+def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
+          deadline: float) -> InvariantViolation:
+    """First every request after a START at once (one try: bugs of slots and STARTs need none of
+    them, and every later try replays a shorter program), then whole sequences (every step
+    naming one id), then every request of a sequence after its START (a long run whose START
+    the bug needs, not its middle), then single steps."""
+    for units_of in (every_continuation, by_sequence, continuations, single_steps):
+        found = _ddmin(found, try_, body, spec, deadline, units_of)
+    return found
+
+
+def _ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec, deadline: float,
+           units_of) -> InvariantViolation:
+    """Removes a chunk of units (each a list of step positions), keeps the removal when the rest,
+    in its order, still fails the same way, and halves the chunks when none can go."""
+    best, steps = found, body(found)
+    units = units_of(steps)
+    chunk = max(1, len(units) // 2)
+    while chunk >= 1 and time.monotonic() < deadline:
+        removed, start = False, 0
+        while start < len(units) and time.monotonic() < deadline:
+            gone = {i for u in units[start:start + chunk] for i in u}
+            kept = without(steps, gone, spec)
+            again = try_(kept) if kept else None
+            # Strictly shorter only: a replay's drain adds its own ENDs to what it sends, so a
+            # program without its teardown can fail again at the same length, and forever.
+            if again is not None and len(body(again)) < len(steps):
+                best, removed = again, True
+                steps = body(again)
+                units = units_of(steps)
+            else:
+                start += chunk
+        if not removed:
+            chunk //= 2
+    return best
+
+
+def without(steps, gone: set, spec: ModelSpec) -> list[StepRecord]:
+    """The steps but those at the positions in `gone`. A removed request of a running sequence
+    that was answered folds into the kept request of that sequence before it (same incarnation,
+    answered too): its value is added there and its END moves there, so the sequence's later
+    sums stay what they were. Anything else removed is just dropped."""
+    lo, hi = spec.value_range
+    kept: list[StepRecord] = []
+    last: dict = {}  # id key -> position in `kept` of its last answered request since its START
+    for i, s in enumerate(steps):
+        req = s.request
+        key = key_of(req.seq_id) if req is not None and req.seq_id not in ("", 0) else None
+        if i not in gone:
+            if key is not None and s.kind in (Kind.REQUEST, Kind.REFILL, Kind.QUEUED):
+                last[key] = len(kept) if _answered(s, spec) and not req.end else None
+            kept.append(s)
+            continue
+        if key is None:
+            continue
+        if req.start:
+            last[key] = None  # its continuations have nothing to fold into
+            continue
+        target = last.get(key)
+        if target is None or s.kind is not Kind.REQUEST or not _answered(s, spec):
+            continue
+        into = kept[target].request
+        value = into.value + req.value
+        if lo <= value <= hi:
+            kept[target] = attrs.evolve(kept[target], request=attrs.evolve(into, value=value, end=into.end or req.end))
+        if req.end:
+            last[key] = None
+    return kept
+
+
+def _answered(s: StepRecord, spec: ModelSpec) -> bool:
+    """A plain request of the model's dtype, one element, that came back with a sum (a QUEUED
+    START's own step has no outcome: its answer is a step of its own)."""
+    req = s.request
+    plain = req.batch == 1 and req.dtype == spec.dtype
+    return plain and (s.kind is Kind.QUEUED or (s.outcome is not None and s.outcome.ok))
+
+
+def shifted(steps, offset: int, tag: str) -> list[StepRecord]:
+    """The program with its ids moved, so that a try sees no state an earlier try left keyed by
+    id: integers (and strings that name one, so 5 and "5" stay twins) by `offset` modulo 2**64,
+    which keeps every equality and every congruence modulo a power of two; other strings get
+    `tag` in front (cut to the longest id a server takes, unless already longer: a misuse). The
+    misuse ids 0 and "" stay."""
+    def move(seq_id):
+        if seq_id in (0, ""):
+            return seq_id
+        if isinstance(seq_id, str):
+            if seq_id.isdigit() and 0 < int(seq_id) < 2**64:
+                return str(move(int(seq_id)))
+            moved = f"{tag}{seq_id}"
+            return moved if len(seq_id) > MAX_STRING_ID else moved[:MAX_STRING_ID]
+        return (seq_id + offset) % 2**64 or offset
+    return [attrs.evolve(s, request=attrs.evolve(s.request, seq_id=move(s.request.seq_id)))
+            if s.request is not None else s for s in steps]
+
+
+def by_sequence(steps) -> list[list[int]]:
+    """Step positions grouped by the sequence id they send on, in first-seen order; a step
+    without a request goes with its client's last id, or alone."""
+    groups: dict = {}
+    last_of_client: dict = {}
+    for i, s in enumerate(steps):
+        if s.request is not None:
+            key = last_of_client[s.client] = ("id", s.request.seq_id)
+        else:
+            key = last_of_client.get(s.client, ("step", i))
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+def continuations(steps) -> list[list[int]]:
+    """Per sequence id, the positions of its requests other than STARTs, as one unit."""
+    groups: dict = {}
+    for i, s in enumerate(steps):
+        if s.request is not None and not s.request.start:
+            groups.setdefault(s.request.seq_id, []).append(i)
+    return list(groups.values())
+
+
+def every_continuation(steps) -> list[list[int]]:
+    """Every request that is not a START, as one unit."""
+    unit = [i for group in continuations(steps) for i in group]
+    return [unit] if unit else []
+
+
+def single_steps(steps) -> list[list[int]]:
+    return [[i] for i in range(len(steps))]

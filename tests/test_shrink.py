@@ -1,0 +1,77 @@
+"""The pure parts of shrinking a program past Hypothesis (fuzz/shrink.py): what a removal leaves,
+folded sums, moved ids. The live part (polishing a failure against a broken model) runs in
+tests/test_broken_models.py."""
+import attrs
+
+from fuzz.shrink import shifted, without
+from fuzz.spec import ModelSpec
+from fuzz.values import Kind, Outcome, Request, StepRecord
+
+SPEC = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1, idle_s=0.5,
+                 max_batch_size=4, controls=frozenset({"START", "END", "READY"}), corrid_type=None,
+                 implicit_state=False)
+OK = Outcome(0)
+REFUSED = Outcome(status="INVALID_ARGUMENT", message="must specify the START flag")
+
+
+def req(i, seq_id, value, start=False, end=False, outcome=OK, kind=Kind.REQUEST, **kw):
+    return StepRecord(index=i, client=0, action="a", request=Request("m", seq_id, value, start=start, end=end, **kw),
+                      kind=kind, outcome=outcome)
+
+
+def sent(steps):
+    return [(s.request.seq_id, s.request.value, s.request.start, s.request.end) for s in steps]
+
+
+def test_a_removed_request_of_a_running_sequence_folds_into_the_one_before():
+    # start a 0; start b 1; continue a 1; restart a 0 -> without "continue a": a's START carries
+    # its value, so the restart's answer still shows a sum that START should have reset.
+    steps = [req(1, 5, 0, start=True), req(2, 13, 1, start=True), req(3, 5, 1), req(4, 5, 0, start=True)]
+    assert sent(without(steps, {2}, SPEC)) == [(5, 1, True, False), (13, 1, True, False), (5, 0, True, False)]
+    # ... and a run's requests all fold into its START: the sum it reached, in one request
+    run = [req(1, 7, 30000, start=True), req(2, 7, 2000), req(3, 7, 700, end=True)]
+    assert sent(without(run, {1, 2}, SPEC)) == [(7, 32700, True, True)]
+
+
+def test_a_fold_stays_inside_its_sequence_and_its_answers():
+    steps = [req(1, 5, 4, start=True), req(2, 5, 1, end=True),  # a first sequence on id 5, ended
+             req(3, 5, 2, outcome=REFUSED),  # refused: it summed to nothing
+             req(4, 5, 3, start=True), req(5, 5, 6),  # a second one
+             req(6, 5, 9, batch=2)]  # a misuse: not a sum
+    # A refused request, a misuse and a request whose START is removed too are dropped, not folded.
+    assert sent(without(steps, {2, 5}, SPEC)) == sent(steps[:2] + steps[3:5])
+    assert sent(without(steps, {3, 4}, SPEC)) == sent(steps[:3] + steps[5:])
+    # Into an ended sequence, nothing folds: the request after END started nothing.
+    assert sent(without(steps, {1}, SPEC))[0] == (5, 5, True, True)
+    assert sent(without(steps[:2] + [req(3, 5, 7)], {2}, SPEC)) == sent(steps[:2])
+
+
+def test_a_fold_that_would_leave_the_exact_range_drops_instead():
+    big = 2**31 - 1
+    # sums -big, 0, big: each in range, though the last two values add up to 2 * big
+    steps = [req(1, 5, -big, start=True), req(2, 5, big), req(3, 5, big)]
+    assert sent(without(steps, {2}, SPEC)) == sent(steps[:2])
+    assert sent(without(steps, {1}, SPEC)) == [(5, 0, True, False), (5, big, False, False)]
+
+
+def test_a_queued_start_takes_folds_and_its_answer_step_stays():
+    queued = attrs.evolve(req(1, 5, 2, start=True, outcome=None), kind=Kind.QUEUED)
+    answer = attrs.evolve(req(2, 5, 2, start=True), kind=Kind.ANSWER, index=2)
+    steps = [queued, answer, req(3, 5, 3)]
+    assert sent(without(steps, {2}, SPEC)) == [(5, 5, True, False), (5, 2, True, False)]
+
+
+def test_moved_ids_keep_equalities_and_congruences():
+    steps = [req(1, 5, 0, start=True), req(2, 5 + 2**32, 0, start=True), req(3, "5", 0, start=True),
+             req(4, "abc", 0, start=True), req(5, 2**64 - 1, 0, start=True), req(6, 0, 0), req(7, "", 0),
+             req(8, "L" * 130, 0), req(9, "x" * 128, 0),
+             StepRecord(index=10, client=None, action="leave to expire", kind=Kind.LEAVE_TO_EXPIRE)]
+    offset = 0x9E3779B97F4A7C15
+    ids = [s.request.seq_id if s.request else None for s in shifted(steps, offset, "p1.")]
+    assert ids[0] == 5 + offset and ids[1] - ids[0] == 2**32
+    assert ids[2] == str(ids[0])  # 5 and "5" stay twins
+    assert ids[3] == "p1.abc" and ids[4] == (2**64 - 1 + offset) % 2**64
+    assert ids[5:7] == [0, ""]  # misuse ids stay what they are
+    assert ids[7] == "p1." + "L" * 130  # still too long
+    assert len(ids[8]) == 128  # still a valid id
+    assert ids[9] is None
