@@ -134,9 +134,10 @@ class Setup:
     @classmethod
     def of(cls, server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(),
            stats: RunStats | None = None, n_clients: int | None = None) -> "Setup":
-        """n_clients: how many stream clients (default: the model's slots + 2, 3 to max_clients)."""
+        """n_clients: how many stream clients (default: the model's slots + 3, 4 to max_clients: one stays
+        free while the others wait on the backlog or a window, see the machine's _last_idle)."""
         margin, late = idle_margins(spec.idle_s, settings.margin_s, settings.late_s)
-        n_clients = n_clients or max(3, min(settings.max_clients, spec.capacity + 2))
+        n_clients = n_clients or max(4, min(settings.max_clients, spec.capacity + 3))
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
         lingering = any(d.key == "cancelled-backlog-id-lingers"
