@@ -132,9 +132,10 @@ def table(rows: list[Row]) -> str:
 def budgets() -> str:
     return (f"fuzzer budget: the dev profile, {BUDGET.max_examples} examples x {BUDGET.stateful_step_count} steps, "
             f"randomized; shrinking: Hypothesis's for {FuzzSettings().shrink_budget_s:g} s after the first failure "
-            f"(capped at {SHRINK_CAP_S} s in all), then, for a failure it could not replay or finish shrinking, "
-            f"{FuzzSettings().shrink_budget_s:g} s more from a fresh model (its program's first step is the reload, "
-            f"counted); "
+            f"(capped at {SHRINK_CAP_S} s in all), then {FuzzSettings().shrink_budget_s:g} s more: a failure it "
+            f"could not replay or finish shrinking is shrunk from a fresh model (its program's first step is the "
+            f"reload, counted), one that replays is polished (fuzz/shrink.py; kept only if it also fails from a fresh "
+            f"model, and with the reload as its first step unless it fails without); "
             f"stress budget: {STRESS.concurrency} threads x {STRESS.iterations} patterns, seed {STRESS.seed}")
 
 
