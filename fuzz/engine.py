@@ -63,6 +63,13 @@ class Pending:
     box: object
     sent_at: float
     step: int
+    got: object = None  # the answer, once taken from the box (it may be checked later: _collect_answers)
+
+    def answer(self, timeout_s: float = 0.0):
+        """The answer if it has come (waiting up to timeout_s), else None."""
+        if self.got is None:
+            self.got = StreamClient.poll(self.box, timeout_s)
+        return self.got
 
 
 @attrs.frozen
@@ -342,6 +349,10 @@ class Engine:
                   park: bool = True):
         while True:
             now = time.monotonic()
+            # A backlogged START's answer that came before this request is sent is the model's to
+            # see first: were an END taken first, the model would let that START in at the END,
+            # after its answer (a false capacity_respected at -n 13: the answer came 2 ms before).
+            self._collect_answers(before=now)
             hold = self._hold_until(req, now)
             exp = None
             if hold is None:
@@ -438,17 +449,21 @@ class Engine:
         self._collect_answers()
         self._release_parked()
 
-    def _collect_answers(self):
+    def _collect_answers(self, before: float | None = None):
         """Checks answered backlogged STARTs, in the order they arrived. A START the model has
         let in is waited for here (until it is due), so that a program notices its answer at
-        the same step on every replay, and one that never comes is a hang."""
+        the same step on every replay, and one that never comes is a hang. `before`: only the
+        answers that came before then, and no waiting (a request about to be sent then: the
+        model must see what came before it first, and what came after it afterwards)."""
         while True:
             answered = []
             for client, p in list(self.pending.items()):  # every box first: the model may have let
-                got = StreamClient.poll(p.box, 0)         # in another START than the server did
-                if got is not None:
+                got = p.answer()                          # in another START than the server did
+                if got is not None and (before is None or p.sent_at + got.latency_s < before):
                     answered.append((p.sent_at + got.latency_s, client, p, got))
                     del self.pending[client]
+            if before is not None and not answered:
+                return
             if not answered:
                 dues = sorted((due, client) for client, p in self.pending.items()
                               if (due := self.model.due(key_of(p.request.seq_id))) is not None)
@@ -502,7 +517,7 @@ class Engine:
         still checked); otherwise an answer breaks cancel_ends_sequence."""
         p = self.pending.pop(client)
         self.streams[client].close(cancel_requests=True, timeout_s=self.settings.prompt_s)  # what was in flight ends CANCELLED
-        got = StreamClient.poll(p.box, self.settings.prompt_s)
+        got = p.answer(self.settings.prompt_s)
         key = key_of(p.request.seq_id)
         action = f"cancel its queued START (step {p.step})"
         ran_first = got is not None and got.ok and self.model.served(key, p.sent_at + got.latency_s) is None
@@ -569,6 +584,8 @@ class Engine:
         is due at once; None when it went another way: queued in the backlog (collect() checks
         it), or parked on its client (held behind a START on its way, or inside an idle window)."""
         now = time.monotonic()
+        if req.end:  # it frees a slot: see dispatch (the others of the chunk free none)
+            self._collect_answers(before=now)
         if self._hold_until(req, now) is None:
             exp = self.model.expect(req, now)
             if isinstance(exp, Queued):
@@ -609,6 +626,7 @@ class Engine:
 
     def send_all(self, reqs, action: str) -> list:
         now = time.monotonic()
+        self._collect_answers(before=now)
         sent = []
         for client, req in reqs:
             self.going_out(req)

@@ -1,14 +1,16 @@
 """The engine as a driver uses it (corpus replay does; the machine's rules do through the same
 methods): live against the session's Triton, one example at a time."""
+import queue
 import time
 
 import pytest
 
 from fuzz.client import Request
-from fuzz.engine import Engine, FuzzSettings, Setup
+from fuzz.engine import Engine, FuzzSettings, Pending, Setup
 from fuzz.invariants import InvariantViolation
 from fuzz.machine import make_machine
-from fuzz.model import Answer, Queued
+from fuzz.model import Answer, Queued, Window
+from fuzz.values import Outcome
 from fuzz.spec import ModelSpec
 
 ONE_SLOT = "py_slot_direct_s1_i1_int32_csr"
@@ -34,6 +36,40 @@ def test_a_cancelled_backlogged_start_is_recorded_and_the_example_drains(triton,
     got = engine.send(0, Request(ONE_SLOT, base + 1, 4, end=True), "stream", "end")
     assert got == Answer(7)
     engine.finish()  # drains: answers and the server's statistics are checked
+    assert not engine.failed
+
+
+@pytest.mark.parametrize("how", ["send", "send_together"])
+def test_an_answer_that_came_before_a_request_is_sent_is_checked_before_it(triton, engine, how):
+    """A backlogged START answered while an END is on its way cannot have got that END's slot:
+    taking the END first, the model let the START in at the END, after its answer (a false
+    capacity_respected at -n 13, the answer 2 ms before the END). The model must see every answer
+    that came before a request before that request, also one that came after the last collect().
+    Here a START the model queued behind A gets its answer (A may have idled out by then) just
+    after send() collected, or just before a burst goes."""
+    base = engine.salt * 2**40
+    a, b = Request(ONE_SLOT, base + 1, 3, start=True), Request(ONE_SLOT, base + 2, 5, start=True)
+    now = time.monotonic()
+    assert isinstance(engine.model.expect(a, now), Answer) and isinstance(engine.model.expect(b, now), Queued)
+    engine.model.seqs[("u", base + 1)].expiry = Window(now - 1, now + 100)  # A may have idled out already
+    box = queue.Queue()
+    engine.pending[1] = Pending(b, Queued(5), box, now - 0.05, step=1)  # its answer came 49 ms later
+    answer = lambda: box.put(Outcome(value=5, latency_s=0.001))  # noqa: E731
+    if how == "send":
+        engine._release_parked = answer  # the last thing collect() does: the answer comes right after
+    else:
+        answer()
+    order = []
+    served, expect = engine.model.served, engine.model.expect
+    engine.model.served = lambda *args: order.append("served") or served(*args)
+    engine.model.expect = lambda *args: order.append("expect") or expect(*args)
+    req = Request(ONE_SLOT, base + 3, 1)
+    if how == "send":
+        engine.send(2, req, "stream", "send without START")
+    else:
+        engine.send_together([(2, req)], "send without START")
+    assert order == ["served", "expect"]
+    assert [r.action for r in engine.log] == ["answer to step 1", "send without START"]
     assert not engine.failed
 
 
