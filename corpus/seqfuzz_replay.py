@@ -255,8 +255,9 @@ def main(entry, argv=None):
     except Exception as err:  # noqa: BLE001 - any failure to reach it ends the run
         print(f"cannot reach a Triton at {url}: {err}")
         return 2
-    unary = Unary(url)
-    http = Http(args.http_url.removeprefix("http://")) if args.http_url else None
+    # A decoupled model takes neither unary calls nor HTTP: those steps go over a stream of their own.
+    unary = Stream(url) if spec.get("decoupled") else Unary(url)
+    http = Http(args.http_url.removeprefix("http://")) if args.http_url and not spec.get("decoupled") else None
     streams, parked, touched, diverged = {}, {}, [], []
     backlog_wait = args.timeout + (len(entry["steps"]) + 2) * spec["idle_s"] * 2
 
@@ -311,7 +312,8 @@ def main(entry, argv=None):
             for s in streams.values():  # an open stream keeps the old copy alive
                 s.close(cancel_requests=True, timeout_s=args.timeout)
             streams.clear()
-            reload_model(url, args.model)
+            # an ensemble's state is its step's: the fresh copy is the step's
+            reload_model(url, spec.get("step") or args.model if args.model == entry["model"] else args.model)
         elif kind == "fault":
             print("       (a nemesis fault: not replayed here)")
         elif kind in ("request", "refill"):
@@ -321,7 +323,8 @@ def main(entry, argv=None):
                 got = http.infer(req, args.model, args.timeout)
             else:
                 got = unary.infer(req, args.model, args.timeout)
-            verdict(step, got, via if via != "http" or http else "grpc")
+            # a decoupled model's steps all went over streams, whose errors carry no status
+            verdict(step, got, "stream" if spec.get("decoupled") else via if via != "http" or http else "grpc")
 
     # Leave the server as found: nothing waits, no sequence holds a slot.
     for s in streams.values():

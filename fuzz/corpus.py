@@ -138,6 +138,9 @@ def _get(data: dict, key: str, typ):
 def _spec_to_json(spec: ModelSpec) -> dict:
     d = attrs.asdict(spec)
     d["controls"] = sorted(spec.controls)
+    for name in ("step", "decoupled"):  # unset: entries read as they did before ensembles and decoupled models
+        if not d[name]:
+            del d[name]
     return d
 
 

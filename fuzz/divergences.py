@@ -81,6 +81,18 @@ KNOWN = (
         affects=lambda m: _corrid_type(m) == "UINT64", invariant="sums_match",
         guard="no string ids are sent to this model (its CORRID is uint64)", no_string_ids=True),
     KnownDivergence(
+        "string-id-on-integer-corrid",
+        "A string sequence_id sent to a model whose CORRID control is INT32, UINT32 or INT64 is written "
+        "into that tensor unchecked, its 4-byte length prefix first and its characters past the "
+        "tensor's end (core r24.10 SetControlTensors; refused from r25.01, core eeb283a). On an INT32 "
+        "CORRID the model sees the string's length as the CORRID: string ids of one length share a "
+        "sequence's state ('abc' summed onto 'xyz').",
+        versions=("2.51.0",),
+        symptom="wrong running sums (on INT64 the CORRID holds the length and 4 characters)",
+        affects=lambda m: _corrid_type(m) in ("INT32", "UINT32", "INT64"), invariant="sums_match",
+        guard="no string ids are sent to this model (its CORRID is a 32- or 64-bit integer, which a string "
+              "id overflows)", no_string_ids=True),
+    KnownDivergence(
         "string-ids-refused",
         "Triton 2.39 and 2.41 refuse every string sequence_id on a model without a TYPE_STRING CORRID "
         "control (no CORRID at all, or a uint64 one), START included; 2.51 accepts them. Found by the "

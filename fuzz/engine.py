@@ -22,8 +22,8 @@ from .client import GrpcClient, HttpClient, StreamClient
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
-from .model import (MAX_STRING_ID, START_ERROR, Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins, key_of,
-                    normalize_message)
+from .model import (MAX_STRING_ID, START_ERROR, Ambiguous, Answer, BatcherModel, Queued, Refusal, batcher_error,
+                    idle_margins, key_of, normalize_message)
 from .spec import ModelSpec
 
 
@@ -180,7 +180,7 @@ class Engine:
         self.margin, self.late, self.n_clients, self.proxied = setup.margin, setup.late, setup.n_clients, setup.proxied
         self.as_value, self.lingering_guard = setup.as_value, setup.lingering_guard
         self.salt = salt  # fresh ids differ per example: no state leaks between them
-        self.nemesis = nemesis.Nemesis(self.server, self.spec.name)
+        self.nemesis = nemesis.Nemesis(self.server, self.spec.batcher)  # an ensemble: reload its step
         self.teardown_client = self.n_clients  # past the stream clients: ends what is left, on unary gRPC
         self.model = BatcherModel(self.spec, margin_s=self.margin, prompt_s=self.settings.prompt_s, late_s=self.late)
         self.proxy = None
@@ -253,16 +253,20 @@ class Engine:
             self.proxy = nemesis.open_proxy(self.server.grpc_url)
         self.streams = [StreamClient(self.proxy.url if c in self.proxied else self.server.grpc_url)
                         for c in range(self.n_clients)]
-        self.grpc = GrpcClient(self.server.grpc_url)
-        self.http = HttpClient(self.server.http_url, self.settings.prompt_s) if self.server.http_url else None
+        # A decoupled model takes no unary call and no HTTP: its "grpc" requests (and the
+        # teardown's) go over a stream of their own, and HTTP steps over that too.
+        self.grpc = StreamClient(self.server.grpc_url) if self.spec.decoupled else GrpcClient(self.server.grpc_url)
+        self.http = HttpClient(self.server.http_url, self.settings.prompt_s) \
+            if self.server.http_url and not self.spec.decoupled else None
 
     def _disconnect(self):
-        for s in self.streams:
+        for s in [*self.streams, self.grpc] if self.spec.decoupled else self.streams:
             try:
                 s.close_channel()
             except Exception:
                 pass
-        self.grpc.close()
+        if not self.spec.decoupled:
+            self.grpc.close()
         if self.http:
             self.http.close()
         if self.proxy is not None:
@@ -396,7 +400,8 @@ class Engine:
 
     def check(self, client, req, exp, got, via, action, *, wait_s=0.0, context="", kind: Kind | None = None):
         """Checks a prompt answer against the model's expectation and logs the step."""
-        check = check_prompt(req, exp, got, via, context=context)
+        # A decoupled model's "grpc" steps go over a stream too, whose errors carry no status.
+        check = check_prompt(req, exp, got, "stream" if self.spec.decoupled else via, context=context)
         indeterminate = None
         if check.violation is not None:
             indeterminate = self._arrived_after_expiry(req, exp, got) or self._reaped_late(req, exp, got, via)
@@ -423,7 +428,7 @@ class Engine:
         now = time.monotonic()
         if not isinstance(exp, Answer) or req.start or got.ok or now < exp.at_risk_from:
             return None
-        if normalize_message(got.message) != START_ERROR.format(id=req.seq_id, model=self.spec.name):
+        if normalize_message(got.message) != batcher_error(self.spec, START_ERROR, id=req.seq_id):
             return None
         self.model.reaped_first(key_of(req.seq_id), now)
         self.stats.ambiguous_waits += 1

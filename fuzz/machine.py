@@ -57,11 +57,12 @@ def id_strategy(spec: ModelSpec, version: str | None):
     return st.one_of(ints, ints, strings)
 
 
-def sibling(seq_id, step: int) -> int | None:
-    """An id equal to `seq_id` modulo `step`'s power of two (None for a string id, or past 2**64)."""
+def sibling(seq_id, step: int, bits: int = 64) -> int | None:
+    """An id equal to `seq_id` modulo `step`'s power of two, below 2**bits (None for a string id,
+    or when the step wraps it back onto itself)."""
     if not isinstance(seq_id, int):
         return None
-    twin = (seq_id + step) % 2**64
+    twin = (seq_id + step) % 2**bits
     return twin if twin not in (0, seq_id) else None
 
 
@@ -91,7 +92,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     version = getattr(server, "version", None)
     ids = id_strategy(spec, version)
     strings_ok = string_ids_allowed(spec, version)
-    vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url else [])
+    vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url and not spec.decoupled else [])
     lo_sum, hi_sum = spec.value_range
     as_value = setup.as_value
     faults = settings.nemesis
@@ -159,7 +160,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             one example into the next, which no replay of one example reproduces)."""
             if isinstance(seq_id, str):
                 return f"{self.salt}.{seq_id}"[:MAX_STRING_ID]
-            return (seq_id + self.salt * SALT_STRIDE) % 2**63 or 1 if seq_id < 2**40 else seq_id
+            if seq_id < 2**40:
+                seq_id = (seq_id + self.salt * SALT_STRIDE) % 2**63
+            return seq_id % 2**spec.id_bits or 1  # a 32-bit CORRID tells only the low bits apart
 
         def _id(self, data, among=None):
             """A fresh id, one from `among` (default: every id used so far), or a sibling of a used
@@ -172,7 +175,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # A sibling of a live id, when there is one: the collision shows while both are live.
             live = [k[1] for k in self.live()]
             twin = sibling(self._pick(data, live or self.used_ids, "sibling of"),
-                           data.draw(SIBLING_STEPS, label="sibling step"))
+                           data.draw(SIBLING_STEPS, label="sibling step"), spec.id_bits)
             if how == "reuse" and reused is not None:
                 return reused
             return twin if how == "sibling" and twin is not None else fresh
@@ -357,7 +360,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if client is None:
                 return self._skip("alias: no idle client")
             base = key[1] if key is not None else fresh
-            twin = _other_typed(base) if other_type else sibling(base, step)
+            twin = _other_typed(base) if other_type else sibling(base, step, spec.id_bits)
             if twin is None or self.blocked(twin) or self.model.is_live(key_of(twin)) \
                     or (key is None and self.blocked(base)):
                 return self._skip("alias: no twin, or it is busy")
@@ -599,7 +602,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if not self.server_fault(Fault("full_batch", env=tuple(sorted(hook.items()))),
                                      f"the server restarts with {said}"):
                 return
-            before = server.execution_count(spec.name)
+            before = server.execution_count(spec.batcher)
             reqs = [(c, spec.request(i, v, start=True))
                     for c, i, v in zip(self.idle_clients(), fresh, values)]
             held = self.send_held(reqs[:spec.capacity], "start (held for a full batch)")
@@ -609,7 +612,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             for client, req in reqs[spec.capacity:]:  # queued behind the held batch
                 self.send(client, req, "stream", "start (into the held backlog)", park=False)
             self.check_held(held)
-            after = server.execution_count(spec.name)
+            after = server.execution_count(spec.batcher)
             if before is not None and after is not None and after - before != spec.instances:
                 self.fail(InvariantViolation(
                     "batches_fill", f"{spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={spec.capacity} ran "

@@ -43,6 +43,14 @@ DTYPE_ERROR = "inference input 'INPUT' data-type is '{sent}', but model '{model}
 SHAPE_ERROR = "unexpected shape for input 'INPUT' for model '{model}'. Expected [1], got {got}. "
 LONG_ID_ERROR = "string correlation ID cannot be longer than 128 characters"
 MAX_STRING_ID = 128
+
+
+def batcher_error(spec, template: str, **fields) -> str:
+    """A refusal by the sequence batcher itself (START_ERROR, ZERO_ID_ERROR, BATCH_ONE_ERROR). An
+    ensemble passes on its step's, naming the step, after "in ensemble '<ensemble>', " (2.51);
+    the checks the ensemble makes first (dtype, shape, batch size) name the ensemble."""
+    text = template.format(model=spec.batcher, **fields)
+    return f"in ensemble '{spec.name}', {text}" if spec.step else text
 _REQUEST_ID_PREFIX = re.compile(r"^\[request id: [^\]]*\] ")
 
 
@@ -213,7 +221,7 @@ class BatcherModel:
 
         if not req.start:
             if seq is None:
-                return Refusal("INVALID_ARGUMENT", START_ERROR.format(id=req.seq_id, model=self.spec.name),
+                return Refusal("INVALID_ARGUMENT", batcher_error(self.spec, START_ERROR, id=req.seq_id),
                                "start_is_required")
             seq.total += req.value
             seq.requests += 1
@@ -257,9 +265,9 @@ class BatcherModel:
         if isinstance(req.seq_id, str) and len(req.seq_id) > MAX_STRING_ID:
             return Refusal("UNIMPLEMENTED", LONG_ID_ERROR, "invalid_is_refused")
         if req.seq_id in (0, ""):
-            return Refusal("INVALID_ARGUMENT", ZERO_ID_ERROR.format(model=m), "invalid_is_refused")
+            return Refusal("INVALID_ARGUMENT", batcher_error(self.spec, ZERO_ID_ERROR), "invalid_is_refused")
         if req.batch > 1:
-            return Refusal("INVALID_ARGUMENT", BATCH_ONE_ERROR.format(model=m), "invalid_is_refused")
+            return Refusal("INVALID_ARGUMENT", batcher_error(self.spec, BATCH_ONE_ERROR), "invalid_is_refused")
         return None
 
     # -- what comes back later ------------------------------------------------------------------

@@ -125,13 +125,25 @@ def _models_at(url: str) -> list:
     """The READY models of the Triton at --triton-url."""
     import tritonclient.grpc as grpcclient
 
+    client = grpcclient.InferenceServerClient(url)
     try:
-        index = grpcclient.InferenceServerClient(url).get_model_repository_index(client_timeout=10).models
+        index = client.get_model_repository_index(client_timeout=10).models
+        ready = sorted(m.name for m in index if m.state == "READY")
+        configs = {name: client.get_model_config(name, client_timeout=10).config for name in ready}
     except Exception as err:
         message = err.message() if callable(getattr(err, "message", None)) else str(err)
         raise pytest.UsageError(f"--triton-url {url}: cannot list its models ({message}); is a Triton serving "
                                 f"gRPC there?") from None
-    return sorted(m.name for m in index if m.state == "READY")
+    return _without_steps(ready, configs.get)
+
+
+def _without_steps(names: list, config_of) -> list:
+    """The models but those that are an ensemble's steps: their requests come through the
+    ensemble, which is fuzzed instead (two campaigns on one model would share its slots)."""
+    from .spec import ensemble_steps
+
+    steps = {step for name in names for step in ensemble_steps(config_of(name))}
+    return [n for n in names if n not in steps]
 
 
 def _models_in(models_dir) -> list:
@@ -140,10 +152,26 @@ def _models_in(models_dir) -> list:
     if not path.is_dir():
         raise pytest.UsageError(f"--models-dir {models_dir}: no such folder")
     names = sorted(p.name for p in path.iterdir() if (p / "config.pbtxt").is_file())
+    if names:
+        names = _without_steps(names, lambda name: _parsed(path / name / "config.pbtxt"))
     if not names:
         raise pytest.UsageError(f"--models-dir {models_dir} holds no model (a folder with a config.pbtxt); "
                                 f"write the default set there with: python -m modelgen --models-dir {models_dir}")
     return names
+
+
+def _parsed(config_file: Path):
+    """A config.pbtxt as a ModelConfig; one that does not parse has no ensemble steps (the
+    server will say what is wrong with it)."""
+    from google.protobuf.text_format import ParseError
+    from tritonclient.grpc import model_config_pb2 as mc
+
+    from modelgen import parse
+
+    try:
+        return parse(config_file.read_text())
+    except (ParseError, OSError, UnicodeDecodeError):
+        return mc.ModelConfig()
 
 
 def pytest_configure(config):

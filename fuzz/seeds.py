@@ -11,7 +11,11 @@ import attrs
 SEEDS: dict[str, tuple[int, ...]] = {
     "py_corrid_direct_s1_i1_int32_cserc_u64": (1, 2),
     "py_corrid_direct_s2_i1_fp32_cserc_str": (1,),
+    "py_corrid_direct_s2_i1_int32_cserc_i32_bool": (1,),
+    "py_corrid_direct_s2_i1_int32_cserc_u64_dec": (1,),
+    "py_corrid_direct_s2_i2_int32_csrc_i64": (1,),
     "py_corrid_direct_s4_i2_fp32_csec_u64": (1, 2),
+    "py_corrid_oldest_s2_i1_fp32_csec_u32": (1,),
     "py_corrid_oldest_s2_i1_int32_csrc_str": (1,),
     "py_corrid_oldest_s2_i1_int32_cserc_u64_nb": (1,),
     "py_corrid_oldest_s4_i2_int32_cserc_u64": (1, 2),
@@ -21,6 +25,7 @@ SEEDS: dict[str, tuple[int, ...]] = {
     "py_slot_direct_s1_i1_int32_csr": (1, 2),
     "py_slot_direct_s2_i2_fp32_cser": (1, 2),
     "py_slot_direct_s4_i1_int32_cserc_u64": (1, 2),
+    "py_slot_oldest_s1_i1_int32_cser_ens": (1, 2),
     "py_slot_oldest_s1_i2_int32_csr": (1, 2),
 }
 EXAMPLES = 2

@@ -33,10 +33,28 @@ class ModelSpec:
     implicit_state: bool
     flavour: str | None = None  # from modelgen's FLAVOUR parameter, when the model has one
     backend: str = ""
+    # For an ensemble: its stateful step, whose sequence batcher takes the requests (its errors,
+    # and its state, are that model's); "" for a model served on its own.
+    step: str = ""
+    # Decoupled (model_transaction_policy): Triton serves it over gRPC streams only.
+    decoupled: bool = False
+
+    @property
+    def batcher(self) -> str:
+        """The model whose sequence batcher holds the sequences: the one to reload for a fresh
+        copy, and the one the batcher's own refusals name."""
+        return self.step or self.name
 
     @property
     def capacity(self) -> int:
         return self.slots_per_instance * self.instances
+
+    @property
+    def id_bits(self) -> int:
+        """How many bits of an integer id the model can tell apart: Triton writes the id into a
+        32-bit CORRID control cut to its low 32 bits, so ids equal modulo 2**32 reach the model as
+        one CORRID. The fuzzer keeps its ids below 2**id_bits."""
+        return 32 if self.corrid_type in ("INT32", "UINT32") and "CORRID" in self.controls else 64
 
     @property
     def value_range(self) -> tuple[int, int]:
@@ -53,8 +71,9 @@ class ModelSpec:
         ctl = ",".join(sorted(self.controls)) or "none"
         corrid = f" CORRID {self.corrid_type}" if self.corrid_type else ""
         state = " implicit-state" if self.implicit_state else ""
+        via = (f", an ensemble over {self.step}" if self.step else "") + (", decoupled" if self.decoupled else "")
         return (f"{self.name}: {self.strategy}, {self.slots_per_instance} slot(s) x {self.instances} instance(s), "
-                f"{self.dtype}, idle {self.idle_s * 1000:.0f} ms, controls {ctl}{corrid}{state}")
+                f"{self.dtype}, idle {self.idle_s * 1000:.0f} ms, controls {ctl}{corrid}{state}{via}")
 
     @classmethod
     def from_config(cls, cfg: mc.ModelConfig) -> "ModelSpec":
@@ -103,18 +122,48 @@ class ModelSpec:
                    instances=instances,
                    idle_s=(sb.max_sequence_idle_microseconds or DEFAULT_IDLE_US) / 1e6,
                    max_batch_size=cfg.max_batch_size, controls=frozenset(controls), corrid_type=corrid_type,
-                   implicit_state=len(sb.state) > 0, flavour=flavour, backend=cfg.backend or cfg.platform)
+                   implicit_state=len(sb.state) > 0, flavour=flavour, backend=cfg.backend or cfg.platform,
+                   decoupled=cfg.model_transaction_policy.decoupled)
+
+    @classmethod
+    def of_ensemble(cls, cfg: mc.ModelConfig, steps: dict) -> "ModelSpec":
+        """An ensemble of one stateful step (`steps`: its steps' configs by name) takes the step's
+        sequence batching, under the ensemble's name, inputs, outputs and batch size."""
+        stateful = [c for c in steps.values() if c.HasField("sequence_batching")]
+        if len(steps) != 1 or len(stateful) != 1:
+            raise ContractError(f"ensemble {cfg.name!r} does not follow the accumulator contract: it needs exactly "
+                                f"one step, a sequence model (steps: {sorted(steps) or 'none'}, "
+                                f"sequence models among them: {sorted(c.name for c in stateful) or 'none'})")
+        merged = mc.ModelConfig()
+        merged.CopyFrom(stateful[0])
+        merged.name, merged.max_batch_size = cfg.name, cfg.max_batch_size
+        del merged.input[:], merged.output[:]
+        merged.input.extend(cfg.input)
+        merged.output.extend(cfg.output)
+        return attrs.evolve(cls.from_config(merged), step=stateful[0].name)
 
     @classmethod
     def fetch(cls, server, model: str) -> "ModelSpec":
-        """Reads the model's configuration from a running server."""
-        from tritonclient.utils import InferenceServerException
-
+        """Reads the model's configuration from a running server (an ensemble's, and its step's)."""
         client = server.client()
-        try:
-            cfg = client.get_model_config(model).config
-        except InferenceServerException as err:
-            loaded = sorted(m.name for m in client.get_model_repository_index().models if m.state == "READY")
-            raise ContractError(f"cannot read the config of model {model!r} from {server.grpc_url}: "
-                                f"{err.message()}; ready models: {loaded}") from None
+        cfg = _config(server, client, model)
+        if cfg.HasField("ensemble_scheduling"):
+            steps = {s.model_name: _config(server, client, s.model_name) for s in cfg.ensemble_scheduling.step}
+            return cls.of_ensemble(cfg, steps)
         return cls.from_config(cfg)
+
+
+def ensemble_steps(cfg: mc.ModelConfig) -> list[str]:
+    """The models an ensemble's config sends its requests through (none for another model)."""
+    return [s.model_name for s in cfg.ensemble_scheduling.step]
+
+
+def _config(server, client, model: str) -> mc.ModelConfig:
+    from tritonclient.utils import InferenceServerException
+
+    try:
+        return client.get_model_config(model).config
+    except InferenceServerException as err:
+        loaded = sorted(m.name for m in client.get_model_repository_index().models if m.state == "READY")
+        raise ContractError(f"cannot read the config of model {model!r} from {server.grpc_url}: "
+                            f"{err.message()}; ready models: {loaded}") from None

@@ -5,6 +5,7 @@ not know is an AttributeError here, not a load failure in the server.
 """
 from __future__ import annotations
 
+import attrs
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -17,7 +18,8 @@ _CONTROL_KIND = {
     "READY": mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_READY,
     "CORRID": mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID,
 }
-_CORRID_DTYPE = {"uint64": mc.TYPE_UINT64, "string": mc.TYPE_STRING, "int32": mc.TYPE_INT32}
+_CORRID_DTYPE = {"uint64": mc.TYPE_UINT64, "string": mc.TYPE_STRING, "int32": mc.TYPE_INT32,
+                 "uint32": mc.TYPE_UINT32, "int64": mc.TYPE_INT64}
 # backend -> (platform, backend, default_model_filename). Triton needs only one of platform and
 # backend; both are set so the config reads unambiguously, and they agree with each other.
 PLATFORMS = {
@@ -28,6 +30,9 @@ PLATFORMS = {
 
 
 def model_config(variant: Variant) -> mc.ModelConfig:
+    """The config of the model named variant.name (an ensemble variant's step: see configs())."""
+    if variant.ensemble:
+        return ensemble_config(variant)
     cfg = mc.ModelConfig(name=variant.name, max_batch_size=variant.max_batch_size)
     if variant.backend == "python":
         cfg.backend = "python"
@@ -40,6 +45,8 @@ def model_config(variant: Variant) -> mc.ModelConfig:
     else:
         raise ValueError(f"no config rule for backend {variant.backend!r}")
 
+    if variant.decoupled:
+        cfg.model_transaction_policy.decoupled = True
     dtype = _DTYPE[variant.dtype]
     dims = list(variant.shape)
     cfg.input.add(name="INPUT", data_type=dtype, dims=dims)
@@ -60,12 +67,41 @@ def model_config(variant: Variant) -> mc.ModelConfig:
         ctl = sb.control_input.add(name=name).control.add(kind=_CONTROL_KIND[name])
         if name == "CORRID":
             ctl.data_type = _CORRID_DTYPE[variant.corrid_type]
+        elif variant.bool_controls:
+            ctl.bool_false_true.extend([False, True])
         else:
             ctl.int32_false_true.extend([0, 1])
     if variant.flavour == "implicit":
         state = sb.state.add(input_name="INPUT_STATE", output_name="OUTPUT_STATE", data_type=dtype, dims=dims)
         state.initial_state.add(name="zero", data_type=dtype, dims=dims, zero_data=True)
     return cfg
+
+
+def step_config(variant: Variant) -> mc.ModelConfig:
+    """The stateful step of an ensemble variant: the accumulator, named variant.step_name."""
+    cfg = model_config(attrs.evolve(variant, ensemble=False))
+    cfg.name = variant.step_name
+    return cfg
+
+
+def ensemble_config(variant: Variant) -> mc.ModelConfig:
+    """An ensemble of one step, the variant's stateful accumulator: INPUT in, OUTPUT out, the
+    same batch size (an ensemble may not take larger batches than its steps)."""
+    step = step_config(variant)
+    cfg = mc.ModelConfig(name=variant.name, platform="ensemble", max_batch_size=step.max_batch_size)
+    cfg.input.extend(step.input)
+    cfg.output.extend(step.output)
+    one = cfg.ensemble_scheduling.step.add(model_name=step.name, model_version=-1)
+    one.input_map["INPUT"] = "INPUT"
+    one.output_map["OUTPUT"] = "OUTPUT"
+    return cfg
+
+
+def configs(variant: Variant) -> dict:
+    """Every config the variant writes, by model name."""
+    if variant.ensemble:
+        return {variant.name: ensemble_config(variant), variant.step_name: step_config(variant)}
+    return {variant.name: model_config(variant)}
 
 
 def render(cfg: mc.ModelConfig) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from .backends import onnx as _onnx
 from .backends import tensorflow as _tensorflow
 from .backends import tensorrt as _tensorrt
-from .config import model_config, render
+from .config import configs, render
 from .variants import Variant
 
 
@@ -25,28 +25,40 @@ WRITERS = {"python": _write_python_model, "onnx": _onnx.write, "tensorflow": _te
 
 
 def write_model(variant: Variant, models_dir: Path) -> Path:
-    """Writes one model and returns its folder. The folder is built beside the target and
-    renamed into place, so an interrupted run never leaves a half-written model behind."""
+    """Writes one model (an ensemble variant: the ensemble and its step) and returns its folder.
+    Each folder is built beside the target and renamed into place, so an interrupted run never
+    leaves a half-written model behind."""
     models_dir = Path(models_dir)
     models_dir.mkdir(parents=True, exist_ok=True)
     try:
         writer = WRITERS[variant.backend]
     except KeyError:
         raise ValueError(f"no model writer for backend {variant.backend!r}; known: {sorted(WRITERS)}") from None
-    target = models_dir / variant.name
-    staging = Path(tempfile.mkdtemp(prefix=f".{variant.name}.", dir=models_dir))
+    # The step first: a reader that sees the ensemble finds its step there.
+    for name, cfg in reversed(configs(variant).items()):
+        _write_folder(models_dir, name, cfg, None if cfg.platform == "ensemble" else lambda d: writer(variant, d))
+    return models_dir / variant.name
+
+
+def _write_folder(models_dir: Path, name: str, cfg, write_version) -> None:
+    """One model folder: config.pbtxt and version 1 (empty for an ensemble)."""
+    target = models_dir / name
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=models_dir))
     try:
         (staging / "1").mkdir()
-        writer(variant, staging / "1")
-        (staging / "config.pbtxt").write_text(render(model_config(variant)))
+        if write_version is not None:
+            write_version(staging / "1")
+        (staging / "config.pbtxt").write_text(render(cfg))
         if target.exists():
             shutil.rmtree(target)
         os.rename(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return target
 
 
 def write_repository(variants, models_dir) -> list[Path]:
-    return [write_model(v, Path(models_dir)) for v in variants]
+    """Every folder written (an ensemble variant writes two)."""
+    for v in variants:
+        write_model(v, Path(models_dir))
+    return [Path(models_dir) / name for v in variants for name in v.model_names]

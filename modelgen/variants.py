@@ -12,16 +12,18 @@ import attrs
 FLAVOURS = ("corrid", "slot", "implicit")
 STRATEGIES = ("direct", "oldest")
 DTYPES = ("int32", "fp32")
-# int32 is for TensorRT, which has no uint64 tensors (Triton's own TRT QA models do the same).
-CORRID_TYPES = ("uint64", "string", "int32")
+# Every CORRID type Triton takes. int32 is also what TensorRT needs (it has no uint64 tensors:
+# Triton's own TRT QA models do the same). Triton writes an integer id into a 32-bit CORRID cut to
+# its low 32 bits, and into INT64 as its two's complement (ids from 2**63 arrive negative).
+CORRID_TYPES = ("uint64", "string", "int32", "uint32", "int64")
 CONTROLS = ("START", "END", "READY", "CORRID")
 BACKENDS = ("python", "onnx", "tensorflow", "tensorrt")
 # Name prefixes; python keeps the "py" the fuzzer already knows, the rest must not collide
 # (tensorflow and tensorrt share their first two letters).
 _PREFIX = {"python": "py", "onnx": "onnx", "tensorflow": "tf", "tensorrt": "trt"}
-_CORRID_SUFFIX = {"uint64": "u64", "string": "str", "int32": "i32"}
+_CORRID_SUFFIX = {"uint64": "u64", "string": "str", "int32": "i32", "uint32": "u32", "int64": "i64"}
 # The framework graphs declare CORRID with one fixed type; TensorRT has no uint64 tensors.
-_CORRID_TYPES_OF = {"python": ("uint64", "string"), "onnx": ("uint64",), "tensorflow": ("uint64",),
+_CORRID_TYPES_OF = {"python": ("uint64", "string", "int32", "uint32", "int64"), "onnx": ("uint64",), "tensorflow": ("uint64",),
                     "tensorrt": ("int32",)}
 
 # Short enough that a fuzz step that waits past it costs well under a second.
@@ -67,6 +69,14 @@ class Variant:
     # Python backend only: execute() sleeps this long per batch, so that requests queue, batches
     # fill and the backlog builds up (the nemesis's slow execution).
     delay_ms: int = 0
+    # START, END and READY as TYPE_BOOL controls (bool_false_true) instead of INT32 0/1.
+    bool_controls: bool = False
+    # Served through an ensemble: the model named `name` is an ensemble of one step, the stateful
+    # accumulator `step_name`, which gets the ensemble request's sequence id and flags.
+    ensemble: bool = False
+    # Decoupled (model_transaction_policy): each answer goes through the request's response
+    # sender, flagged final; Triton then serves the model over gRPC streams only.
+    decoupled: bool = False
 
     def __attrs_post_init__(self):
         needed = {"corrid": {"START", "CORRID"}, "slot": {"START", "READY"}, "implicit": {"START", "READY"}}
@@ -90,6 +100,12 @@ class Variant:
         if not self.batching and self.strategy == "direct" and self.slots != 1:
             # Without batching a direct instance has exactly one batch slot.
             raise ValueError("batching=False with strategy 'direct' needs slots=1")
+        if self.decoupled and self.backend != "python":
+            raise ValueError("decoupled: only the python accumulator answers through a response sender")
+        if self.ensemble and self.backend != "python":
+            raise ValueError("ensemble: only python variants are written as an ensemble's step")
+        if self.bool_controls and self.backend != "python":
+            raise ValueError(f"bool_controls: the {self.backend!r} graphs take INT32 controls")
         if "CORRID" in self.controls and self.corrid_type not in _CORRID_TYPES_OF[self.backend]:
             raise ValueError(f"CORRID type {self.corrid_type!r} does not fit backend {self.backend!r}; "
                              f"it takes {_CORRID_TYPES_OF[self.backend]}")
@@ -108,7 +124,24 @@ class Variant:
             parts.append("nb")
         if self.delay_ms:
             parts.append(f"slow{self.delay_ms}ms")
+        if self.bool_controls:
+            parts.append("bool")
+        if self.decoupled:
+            parts.append("dec")
+        if self.ensemble:
+            parts.append("ens")
         return "_".join(parts)
+
+    @property
+    def step_name(self) -> str:
+        """The stateful model behind an ensemble (it is not fuzzed on its own: every request it
+        gets comes through the ensemble)."""
+        return f"{self.name}_step"
+
+    @property
+    def model_names(self) -> tuple:
+        """Every model folder the variant writes."""
+        return (self.name, self.step_name) if self.ensemble else (self.name,)
 
     @property
     def total_slots(self) -> int:
@@ -123,8 +156,10 @@ def python_variants(idle_us: int | None = None) -> list[Variant]:
     """A covering set rather than the full product (which would start ~200 stub processes).
 
     Every flavour meets both strategies, every slot count, both instance counts and both dtypes;
-    the corrid flavour meets both id types; END is declared by some models and not others; one
-    model has no batch dimension (max_batch_size 0).
+    the corrid flavour meets every CORRID type Triton takes (UINT64, STRING, INT32, UINT32,
+    INT64); END is declared by some models and not others; one model has no batch dimension
+    (max_batch_size 0); one takes its START, END and READY controls as BOOL; one is served
+    through an ensemble; one is decoupled.
     idle_us: one idle timeout for every model; None gives each its purpose's (short for the
     expiry-heavy models, SUM_HEAVY_IDLE_US for three of the many-slot ones).
     """
@@ -140,6 +175,10 @@ def python_variants(idle_us: int | None = None) -> list[Variant]:
         # share the instance (Triton QA's "nobatch" sequence models).
         V("corrid", "oldest", 2, 1, "int32", "uint64", full, batching=False),
         S("corrid", "oldest", 4, 2, "int32", "uint64", full),
+        # CORRID of the other integer types (L0_sequence_corrid_batcher), one with BOOL controls.
+        V("corrid", "direct", 2, 1, "int32", "int32", full, bool_controls=True),
+        V("corrid", "oldest", 2, 1, "fp32", "uint32", ("START", "END", "CORRID")),
+        V("corrid", "direct", 2, 2, "int32", "int64", ("START", "READY", "CORRID")),
         V("slot", "direct", 1, 1, "int32", controls=("START", "READY")),
         V("slot", "direct", 2, 2, "fp32", controls=("START", "END", "READY")),
         S("slot", "direct", 4, 1, "int32", controls=("START", "END", "READY", "CORRID")),
@@ -147,6 +186,12 @@ def python_variants(idle_us: int | None = None) -> list[Variant]:
         V("implicit", "direct", 1, 1, "int32", controls=("START", "READY")),
         S("implicit", "direct", 4, 2, "fp32", controls=("START", "END", "READY")),
         V("implicit", "oldest", 2, 1, "int32", controls=("START", "READY", "CORRID")),
+        # An ensemble whose one step is a stateful model (ensemble scheduling lives in Triton's
+        # core): per-slot state under the oldest strategy, which server issue 7117 saw leak
+        # between sequences through an ensemble.
+        V("slot", "oldest", 1, 1, "int32", controls=("START", "END", "READY"), ensemble=True),
+        # A decoupled stateful model: its answers come through a response sender.
+        V("corrid", "direct", 2, 1, "int32", "uint64", full, decoupled=True),
     ]
 
 

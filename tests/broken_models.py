@@ -15,7 +15,7 @@ TEMPLATE = (resources.files("modelgen") / "templates" / "accumulator.py").read_t
 _BASE = "        base = self.dtype.type(0) if start else self.sums.get(key, self.dtype.type(0))\n"
 _TOTAL = "        total = (x + base).astype(self.dtype)\n"
 _CORRID_KEY = '            key = _scalar(request, "CORRID")\n'
-_EXECUTE = "        return [self._one(position, request) for position, request in enumerate(requests)]\n"
+_EXECUTE = "        responses = [self._one(position, request) for position, request in enumerate(requests)]\n"
 
 
 @attrs.frozen
@@ -57,7 +57,7 @@ BUGS = (
         "            key = position if self.strategy == \"direct\" else 0\n", "            key = 0\n", _SLOT,
         3, "START a, START b (slot 1), then a request on b alone: batch position 0 holds a's sum"),
     Bug("reverse_batch_order", "responses go back in reverse batch order (a batch's sums are swapped)",
-        _EXECUTE, "        return [self._one(p, r) for p, r in enumerate(requests)][::-1]\n", _CORRID,
+        _EXECUTE, "        responses = [self._one(p, r) for p, r in enumerate(requests)][::-1]\n", _CORRID,
         2, "two requests of two sequences in one batch (a burst): each gets the other's sum"),
     Bug("forgets_after_12", "a sequence's state is dropped after its 12th request (a fixed-size cache)",
         _TOTAL, "        self.n = self.__dict__.setdefault('n', {})\n"

@@ -55,6 +55,20 @@ def test_long_string_id_on_uint64_corrid(one_slot):
     pytest.fail(f"tritonserver still running 60 s after a 120-character id ({crashed.status}): the divergence changed")
 
 
+def test_string_ids_of_one_length_share_an_int32_corrid(tmp_path):
+    v = Variant("corrid", "direct", 2, 1, "int32", "int32", FULL, bool_controls=True)
+    write_model(v, tmp_path / "models")
+    with EmbeddedTriton(tmp_path / "models", workdir=tmp_path / "w") as server:
+        applies = divergence("string-id-on-integer-corrid").applies(ModelSpec.fetch(server, v.name), server.version)
+        client = GrpcClient(server.grpc_url)
+        assert client.infer(Request(v.name, "abc", 1, start=True)).value == 1
+        assert client.infer(Request(v.name, "xyz", 10, start=True)).value == 10
+        again = client.infer(Request(v.name, "abc", 1))
+        # Each its own sequence: 2. The CORRID the model saw was the string's length for both: 11.
+        assert again.value == (11 if applies else 2), again
+        server.check_alive()
+
+
 def test_cancelled_backlogged_start_leaves_its_id_behind(one_slot):
     server, model = one_slot
     applies = divergence("cancelled-backlog-id-lingers").applies(ModelSpec.fetch(server, model), server.version)

@@ -230,6 +230,29 @@ def test_spec_from_generated_configs():
     assert s.implicit_state and s.capacity == 2 and s.controls == {"START", "READY"}
 
 
+def test_spec_of_an_ensemble_is_its_stateful_steps_under_the_ensembles_name():
+    from modelgen.config import configs
+
+    v = Variant("slot", "oldest", 1, 1, "int32", controls=("START", "END", "READY"), ensemble=True)
+    cfgs = configs(v)
+    s = ModelSpec.of_ensemble(cfgs[v.name], {v.step_name: cfgs[v.step_name]})
+    assert (s.name, s.step, s.batcher, s.strategy, s.capacity, s.flavour) == \
+        (v.name, v.step_name, v.step_name, "oldest", 1, "slot")
+    assert s.request(5, 1).model == v.name  # requests go to the ensemble
+    with pytest.raises(ContractError, match="exactly one step, a sequence model"):
+        ModelSpec.of_ensemble(cfgs[v.name], {})
+
+
+def test_spec_knows_decoupled_models_and_32_bit_corrids():
+    d = ModelSpec.from_config(model_config(Variant("corrid", "direct", 2, 1, controls=("START", "CORRID"),
+                                                   decoupled=True)))
+    assert d.decoupled and d.id_bits == 64 and not d.step
+    for corrid_type, bits in (("int32", 32), ("uint32", 32), ("int64", 64), ("uint64", 64), ("string", 64)):
+        s = ModelSpec.from_config(model_config(Variant("corrid", "direct", 2, 1, corrid_type=corrid_type,
+                                                       controls=("START", "CORRID"))))
+        assert (s.corrid_type, s.id_bits) == (corrid_type.upper(), bits)
+
+
 def test_spec_refuses_models_outside_the_contract():
     cfg = model_config(Variant("slot", "direct", 1, 1))
     cfg.output[0].name = "OUT"

@@ -22,7 +22,9 @@ def test_variant_set_covers_every_dimension():
     assert {v.slots for v in vs} == {1, 2, 4}
     assert {v.instances for v in vs} == {1, 2}
     assert {v.dtype for v in vs} == {"int32", "fp32"}
-    assert {v.corrid_type for v in vs if "CORRID" in v.controls} == {"uint64", "string"}
+    assert {v.corrid_type for v in vs if "CORRID" in v.controls} == {"uint64", "string", "int32", "uint32", "int64"}
+    assert any(v.bool_controls for v in vs) and any(v.ensemble for v in vs) and any(v.decoupled for v in vs)
+    assert any(not v.batching for v in vs)
     assert any("END" in v.controls for v in vs) and any("END" not in v.controls for v in vs)
     for flavour in ("corrid", "slot", "implicit"):
         assert {v.strategy for v in vs if v.flavour == flavour} == {"direct", "oldest"}
@@ -50,12 +52,52 @@ def test_implicit_flavour_declares_state_with_zero_initial_value():
     assert not model_config(Variant("corrid", "direct", 2, 1, controls=("START", "CORRID"))).sequence_batching.state
 
 
+def test_bool_controls_and_every_corrid_type():
+    full = ("START", "END", "READY", "CORRID")
+    cfg = model_config(Variant("corrid", "direct", 2, 1, "int32", "int32", full, bool_controls=True))
+    controls = {c.name: c.control[0] for c in cfg.sequence_batching.control_input}
+    for name in ("START", "END", "READY"):
+        assert list(controls[name].bool_false_true) == [False, True] and not controls[name].int32_false_true
+    assert controls["CORRID"].data_type == mc.TYPE_INT32 and not controls["CORRID"].bool_false_true
+    for corrid_type, dtype, suffix in (("uint32", mc.TYPE_UINT32, "_u32"), ("int64", mc.TYPE_INT64, "_i64")):
+        v = Variant("corrid", "oldest", 2, 1, "int32", corrid_type, full)
+        assert v.name.endswith(suffix)
+        assert {c.name: c.control[0] for c in model_config(v).sequence_batching.control_input}["CORRID"].data_type \
+            == dtype
+
+
+def test_an_ensemble_variant_is_an_ensemble_over_its_stateful_step():
+    from modelgen.config import configs
+
+    v = Variant("slot", "oldest", 1, 1, "int32", controls=("START", "END", "READY"), ensemble=True)
+    ensemble, step = configs(v).values()
+    assert v.model_names == (v.name, v.step_name) and v.name.endswith("_ens")
+    assert ensemble.platform == "ensemble" and not ensemble.HasField("sequence_batching")
+    (one,) = ensemble.ensemble_scheduling.step
+    assert (one.model_name, dict(one.input_map), dict(one.output_map)) == \
+        (step.name, {"INPUT": "INPUT"}, {"OUTPUT": "OUTPUT"})
+    # an ensemble may not take larger batches than its step
+    assert ensemble.max_batch_size == step.max_batch_size and step.HasField("sequence_batching")
+    assert parse(render(ensemble)) == ensemble
+
+
+def test_a_decoupled_variant_says_so_in_its_config():
+    v = Variant("corrid", "direct", 2, 1, controls=("START", "CORRID"), decoupled=True)
+    assert model_config(v).model_transaction_policy.decoupled and v.name.endswith("_dec")
+    assert not model_config(Variant("corrid", "direct", 2, 1, controls=("START", "CORRID"))).HasField(
+        "model_transaction_policy")
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(flavour="corrid", strategy="direct", slots=1, instances=1, controls=("START",)), "needs control"),
     (dict(flavour="slot", strategy="oldest", slots=2, instances=1), "needs slots=1"),
     (dict(flavour="slot", strategy="direct", slots=3, instances=1), "slots"),
     (dict(flavour="slot", strategy="direct", slots=1, instances=1, controls=("START", "READY", "BOGUS")), "unknown control"),
     (dict(flavour="slot", strategy="direct", slots=1, instances=1, idle_us=0), "idle_us"),
+    (dict(flavour="implicit", strategy="direct", slots=1, instances=1, backend="onnx", ensemble=True), "ensemble"),
+    (dict(flavour="implicit", strategy="direct", slots=1, instances=1, backend="onnx", decoupled=True), "decoupled"),
+    (dict(flavour="implicit", strategy="direct", slots=1, instances=1, backend="onnx", bool_controls=True),
+     "bool_controls"),
 ])
 def test_invalid_variants_are_refused_with_a_reason(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -65,15 +107,19 @@ def test_invalid_variants_are_refused_with_a_reason(kwargs, message):
 def test_cli_writes_every_model_atomically(tmp_path, capsys):
     assert main(["--models_dir", str(tmp_path), "--idle-timeout-us", "250000"]) == 0
     written = sorted(p.name for p in tmp_path.iterdir())
-    assert written == sorted(v.name for v in python_variants())  # no staging folders left
+    # no staging folders left; an ensemble variant writes its step beside it
+    assert written == sorted(name for v in python_variants() for name in v.model_names)
     for name in written:
         cfg = parse((tmp_path / name / "config.pbtxt").read_text())
+        if cfg.platform == "ensemble":
+            assert list(cfg.ensemble_scheduling.step)[0].model_name in written
+            continue
         assert cfg.sequence_batching.max_sequence_idle_microseconds == 250000
         assert (tmp_path / name / "1" / "model.py").is_file()
 
 
 def test_cli_only_filter_and_bad_arguments(tmp_path, capsys):
-    assert main(["--models-dir", str(tmp_path), "--only", "slot_oldest"]) == 0
+    assert main(["--models-dir", str(tmp_path), "--only", "slot_oldest_s1_i2"]) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["py_slot_oldest_s1_i2_int32_csr"]
     with pytest.raises(SystemExit):
         main(["--models-dir", str(tmp_path), "--only", "no-such-model"])

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from modelgen import Variant, implicit_variants
+from modelgen import Variant, implicit_variants, python_variants
 from modelgen import __main__ as cli
 from modelgen.backends import tensorrt as trt_backend
 
@@ -31,7 +31,8 @@ def test_all_skips_unavailable_backends_with_reason(monkeypatch, tmp_path, capsy
                  "skipping backend tensorrt: no CUDA device is visible"):
         assert line in err
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert len(names) == 13 and all(n.startswith("py_") for n in names)  # the python set, whole
+    python = [n for v in python_variants() for n in v.model_names]
+    assert sorted(names) == sorted(python)  # the python set, whole
 
 
 def test_all_writes_each_available_backend(monkeypatch, tmp_path, capsys):
@@ -41,7 +42,7 @@ def test_all_writes_each_available_backend(monkeypatch, tmp_path, capsys):
                      "--batching", "no-batch", "--strategy", "direct"]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())
     assert [n for n in names if not n.startswith("py_")] == ["onnx_implicit_direct_s1_i1_int32_csr_nb"]
-    assert sum(n.startswith("py_") for n in names) == 13
+    assert sum(n.startswith("py_") for n in names) == len([n for v in python_variants() for n in v.model_names])
 
 
 def test_onnx_options_select_variants(tmp_path, capsys):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fuzz.client import GrpcClient, Request
+from fuzz.client import GrpcClient, Request, StreamClient
 from fuzz.divergences import known_for
 from fuzz.model import Answer, BatcherModel, Refusal, normalize_message
 from fuzz.server import (EmbeddedTriton, ExternalTriton, InstallNotFound, ServerDied, ServerStartError,
@@ -86,6 +86,64 @@ def test_a_model_without_a_batch_dimension_takes_1_and_refuses_2_as_the_model_sa
         else:
             assert got.value == exp.value, got
     assert spec.max_batch_size == 0 and exp == Answer(7)
+
+
+def _answers_as_the_model_says(triton, name: str, program, client) -> BatcherModel:
+    """Sends the requests one by one; each answer must be what the reference model expects."""
+    spec = ModelSpec.fetch(triton, name)
+    model = BatcherModel(spec, margin_s=0.1)
+    for args, flags in program:
+        req = spec.request(*args, **flags)
+        exp, got = model.expect(req, time.monotonic()), client.infer(req)
+        if isinstance(exp, Refusal):
+            assert normalize_message(got.message) == exp.message, (req, got)
+        else:
+            assert got.value == exp.value, (req, exp, got)
+    return model
+
+
+def test_an_ensemble_answers_as_its_stateful_step_and_names_it_in_the_batchers_errors(triton):
+    """Ensemble scheduling passes the request's sequence id and flags to the step; the step's
+    sequence batcher's refusals come back naming the step, after "in ensemble '<name>', "."""
+    variant = next(v for v in python_variants() if v.ensemble)
+    spec = ModelSpec.fetch(triton, variant.name)
+    assert (spec.step, spec.strategy, spec.capacity) == (variant.step_name, "oldest", 1)
+    program = [((881, 3), dict(start=True)), ((881, 4), {}), ((881, 5), dict(end=True)),
+               ((881, 1), {}),  # no START: the step's error
+               ((0, 1), dict(start=True)), ((882, 1), dict(start=True, batch=2)),  # id 0, batch > max
+               ((882, 1), dict(start=True, dtype="FP32"))]  # the ensemble's own check
+    _answers_as_the_model_says(triton, variant.name, program, GrpcClient(triton.grpc_url))
+    assert f"in ensemble '{variant.name}', " in BatcherModel(spec, margin_s=0.1).expect(
+        spec.request(881, 1), 0.0).message
+
+
+def test_a_decoupled_model_answers_over_a_stream_and_refuses_unary_calls(triton):
+    variant = next(v for v in python_variants() if v.decoupled)
+    stream = StreamClient(triton.grpc_url)
+    program = [((883, 2), dict(start=True)), ((883, 3), {}), ((883, 4), dict(end=True)), ((883, 1), {}),
+               ((0, 1), dict(start=True))]
+    try:
+        _answers_as_the_model_says(triton, variant.name, program, stream)
+    finally:
+        stream.close()
+    unary = GrpcClient(triton.grpc_url).infer(Request(variant.name, 884, 1, start=True))
+    assert unary.status == "UNIMPLEMENTED" and "decoupled" in unary.message, unary
+
+
+@pytest.mark.parametrize("corrid_type", ["int32", "uint32", "int64"])
+def test_every_integer_corrid_type_keeps_sequences_apart_across_its_range(triton, corrid_type):
+    """Ids past 2**31 (a negative INT32), 2**32 - 1, and on INT64 ids past 2**63 (negative there)
+    are sequences of their own; the fuzzer keeps ids below 2**32 on a 32-bit CORRID, which Triton
+    cuts them to (ids equal modulo 2**32 reach the model as one CORRID)."""
+    variant = next(v for v in python_variants() if "CORRID" in v.controls and v.corrid_type == corrid_type)
+    ids = [7, 2**31 + 7, 2**32 - 1] + ([2**63 + 7, 2**64 - 1] if corrid_type == "int64" else [])
+    assert ModelSpec.fetch(triton, variant.name).id_bits == (64 if corrid_type == "int64" else 32)
+    client = GrpcClient(triton.grpc_url)
+    for seq_id in ids:  # one at a time: a model with 2 slots
+        program = [((seq_id, 2), dict(start=True)), ((seq_id, 3), {}), ((seq_id, 4), dict(end=True))]
+        _answers_as_the_model_says(triton, variant.name, program, client)
+    if corrid_type == "int32":  # the bool controls model
+        assert variant.bool_controls
 
 
 def test_first_request_without_start_gets_the_exact_error(triton):

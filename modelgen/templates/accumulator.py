@@ -34,11 +34,18 @@ class TritonPythonModel:
         self.sums = {}
         # A slow model (the nemesis's slow execution): every execution takes this long.
         self.delay_s = int(params.get("EXEC_DELAY_MS", {}).get("string_value", "0")) / 1000
+        # A decoupled model answers through each request's response sender, and returns nothing.
+        self.decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
 
     def execute(self, requests):
         if self.delay_s:
             time.sleep(self.delay_s)
-        return [self._one(position, request) for position, request in enumerate(requests)]
+        responses = [self._one(position, request) for position, request in enumerate(requests)]
+        if not self.decoupled:
+            return responses
+        for request, response in zip(requests, responses):
+            request.get_response_sender().send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
 
     def _one(self, position, request):
         x = pb_utils.get_input_tensor_by_name(request, "INPUT").as_numpy().astype(self.dtype)
