@@ -18,7 +18,7 @@ SEEDS: dict[str, tuple[int, ...]] = {
     "py_corrid_oldest_s2_i1_fp32_csec_u32": (1,),
     "py_corrid_oldest_s2_i1_int32_csrc_str": (1,),
     "py_corrid_oldest_s2_i1_int32_cserc_u64_nb": (1,),
-    "py_corrid_oldest_s4_i2_int32_cserc_u64": (1, 2),
+    "py_corrid_oldest_s4_i2_int32_cserc_u64_pb2-4_qd2000us": (1, 2),
     "py_implicit_direct_s1_i1_int32_csr": (1,),
     "py_implicit_direct_s4_i2_fp32_cser": (1,),
     "py_implicit_oldest_s2_i1_int32_csrc_u64": (1,),

@@ -61,6 +61,8 @@ def model_config(variant: Variant) -> mc.ModelConfig:
         sb.direct.SetInParent()
     else:
         sb.oldest.max_candidate_sequences = variant.slots
+        sb.oldest.preferred_batch_size.extend(variant.preferred_batch)
+        sb.oldest.max_queue_delay_microseconds = variant.queue_delay_us
     for name in ("START", "END", "READY", "CORRID"):
         if name not in variant.controls:
             continue

@@ -77,6 +77,10 @@ class Variant:
     # Decoupled (model_transaction_policy): each answer goes through the request's response
     # sender, flagged final; Triton then serves the model over gRPC streams only.
     decoupled: bool = False
+    # The oldest strategy's own dynamic batching: batch sizes it prefers, and how long the oldest
+    # request may wait for one (0: a batch goes as soon as the batcher is free).
+    preferred_batch: tuple = attrs.field(default=(), converter=tuple)
+    queue_delay_us: int = 0
 
     def __attrs_post_init__(self):
         needed = {"corrid": {"START", "CORRID"}, "slot": {"START", "READY"}, "implicit": {"START", "READY"}}
@@ -100,6 +104,12 @@ class Variant:
         if not self.batching and self.strategy == "direct" and self.slots != 1:
             # Without batching a direct instance has exactly one batch slot.
             raise ValueError("batching=False with strategy 'direct' needs slots=1")
+        if (self.preferred_batch or self.queue_delay_us) and self.strategy != "oldest":
+            raise ValueError("preferred_batch and queue_delay_us are the oldest strategy's")
+        if any(not 0 < b <= self.max_batch_size for b in self.preferred_batch) or self.queue_delay_us < 0:
+            # Triton refuses a preferred size past max_batch_size (so any, without batching)
+            raise ValueError(f"preferred_batch sizes must be in 1..max_batch_size ({self.max_batch_size}) and "
+                             f"queue_delay_us >= 0, got {self.preferred_batch} and {self.queue_delay_us}")
         if self.decoupled and self.backend != "python":
             raise ValueError("decoupled: only the python accumulator answers through a response sender")
         if self.ensemble and self.backend != "python":
@@ -126,6 +136,10 @@ class Variant:
             parts.append(f"slow{self.delay_ms}ms")
         if self.bool_controls:
             parts.append("bool")
+        if self.preferred_batch:
+            parts.append("pb" + "-".join(map(str, self.preferred_batch)))
+        if self.queue_delay_us:
+            parts.append(f"qd{self.queue_delay_us}us")
         if self.decoupled:
             parts.append("dec")
         if self.ensemble:
@@ -159,7 +173,8 @@ def python_variants(idle_us: int | None = None) -> list[Variant]:
     the corrid flavour meets every CORRID type Triton takes (UINT64, STRING, INT32, UINT32,
     INT64); END is declared by some models and not others; one model has no batch dimension
     (max_batch_size 0); one takes its START, END and READY controls as BOOL; one is served
-    through an ensemble; one is decoupled.
+    through an ensemble; one is decoupled; one sets the oldest strategy's preferred batch sizes
+    and queue delay.
     idle_us: one idle timeout for every model; None gives each its purpose's (short for the
     expiry-heavy models, SUM_HEAVY_IDLE_US for three of the many-slot ones).
     """
@@ -174,7 +189,9 @@ def python_variants(idle_us: int | None = None) -> list[Variant]:
         # max_batch_size 0: no batch dimension, one request per execution; two sequences still
         # share the instance (Triton QA's "nobatch" sequence models).
         V("corrid", "oldest", 2, 1, "int32", "uint64", full, batching=False),
-        S("corrid", "oldest", 4, 2, "int32", "uint64", full),
+        # with the oldest strategy's own batching knobs (L0_sequence_batcher's queue delay): batches
+        # of 2 or 4 preferred, the oldest request waiting up to 2 ms for one
+        S("corrid", "oldest", 4, 2, "int32", "uint64", full, preferred_batch=(2, 4), queue_delay_us=2000),
         # CORRID of the other integer types (L0_sequence_corrid_batcher), one with BOOL controls.
         V("corrid", "direct", 2, 1, "int32", "int32", full, bool_controls=True),
         V("corrid", "oldest", 2, 1, "fp32", "uint32", ("START", "END", "CORRID")),

@@ -243,3 +243,30 @@ def test_killing_the_fuzzer_with_sigkill_takes_the_server_down(one_model_repo, t
         child.kill()
         child.wait()
     assert wait_gone(pids, timeout=15) == set(), "tritonserver or its stubs outlived a SIGKILLed parent"
+
+
+def test_the_oldest_strategys_queue_delay_and_preferred_batch_shape_its_batches(tmp_path):
+    """L0_sequence_batcher's queue-delay tests, for the oldest strategy: with preferred batch size
+    4 and a 1 s queue delay, four sequences' requests sent together run as one batch at once, and
+    two run as one batch once the oldest has waited out the delay. Sums stay each sequence's."""
+    variant = Variant("corrid", "oldest", 4, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"),
+                      preferred_batch=(4,), queue_delay_us=1_000_000)
+    write_model(variant, tmp_path / "models")
+    with EmbeddedTriton(tmp_path / "models", workdir=tmp_path / "w") as server:
+        streams = [StreamClient(server.grpc_url) for _ in range(4)]
+        try:
+            def together(requests):
+                before, started = server.execution_count(variant.name), time.monotonic()
+                boxes = [s.send(r) for s, r in zip(streams, requests)]
+                got = [StreamClient.wait(b, 10) for b in boxes]
+                return got, server.execution_count(variant.name) - before, time.monotonic() - started
+
+            got, executions, took = together([Request(variant.name, 900 + i, i, start=True) for i in range(4)])
+            assert [g.value for g in got] == [0, 1, 2, 3] and executions == 1, (got, executions)
+            assert took < 0.9, took  # a preferred batch goes at once, not after the delay
+            got, executions, took = together([Request(variant.name, 900 + i, 10) for i in range(2)])
+            assert [g.value for g in got] == [10, 11] and executions == 1, (got, executions)
+            assert took >= 0.9, took  # two of four: the oldest waits out the queue delay
+        finally:
+            for s in streams:
+                s.close()
