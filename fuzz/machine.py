@@ -37,6 +37,11 @@ ID_CHOICES = ("fresh", "reuse", "sibling")
 # likeliest collision (Triton itself cuts the id to its low 32 bits for an INT32 or UINT32 CORRID
 # control); a small p collides only under a key that drops the low bits.
 SIBLING_STEPS = st.builds(lambda k, p: k * 2**p, st.sampled_from([1, 3]), st.sampled_from([3, 8, 16, 32, 32, 63, 63]))
+# The per-request `timeout` (microseconds) on a request of a running sequence: Triton checks it
+# only while a sequence waits in the backlog, so a sequence that holds a slot answers it however
+# short it is (core r24.10: the direct batcher never reads it, the oldest strategy's dynamic
+# batcher has no queue policy). Never on a new sequence's START, which could wait in the backlog.
+REQUEST_TIMEOUTS = st.sampled_from([None, None, None, 1, 1000, 1_000_000])
 # Requests a `start` sends after its START, back to back: most sequences go a few deep.
 START_MORE = st.integers(0, 24)
 # Who goes on in one of alias's rounds. The older sequence alone comes first, so Hypothesis can
@@ -292,10 +297,11 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             client = self._client(data)
             key = self._pick(data, self.live(), "sequence")
             value, via = self._value(data), self._via(data)
+            timeout = data.draw(REQUEST_TIMEOUTS, label="timeout (us)")
             if client is None or key is None:
                 return self._skip(f"{action}: no idle client or no live sequence")
             total = 0 if start else self.model.total(key)
-            req = spec.request(key[1], self._fit(value, total), start=start, end=end)
+            req = spec.request(key[1], self._fit(value, total), start=start, end=end, timeout_us=timeout)
             self.send(client, req, via, action)
 
         @rule(data=st.data())

@@ -270,3 +270,16 @@ def test_the_oldest_strategys_queue_delay_and_preferred_batch_shape_its_batches(
         finally:
             for s in streams:
                 s.close()
+
+
+@pytest.mark.parametrize("strategy", ["direct", "oldest"])
+def test_a_running_sequence_answers_however_short_its_requests_timeout(triton, strategy):
+    """The per-request timeout is checked only while a sequence waits in the backlog (core
+    r24.10): once it holds a slot, a request with a 1 us timeout is still answered, under both
+    strategies, as the fuzzer's continue/end/restart rules assume."""
+    variant = next(v for v in python_variants() if v.strategy == strategy and v.flavour == "corrid"
+                   and v.batching and not (v.ensemble or v.decoupled) and v.corrid_type == "uint64")
+    program = [((885, 2), dict(start=True)), ((885, 3), dict(timeout_us=1)), ((885, 4), dict(timeout_us=1)),
+               ((885, 5), dict(start=True, timeout_us=1)), ((885, 6), dict(end=True, timeout_us=1))]
+    model = _answers_as_the_model_says(triton, variant.name, program, GrpcClient(triton.grpc_url))
+    assert not model.is_live(("u", 885))
