@@ -11,7 +11,7 @@ import pytest
 
 from fuzz.client import GrpcClient, Request, StreamClient
 from fuzz.divergences import known_for
-from fuzz.model import Answer, BatcherModel, Refusal, normalize_message
+from fuzz.model import Answer, BatcherModel, Refusal, batcher_error, normalize_message
 from fuzz.server import (EmbeddedTriton, ExternalTriton, InstallNotFound, ServerDied, ServerStartError,
                          TritonInstall)
 from fuzz.spec import ModelSpec
@@ -51,7 +51,9 @@ def ids_for(variant: Variant):
 
 @pytest.mark.parametrize("variant", python_variants(), ids=lambda v: v.name)
 def test_every_model_loads_and_sums_a_sequence(triton, variant):
-    client = GrpcClient(triton.grpc_url)
+    # A decoupled model takes streams only; an ensemble's batcher errors name its step.
+    client = StreamClient(triton.grpc_url) if variant.decoupled else GrpcClient(triton.grpc_url)
+    spec = ModelSpec.fetch(triton, variant.name)
     values = [3, -1, 7.5] if variant.dtype == "fp32" else [3, -1, 70000]
     known = {d.key for d in known_for(variant, triton.version)}
     for seq_id in ids_for(variant):
@@ -70,8 +72,9 @@ def test_every_model_loads_and_sums_a_sequence(triton, variant):
             assert [o.value for o in got] == running, got
         after_end = client.infer(Request(variant.name, seq_id, 1, dtype=variant.dtype.upper(),
                                          batch_dim=variant.batching))
-        assert after_end.status == "INVALID_ARGUMENT"
-        assert after_end.message == START_ERROR.format(id=seq_id, model=variant.name)
+        assert after_end.status == ("ERROR" if variant.decoupled else "INVALID_ARGUMENT")  # a stream's has none
+        assert after_end.message == batcher_error(spec, START_ERROR, id=seq_id)
+    client.close()
 
 
 def test_a_model_without_a_batch_dimension_takes_1_and_refuses_2_as_the_model_says(triton):
