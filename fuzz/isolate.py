@@ -51,7 +51,9 @@ def can_isolate(server) -> bool:
 def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,
                      budget_s: float) -> InvariantViolation | None:
     """The violation again, from a freshly loaded model and shrunk, its program starting with the
-    reload; None when no try broke the same promise within the budget."""
+    reload; None when no try broke the same promise within the budget. The reload stays: such a
+    failure needs what ran before it, and plain replays that fail could share a lucky phase of a
+    count across requests."""
     deadline = time.monotonic() + budget_s
     history = tuple(getattr(violation, "history", ()))
     failing = tuple(violation.program)
@@ -77,13 +79,7 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
     too, so a count or a slot that outlived a try cannot have made it fail; it keeps the reload
     as its first step unless two more plain replays fail as well (it then needs no fresh model)."""
     deadline = time.monotonic() + budget_s
-    invariant = violation.invariant
-
-    def moved(steps):
-        n = next(_POLISH_TRIES)
-        return _try(server, spec, shrink.shifted(steps, n * POLISH_STRIDE % 2**64, f"p{n}."), invariant, settings,
-                    reload=False)
-
+    moved = lambda steps: _moved(server, spec, steps, violation.invariant, settings)  # noqa: E731
     try:
         found = moved(violation.program)
         if found is None:
@@ -91,15 +87,30 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
         shortest = shrink.ddmin(found, moved, lambda v: list(v.program), spec, deadline).program
         if len(shortest) >= len(violation.program):
             return None
-        fresh = _try(server, spec, shortest, invariant, settings)
+        fresh = _try(server, spec, shortest, violation.invariant, settings)
         if fresh is None:
             return None
-        again = [moved(shortest) for _ in range(2)]
-        if all(again):
-            return again[-1]
+        fresh = _without_reload(server, spec, fresh, settings)
         return fresh if len(fresh.program) < len(violation.program) else None
     except ServerGone:
         return None  # the run reports the death itself
+
+
+def _moved(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings) -> InvariantViolation | None:
+    """A plain replay (no reload) with every id moved by a new offset (shrink.shifted)."""
+    n = next(_POLISH_TRIES)
+    return _try(server, spec, shrink.shifted(steps, n * POLISH_STRIDE % 2**64, f"p{n}."), invariant, settings,
+                reload=False)
+
+
+def _without_reload(server, spec: ModelSpec, fresh: InvariantViolation, settings: FuzzSettings) -> InvariantViolation:
+    """A program that failed from a fresh model, without its leading reload when two plain
+    replays of the rest (ids moved) fail too: then it needs no fresh model. Else as it is."""
+    body = _body(fresh)
+    again = [_moved(server, spec, body, fresh.invariant, settings) for _ in range(2)]
+    if all(again) and len(again[-1].program) < len(fresh.program):
+        return again[-1]
+    return fresh
 
 
 def _program(steps) -> list[StepRecord]:
