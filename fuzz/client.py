@@ -87,8 +87,35 @@ class GrpcClient:
             return Outcome(status=status, message=err.details() or "", latency_s=time.monotonic() - started)
         return decode(response, started)
 
+    def send(self, req: Request, timeout_s: float = 30.0) -> "UnaryCall":
+        """Starts the call and returns at once; its get() waits for the Outcome."""
+        return UnaryCall(self._stub.ModelInfer.future(encode(req), timeout=timeout_s), time.monotonic())
+
     def close(self):
         self._channel.close()
+
+
+class UnaryCall:
+    """A unary gRPC call in flight, read like a StreamClient box: get(timeout) gives its Outcome
+    or raises queue.Empty."""
+
+    def __init__(self, future, started: float):
+        self._future, self._started = future, started
+
+    def get(self, timeout: float | None = None) -> Outcome:
+        import grpc
+
+        try:
+            response = self._future.result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise queue.Empty from None
+        except grpc.RpcError as err:
+            status = "CLIENT_TIMEOUT" if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED else err.code().name
+            return Outcome(status=status, message=err.details() or "", latency_s=time.monotonic() - self._started)
+        return decode(response, self._started)
+
+    def get_nowait(self) -> Outcome:
+        return self.get(0)
 
 
 class HttpClient:

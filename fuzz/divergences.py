@@ -116,5 +116,33 @@ KNOWN = KNOWN + (
         guard="no request goes to the id of a cancelled backlogged START until its backlog place is dropped"),
 )
 
+KNOWN = KNOWN + (
+    KnownDivergence(
+        "cancelled-request-keeps-sequence",
+        "Cancelling a request queued behind another of a running sequence releases the sequence's slot "
+        "but keeps its id mapped to it (core before 06b8f6e, server issue 7117): the sequence goes on "
+        "in the released slot without its cancelled requests, and when it idles out the reaper releases "
+        "that slot a second time, so that one more sequence than there are slots is let in and two of "
+        "them share a slot's state (seen live on 2.39 with a 4-slot direct model: five STARTs answered "
+        "at once, and one sequence's next answer was another's sum).",
+        versions=("2.39.0", "2.41.0"),
+        symptom="the next request is answered with the sum without the cancelled requests, instead of the "
+                "START-flag error",
+        affects=lambda m: True, invariant="cancel_ends_sequence",
+        guard="no request queued on a running sequence is cancelled (cancel_pipelined is left out)"),
+    KnownDivergence(
+        "swept-request-error-lost-on-stream",
+        "A request of a sequence that another client's cancel ends, queued behind the cancelled one, "
+        "fails CANCELLED with it; on a gRPC stream that error is lost: the client gets a response with "
+        "no error and no outputs, only the triton_final_response parameter (unary gRPC gets CANCELLED "
+        "with an empty message, HTTP a 400 with an empty one).",
+        versions=("2.39.0", "2.41.0", "2.51.0"),
+        symptom="an empty response (no OUTPUT, no error) on the stream",
+        affects=lambda m: True, invariant="valid_is_accepted",
+        guard="the request after a cancel goes over unary gRPC or HTTP, never a stream (and cancel_pipelined "
+              "is left out for a decoupled model, which takes streams only)"),
+)
+
+
 def known_for(model, version: str | None) -> list[KnownDivergence]:
     return [d for d in KNOWN if d.applies(model, version)]

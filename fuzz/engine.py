@@ -13,11 +13,11 @@ import collections
 import time
 
 import attrs
-from hypothesis import event as _hypothesis_event
-from hypothesis.errors import InvalidArgument
 
 from . import nemesis
 from . import server as server_module
+from .cancelling import CancelSteps
+from .events import event
 from .client import GrpcClient, HttpClient, StreamClient
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .divergences import known_for
@@ -115,14 +115,6 @@ def go_silent(seconds: float) -> float:
     return time.monotonic() - started
 
 
-def event(value: str) -> None:
-    """hypothesis.event, and nothing outside a Hypothesis run (a corpus replay drives the engine)."""
-    try:
-        _hypothesis_event(value)
-    except InvalidArgument:
-        pass
-
-
 @attrs.frozen
 class Setup:
     """What every example against one model shares: the server, the model, the settings, the
@@ -161,16 +153,27 @@ class Setup:
     def expiry_ok(self) -> bool:
         return self.expiry_wait_s <= self.settings.max_wait_s
 
+    @property
+    def cancel_pipelined_guard(self) -> str:
+        """Why cancel_pipelined is left out for this model on this build ("" if it is not)."""
+        if self.spec.decoupled:
+            return ("cancel_pipelined: the request after the cancel could only go over a stream, where an "
+                    "error swept up with the cancelled sequence is lost (swept-request-error-lost-on-stream)")
+        keeps = [d.key for d in known_for(self.spec, getattr(self.server, "version", None))
+                 if d.key == "cancelled-request-keeps-sequence"]
+        return f"cancel_pipelined: this build keeps a sequence whose requests were cancelled ({keeps[0]})" \
+            if keeps else ""
+
     def left_out(self) -> tuple:
         """What this model's campaign does not fuzz, and why: one line each."""
-        if self.expiry_ok:
-            return ()
-        return (f"idle expiry (let_expire, refill_after_timeout): waiting out the idle timeout takes "
-                f"{self.expiry_wait_s:.1f} s, over max_wait_s {self.settings.max_wait_s:g} s; "
-                f"fuzz a model with a shorter max_sequence_idle_microseconds for it",)
+        out = () if self.expiry_ok else (
+            f"idle expiry (let_expire, refill_after_timeout): waiting out the idle timeout takes "
+            f"{self.expiry_wait_s:.1f} s, over max_wait_s {self.settings.max_wait_s:g} s; "
+            f"fuzz a model with a shorter max_sequence_idle_microseconds for it",)
+        return out + ((self.cancel_pipelined_guard,) if self.cancel_pipelined_guard else ())
 
 
-class Engine:
+class Engine(CancelSteps):
     """One example: sends what a driver asks for, checks every answer against the reference
     model, and logs each step. `finish()` drains and checks what is left, then cleans up."""
 

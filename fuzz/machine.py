@@ -98,6 +98,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     ids = id_strategy(spec, version)
     strings_ok = string_ids_allowed(spec, version)
     vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url and not spec.decoupled else [])
+    # Never a stream: there the error of a request swept up with a cancel is lost (divergences.py).
+    after_cancel_vias = ["grpc"] + (["http"] if server.http_url else [])
     lo_sum, hi_sum = spec.value_range
     as_value = setup.as_value
     faults = settings.nemesis
@@ -434,6 +436,37 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if client is None:
                 return self._skip("cancel: nothing surely in the backlog")
             self.cancel_queued(client)
+
+        @only_if(not setup.cancel_pipelined_guard)
+        @rule(data=st.data())
+        def cancel_pipelined(self, data):
+            """A client sends the next request of a live sequence (on unary gRPC), one more behind
+            it on its stream and a third behind that (on unary gRPC), cancels its stream while the
+            second waits in the queue (a slow model makes sure it does), then sends the sequence's
+            next request: the sequence must have ended with the cancelled request, and the third
+            failed with it (cancel_ends_sequence); see fuzz/cancelling.py for the timing."""
+            client = self._client(data)
+            key = self._pick(data, self.live(), "sequence")
+            values = [self._value(data) for _ in range(4)]
+            end = data.draw(st.booleans(), label="end after")
+            via = data.draw(st.sampled_from(after_cancel_vias), label="via after")
+            self.collect()
+            if client is None or key is None or key not in self.live():
+                return self._skip("cancel pipelined: " + ("no idle client" if client is None else "no live sequence"))
+            # The slot a cancel frees goes to the backlog at a moment no one sees.
+            if self.pending or self.model.backlog:
+                return self._skip("cancel pipelined: a START waits in the backlog")
+            if self.model.seqs[key].expiry.lo < time.monotonic() + 2 * settings.wire_s + 0.1:
+                return self._skip("cancel pipelined: the sequence is near its idle timeout")
+            # Small values, on a sum away from the dtype's edges: the server's timing may leave
+            # any of them out, and every sum that makes must stay exact.
+            total = self.model.total(key)
+            if not lo_sum + 400 <= total <= hi_sum - 400:
+                return self._skip("cancel pipelined: the sum is near the edge of the model's dtype")
+            reqs = [spec.request(key[1], as_value(max(-100, min(100, v))), end=end and i == 3)
+                    for i, v in enumerate(values)]
+            if not self.pipeline_and_cancel(client, *reqs, via):
+                self._skip("cancel pipelined: the sequence is not answered at once")
 
         @only_if(setup.expiry_ok)
         @rule(data=st.data())

@@ -448,6 +448,23 @@ class BatcherModel:
             self.seqs.pop(key, None)
             self.cancelled_waiting.add(key)
 
+    def cut(self, key: Key, freed: Window) -> None:
+        """A running sequence ended because a request queued on it was cancelled: the batcher
+        releases its slot, drops what was queued on it and forgets the id (core r24.10
+        ReleaseSequenceSlot), somewhere in `freed`."""
+        seq = self.seqs.get(key)
+        if seq is not None and seq.running:
+            self._release(seq, freed)
+
+    def went_on(self, key: Key, total: float, at: float) -> None:
+        """Observation settles a sum the server's timing left open (a cancel that may have come
+        before or after the request it cancelled reached the queue): the sequence goes on with
+        `total`."""
+        seq = self.seqs.get(key)
+        if seq is not None:
+            seq.total = total
+        self.answered(key, at)
+
     def lingering(self, key: Key) -> bool:
         """The id of a cancelled START whose backlog place has not been dropped yet."""
         return key in self.cancelled_waiting

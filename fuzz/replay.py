@@ -104,6 +104,23 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
             raise ReplayDrift(f"step {step.index} ({step.action}): client {client} has no START waiting in the "
                               f"backlog at replay")
         engine.cancel_queued(client)
+    elif kind is Kind.ASIDE:
+        engine.collect()
+        if not engine.send_aside(client, step.request, step.action):
+            raise ReplayDrift(f"step {step.index} ({step.action}): {step.request.seq_id!r} is not answered at once "
+                              f"at replay")
+    elif kind in (Kind.BEHIND, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL):
+        if engine.group is None:
+            raise ReplayDrift(f"step {step.index} ({step.action}): no request was sent on a second stream before it")
+        if kind is Kind.BEHIND:
+            engine.send_behind(client, step.request, step.action)
+        elif kind is Kind.CANCEL_STREAM:
+            engine.cancel_stream(client, step.action)
+        elif kind is Kind.ASIDE_ANSWER:
+            engine.check_aside(client, step.action)
+        else:
+            via = "grpc" if step.via == "http" and engine.http is None else step.via
+            engine.after_cancel(client, step.request, via, step.action)
     elif kind is Kind.HELD:  # sent without waiting: the server holds it until the batch is full
         engine.held[client] = engine.send_held([(client, step.request)], step.action)[0]
     elif kind is Kind.HELD_ANSWER:

@@ -23,6 +23,8 @@ from .model import MAX_STRING_ID, key_of
 from .spec import ModelSpec
 from .values import Kind, StepRecord
 
+# cancel_pipelined's steps with a request (fuzz/cancelling.py)
+CANCEL_GROUP = (Kind.ASIDE, Kind.BEHIND, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL)
 # Replays a candidate program: the violation when it broke the same promise again, else None.
 Try = Callable[[list], Optional[InvariantViolation]]
 # The steps of a replayed violation's program that a next candidate is cut from.
@@ -80,6 +82,8 @@ def without(steps, gone: set, spec: ModelSpec) -> list[StepRecord]:
         if i not in gone:
             if key is not None and s.kind in (Kind.REQUEST, Kind.REFILL, Kind.QUEUED):
                 last[key] = len(kept) if _answered(s, spec) and not req.end else None
+            elif key is not None and s.kind in CANCEL_GROUP:  # what follows sums on another base
+                last[key] = None
             kept.append(s)
             continue
         if key is None:

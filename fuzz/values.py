@@ -89,13 +89,22 @@ class Cancelled:
 
 
 @attrs.frozen
+class EndedOr:
+    """The next request of a sequence one of whose queued requests was cancelled
+    (cancel_pipelined): the sequence ended with it, so it is refused (the START-flag error, or
+    CANCELLED when it was swept up with it); or, where the server's timing leaves it possible
+    that the cancelled request was not queued before, answered with one of `values`."""
+    values: tuple = attrs.field(default=(), converter=tuple)
+
+
+@attrs.frozen
 class Ambiguous:
     """The answer depends on which side of an expiry window the server is; ask again after `until`."""
     until: float
     reason: str
 
 
-Expectation = Union[Answer, Refusal, Queued, Cancelled, Ambiguous]
+Expectation = Union[Answer, Refusal, Queued, Cancelled, EndedOr, Ambiguous]
 
 
 # -- a program's steps ----------------------------------------------------------------------------
@@ -115,6 +124,15 @@ class Kind(str, enum.Enum):
     HELD = "held"  # a START sent into a batch the server holds until it is full (full_batch)
     HELD_ANSWER = "held_answer"  # that START's answer, checked once the batch ran
     FAULT = "fault"  # a nemesis fault (cut, restart, reload, full batch)
+    # cancel_pipelined (fuzz/cancelling.py), in this order: the next request of a running
+    # sequence on unary gRPC, not waited for (ASIDE); one behind it on the client's stream
+    # (BEHIND); a witness behind that on unary gRPC (ASIDE); the stream cancelled; the two unary
+    # answers (ASIDE_ANSWER); the sequence's next request (AFTER_CANCEL, EndedOr).
+    ASIDE = "aside"
+    BEHIND = "behind"
+    CANCEL_STREAM = "cancel_stream"
+    ASIDE_ANSWER = "aside_answer"
+    AFTER_CANCEL = "after_cancel"
 
 
 @attrs.frozen
@@ -141,7 +159,7 @@ class StepRecord:
     # What the reference model required, and what came back, as values: `expected` and `got`
     # are their text for people. None where the step checked nothing (or its check was
     # indeterminate) and where nothing came back.
-    expect: Answer | Refusal | Queued | Cancelled | None = attrs.field(default=None, kw_only=True)
+    expect: Answer | Refusal | Queued | Cancelled | EndedOr | None = attrs.field(default=None, kw_only=True)
     outcome: Outcome | None = attrs.field(default=None, kw_only=True)
 
     def describe(self) -> str:

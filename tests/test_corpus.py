@@ -203,3 +203,17 @@ def test_steps_written_before_expectations_were_values_get_them_from_their_text(
     assert corpus._step_from_json(step("pause", ""), 0).expect is None
     # Once kept as a value, the value is read, not the text.
     assert corpus._step_from_json(step("request", "OUTPUT=1", expect={"answer": 2}), 0).expect == Answer(2)
+
+
+def test_an_ended_or_expectation_round_trips_and_a_bad_one_is_refused():
+    """cancel_pipelined's expectation: refused (its sequence ended), or one of these sums."""
+    from fuzz.corpus import _expect_from_json, _expect_to_json
+    from fuzz.values import EndedOr
+
+    for e in (EndedOr(()), EndedOr((15, 11)), EndedOr([2.5])):
+        assert _expect_from_json(json.loads(json.dumps(_expect_to_json(e)))) == e
+    assert _expect_to_json(EndedOr((15, 11))) == {"ended_or": [15, 11]}
+    with pytest.raises(TypeError, match="ended_or must be a list of numbers"):
+        _expect_from_json({"ended_or": 15})
+    with pytest.raises(TypeError, match="ended_or must be a list of numbers"):
+        _expect_from_json({"ended_or": [True]})

@@ -1,0 +1,242 @@
+"""Cancelling a request queued on a running sequence (the engine's cancel_pipelined steps).
+
+The batcher notices a cancelled request when it reaches the front of its sequence's queue and
+then ends the whole sequence: it releases the slot, fails everything queued on it (CANCELLED)
+and forgets the id (core r24.10 ReleaseSequenceSlot; before core 06b8f6e the id stayed mapped to
+the released slot, server issue 7117). A client sees none of it on the stream it cancelled, and
+a request it cancels may not even have left it. So the steps make the server show what happened:
+
+    first     the sequence's next request, on unary gRPC (not waited for)
+    behind    one more on the client's stream, queued behind it (a slow model makes sure)
+    witness   one more on unary gRPC, queued behind that one
+    cancel    the client cancels its stream
+    answers   the first's, then the witness's
+    after     the sequence's next request
+
+The witness fails CANCELLED with the cancelled request (or with the START-flag error, had the
+sequence already ended) only if that request reached the queue and was cancelled there: then the
+sequence is over and `after` must be refused. Answered, the witness says whether the cancelled
+request had run before it; whatever the server's timing, `after` must then be one of the sums it
+leaves possible, or refused if the cancelled request came to the queue after the witness.
+"""
+from __future__ import annotations
+
+import time
+
+import attrs
+
+from .client import StreamClient
+from .events import event
+from .invariants import InvariantViolation, check_prompt, describe_expectation
+from .model import START_ERROR, Ambiguous, Answer, Refusal, Window, batcher_error, key_of, normalize_message
+from .values import EndedOr, Kind, Outcome, Request
+
+
+@attrs.define
+class Group:
+    """One cancel_pipelined in progress: what went out, what the model expected of it, and what
+    the answers so far leave possible for the next request."""
+    client: int
+    base: float  # the sequence's sum before it
+    sent_at: float
+    asides: list = attrs.Factory(list)  # (request, expected answer, call): the first, the witness
+    behind: list = attrs.Factory(list)  # (request, call): the request cancelled
+    checked: int = 0  # asides whose answers were checked
+    cancelled: bool = False  # the request behind had no answer when its stream was cancelled
+    overtaken: bool = False  # the first request's answer shows it came after the others
+    ended: bool | None = None  # the witness showed the sequence ended (True), going on (False), or cannot tell
+    sums: frozenset = frozenset()  # the sums (before `after`) the sequence may go on with
+
+
+def swept(got: Outcome) -> bool:
+    """Failed with the cancelled request it was queued behind: CANCELLED, with an empty message."""
+    return got.status == "CANCELLED" and normalize_message(got.message) == ""
+
+
+class CancelSteps:
+    """The engine's steps for cancel_pipelined (mixed into Engine: it uses its model, clients,
+    log and checks). Each is one step of the program, so a replay runs them one by one."""
+
+    group: Group | None = None
+
+    def send_aside(self, client: int, req: Request, action: str) -> bool:
+        """Sends the next request of a live sequence on unary gRPC, not waiting for it (the first
+        one, or the witness after the request behind). False, sending nothing, if the model would
+        not answer the first at once (its sequence gone, or at its idle timeout)."""
+        exp = self.model.expect(req, time.monotonic())  # as if everything before it ran
+        if not isinstance(exp, Answer):
+            if self.group is None:
+                return False
+            raise ValueError(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
+        if self.group is None:
+            self.group = Group(client, exp.value - req.value, time.monotonic())
+        self.going_out(req)
+        self.group.asides.append((req, exp, self.grpc.send(req, self.settings.prompt_s)))
+        self.record(client=client, action=action, kind=Kind.ASIDE, request=req, via="grpc",
+                    expected=describe_expectation(exp) + (" or less" if len(self.group.asides) > 1 else ""),
+                    got="(its answer is checked below)")
+        time.sleep(self.settings.wire_s / 3)  # what follows must find it there
+        return True
+
+    def send_behind(self, client: int, req: Request, action: str) -> None:
+        """Sends a request of the same sequence on the client's own stream, not waiting for it."""
+        exp = self.model.expect(req, time.monotonic())  # as if it ran: the cancel may come late
+        if not isinstance(exp, Answer):
+            raise ValueError(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
+        self.going_out(req)
+        self.group.behind.append((req, self.streams[client].send(req)))
+        self.record(client=client, action=action, kind=Kind.BEHIND, request=req, via="stream",
+                    expected=f"CANCELLED, or {describe_expectation(exp)} if it runs before the cancel comes",
+                    got="(in flight)")
+        time.sleep(self.settings.wire_s / 3)
+
+    def cancel_stream(self, client: int, action: str) -> None:
+        """The client cancels its stream. The request behind may have been answered first."""
+        g = self.group
+        self.streams[client].close(cancel_requests=True, timeout_s=self.settings.prompt_s)
+        got = [StreamClient.poll(call, 0) for _, call in g.behind]
+        ran = sum(1 for o in got if o is not None and o.ok)
+        g.cancelled = ran < len(got)
+        self.cancelled_unseen += len(got) - ran  # the server may have run it: inference_count
+        self.successes += ran
+        self.record(client=client, action=action, kind=Kind.CANCEL_STREAM,
+                    got=f"{ran} of {len(got)} request(s) behind answered before the cancel")
+
+    def check_aside(self, client: int, action: str) -> None:
+        """The next unchecked answer on unary gRPC: the first request's, then the witness's."""
+        g = self.group
+        req, exp, call = g.asides[g.checked]
+        g.checked += 1
+        got = StreamClient.wait(call, self.settings.prompt_s)
+        if got.ok:
+            self.successes += 1
+        check = check_prompt(req, exp, got, "grpc")
+        if g.checked == 1:
+            check, indeterminate = self._first(req, exp, got, check)
+            expect = exp
+        else:
+            check, indeterminate = self._witness(req, exp, got, check)
+            expect = EndedOr((exp.value, exp.value - self._behind_value()))
+        rec = self.record(client=client, action=action, kind=Kind.ASIDE_ANSWER, request=req, via="grpc",
+                          expected=check.expected, got=check.got, expect=None if indeterminate else expect,
+                          outcome=got)
+        if check.violation:
+            self.fail(check.violation, rec)
+
+    def _first(self, req, exp, got, check):
+        """The sum with it: it went before the others. Had it reached the server after them (a
+        loaded machine), it could have run after them or failed with them: indeterminate, and
+        then the witness shows nothing either."""
+        g = self.group
+        if check.violation is None:
+            return check, False
+        after_others = {v + req.value for v in self._any_sum(without=req)}
+        if not (self._refused_with_it(got, req) or got.ok and got.value in after_others):
+            return check, False
+        g.overtaken = True
+        self.stats.ambiguous_waits += 1
+        return attrs.evolve(check, violation=None, expected=f"{check.expected}, or (had it come after the requests "
+                                                             f"behind it) more, or an error (indeterminate)"), True
+
+    def _witness(self, req, exp, got, check):
+        """CANCELLED (or the START-flag error): the cancelled request was queued before it and
+        ended the sequence. Its sum with the cancelled request: that one ran first, the sequence
+        goes on. Its sum without: the cancelled one was not there yet (or never came)."""
+        g = self.group
+        with_behind, without = exp.value, exp.value - self._behind_value()
+        check = attrs.evolve(check, expected=f"{check.expected}, or OUTPUT={without!r} (the one behind not there "
+                                             f"yet), or CANCELLED with it")
+        if g.overtaken:
+            g.sums = self._any_sum()
+            fits = self._refused_with_it(got, req) or got.ok and got.value in g.sums
+            return (attrs.evolve(check, violation=None), True) if fits else (check, False)
+        if self._refused_with_it(got, req):
+            g.ended = True
+            return attrs.evolve(check, violation=None), False
+        if got.ok and got.value == with_behind:
+            g.ended, g.sums = False, frozenset({with_behind})
+        elif got.ok and got.value == without:
+            g.sums = frozenset({without, with_behind})  # the one behind may come after it, and run
+            return attrs.evolve(check, violation=None), False
+        return check, False
+
+    def _behind_value(self) -> float:
+        return sum(r.value for r, _ in self.group.behind)
+
+    def _any_sum(self, without: Request | None = None) -> frozenset:
+        """Every sum some of this group's requests (but `without`) could make on its base: what
+        the server's order may have made of a group whose order the answers show was lost."""
+        sums = {self.group.base}
+        for r in [a[0] for a in self.group.asides] + [r for r, _ in self.group.behind]:
+            if r is not without:
+                sums |= {s + r.value for s in sums}
+        return frozenset(sums)
+
+    def _refused_with_it(self, got: Outcome, req: Request) -> bool:
+        """Failed with a cancelled request it was queued behind, or after it ended the sequence."""
+        return swept(got) or self._start_error(got, req)
+
+    def _start_error(self, got: Outcome, req: Request) -> bool:
+        return not got.ok and normalize_message(got.message) == batcher_error(self.spec, START_ERROR, id=req.seq_id)
+
+    def after_cancel(self, client: int, req: Request, via: str, action: str) -> None:
+        """The sequence's next request, held to what the answers so far leave possible."""
+        g, self.group = self.group, None
+        key = key_of(req.seq_id)
+        while True:
+            exp = self.model.expect(req, time.monotonic())  # as if everything before it ran
+            if not isinstance(exp, Ambiguous):
+                break
+            time.sleep(max(0.0, exp.until + 0.005 - time.monotonic()))
+        self.going_out(req)
+        got = (self.http if via == "http" and self.http else self.grpc).infer(req, timeout_s=self.settings.prompt_s)
+        if not g.cancelled or g.ended is False or isinstance(exp, Refusal) and not swept(got):
+            # Nothing was cancelled, or the witness saw the cancelled request run first; or the
+            # sequence is past its idle timeout by now: the model's own expectation.
+            event("cancel pipelined: " + ("nothing was cancelled" if not g.cancelled else
+                                          "the cancelled request ran first" if g.ended is False else "idled out"))
+            return self.check(client, req, exp, got, via, action, kind=Kind.AFTER_CANCEL)
+        ended = swept(got) or self._start_error(got, req)
+        go_on = sorted(s + req.value for s in g.sums) if isinstance(exp, Answer) and not g.ended else []
+        expected = "the START-flag error, or CANCELLED (the sequence ended with its cancelled request)"
+        if go_on:
+            expected += "; or, had the cancelled request not been queued before, OUTPUT=" + \
+                        " or ".join(f"{v!r}" for v in go_on)
+        rec = self.record(client=client, action=action, kind=Kind.AFTER_CANCEL, request=req, via=via,
+                          expected=expected, got=got.describe(),
+                          expect=EndedOr(go_on), outcome=got)
+        if got.ok:
+            self.successes += 1
+        event(f"cancel pipelined: witness {'failed with it' if g.ended else 'ran without it'}, "
+              f"the sequence {'ended' if ended else 'went on'}")
+        if ended:
+            self.model.cut(key, Window(g.sent_at, time.monotonic()))
+            self.model.reaped(key)
+        elif got.ok and got.value in go_on:
+            self.model.went_on(key, got.value, time.monotonic())
+        else:
+            self.fail(InvariantViolation("cancel_ends_sequence", self._went_on(g, req, got)), rec)
+
+    def _went_on(self, g: Group, req: Request, got: Outcome) -> str:
+        cancelled, _ = g.behind[0]
+        what = (f"{cancelled.describe()} was cancelled while queued behind {g.asides[0][0].describe()}"
+                + (f", and {g.asides[1][0].describe()}, queued behind it, failed with it" if g.ended else "")
+                + ": the sequence must end with it")
+        if not got.ok:
+            return f"{what}, but its next request was refused with another error"
+        if got.value == g.base + g.asides[0][0].value + req.value:
+            return f"{what}, but it went on without them (OUTPUT={got.value!r})"
+        return f"{what}, but it went on (OUTPUT={got.value!r})"
+
+    def pipeline_and_cancel(self, client: int, first: Request, behind: Request, witness: Request,
+                            after: Request, via: str) -> bool:
+        """The whole rule: False (nothing sent) if the model would not answer `first` at once."""
+        if not self.send_aside(client, first, "next request, on unary gRPC"):
+            return False
+        self.send_behind(client, behind, "one more behind it on its stream")
+        self.send_aside(client, witness, "one more behind that, on unary gRPC")
+        self.cancel_stream(client, "cancel its stream")
+        self.check_aside(client, "answer to the first")
+        self.check_aside(client, "answer to the one behind the cancelled one")
+        self.after_cancel(client, after, via, "next request after the cancel")
+        return True

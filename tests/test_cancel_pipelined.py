@@ -1,0 +1,135 @@
+"""cancel_pipelined live (issue 13, item 3): requests queued behind another of a running sequence
+are cancelled, and the sequence must end with them. A slow model (each execution 100 ms) makes
+sure they are still queued when the cancel comes; on 2.39 and 2.41 the sequence goes on without
+them instead (cancelled-request-keeps-sequence, server issue 7117), which the fuzzer reports."""
+import os
+import subprocess
+import sys
+import time
+
+import attrs
+
+import pytest
+
+from fuzz import corpus
+from fuzz.corpus import _step_from_json, _step_to_json
+from fuzz.engine import Engine, FuzzSettings, Setup
+from fuzz.invariants import InvariantViolation
+from fuzz.machine import make_machine
+from fuzz.releases import install_release, is_installed
+from fuzz.replay import replay_steps
+from fuzz.server import EmbeddedTriton
+from fuzz.spec import ModelSpec
+from fuzz.values import EndedOr, Kind
+from modelgen import slow_variants, write_repository
+
+SLOW = slow_variants(idle_us=1_000_000, delay_ms=100)
+DIRECT, OLDEST = (v.name for v in SLOW)
+GROUP = [Kind.ASIDE, Kind.BEHIND, Kind.ASIDE, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER, Kind.ASIDE_ANSWER,
+         Kind.AFTER_CANCEL]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    path = tmp_path_factory.mktemp("slow-models")
+    write_repository(SLOW, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def slow_triton(repo, tmp_path_factory):
+    with EmbeddedTriton(repo, workdir=tmp_path_factory.mktemp("slow-triton")) as server:
+        server.wait_models_ready([DIRECT, OLDEST])
+        yield server
+
+
+def _engine(server, model):
+    return Engine(Setup.of(server, ModelSpec.fetch(server, model)), salt=time.monotonic_ns() % 2**20 + 1)
+
+
+def _cancel(engine, seq_id):
+    spec = engine.spec
+    assert engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start").value == 1
+    assert engine.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc")
+
+
+@pytest.mark.parametrize("model", [DIRECT, OLDEST])
+def test_the_sequence_ends_with_its_cancelled_request(slow_triton, model):
+    """The first runs (100 ms); the one behind it is cancelled in the queue, and the one behind
+    that fails CANCELLED with it; the sequence is gone."""
+    engine = _engine(slow_triton, model)
+    seq_id = 7_000 + engine.salt
+    _cancel(engine, seq_id)
+    steps = engine.log[1:]
+    assert [s.kind for s in steps] == GROUP
+    assert steps[3].got == "0 of 1 request(s) behind answered before the cancel"
+    assert steps[4].outcome.value == 3  # the first one ran, before them
+    assert steps[5].outcome.status == "CANCELLED", steps[5].got
+    after = steps[6]
+    assert after.expect == EndedOr(()) and "must specify the START flag" in after.outcome.message, after.got
+    assert not engine.model.is_live(("u", seq_id))
+    engine.finish()  # drains and checks the statistics (the cancelled one may have run)
+    assert not engine.failed
+    # The group round-trips through the corpus format and replays as recorded.
+    assert [_step_from_json(_step_to_json(s), 0) for s in steps] == steps
+    again = replay_steps(slow_triton, engine.spec, [*engine.log[:1], *steps])
+    assert [s.kind for s in again[1:8]] == GROUP and "START flag" in again[7].got
+
+
+def test_the_standalone_reproducer_replays_the_group(slow_triton, tmp_path):
+    engine = _engine(slow_triton, DIRECT)
+    _cancel(engine, 10_000 + engine.salt)
+    engine.finish()
+    entry = attrs.evolve(corpus.make_entry(engine.spec, slow_triton.version, "cancel_ends_sequence", "test program",
+                                           engine.log[:8]), status="must-pass")
+    script = corpus.write(tmp_path, entry).with_suffix(".py")
+    out = subprocess.run([sys.executable, str(script), "--url", slow_triton.grpc_url], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "expected the START-flag error, or CANCELLED" in out.stdout and "<-- DIVERGES" not in out.stdout
+
+
+def test_a_cancel_that_comes_after_the_requests_ran_leaves_the_sequence_going_on(slow_triton):
+    """Everything behind answered before the cancel: nothing was cancelled, the plain answer."""
+    engine = _engine(slow_triton, DIRECT)
+    spec, seq_id = engine.spec, 8_000 + engine.salt
+    engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start")
+    assert engine.send_aside(0, spec.request(seq_id, 2), "first")
+    engine.send_behind(0, spec.request(seq_id, 4), "behind")
+    engine.send_aside(0, spec.request(seq_id, 8), "witness")
+    time.sleep(0.6)  # all three ran
+    engine.cancel_stream(0, "cancel")
+    engine.check_aside(0, "answer")
+    engine.check_aside(0, "answer")
+    engine.after_cancel(0, spec.request(seq_id, 16), "grpc", "after")
+    assert engine.log[-2].outcome.value == 15 and engine.log[-1].outcome.value == 31
+    assert engine.model.total(("u", seq_id)) == 31
+    engine.finish()
+    assert not engine.failed
+
+
+def test_the_rule_is_drawn_and_left_out_where_guarded(slow_triton, triton):
+    machine = make_machine(slow_triton, ModelSpec.fetch(slow_triton, DIRECT), FuzzSettings())
+    assert callable(machine.cancel_pipelined) and machine.left_out == ()
+    decoupled = "py_corrid_direct_s2_i1_int32_cserc_u64_dec"
+    machine = make_machine(triton, ModelSpec.fetch(triton, decoupled), FuzzSettings())
+    assert machine.cancel_pipelined is None and "swept-request-error-lost-on-stream" in machine.left_out[-1]
+
+
+@pytest.mark.parametrize("release", ["0.4.2", "0.5.0"])
+def test_older_builds_keep_the_sequence_without_its_cancelled_requests(repo, tmp_path, release):
+    """2.39 and 2.41: the known divergence cancelled-request-keeps-sequence, as the fuzzer reports it."""
+    if not (is_installed(release) or os.environ.get("TRITON_SEQFUZZ_RELEASES") == "1"):
+        pytest.skip(f"nvidia-pytriton {release} is not installed; set TRITON_SEQFUZZ_RELEASES=1 to download it")
+    with EmbeddedTriton(repo, install=install_release(release), workdir=tmp_path) as server:
+        server.wait_models_ready([DIRECT])
+        machine = make_machine(server, ModelSpec.fetch(server, DIRECT), FuzzSettings())
+        assert machine.cancel_pipelined is None and "cancelled-request-keeps-sequence" in machine.left_out[-1]
+        engine = _engine(server, DIRECT)
+        with pytest.raises(InvariantViolation) as raised:
+            _cancel(engine, 9_000 + engine.salt)
+        engine.failed = True
+        engine.finish()
+    assert raised.value.invariant == "cancel_ends_sequence"
+    assert "failed with it: the sequence must end with it, but it went on without them (OUTPUT=19)" \
+        in raised.value.detail
