@@ -19,7 +19,7 @@ INVARIANTS = (
     "capacity_respected",  # no new sequence is served while every slot is held
     "slots_reused",  # after idle timeouts, as many new sequences as slots are admitted promptly
     "no_hangs",  # every request is answered within the bound; streams drain at teardown
-    "cancel_ends_sequence",  # a cancelled backlogged START ends its sequence
+    "cancel_ends_sequence",  # a cancelled request (a backlogged START, or one queued on a running sequence) ends its sequence
     "server_alive",  # the server does not die
     "stats_agree",  # the server's inference_count matches the successful requests
     "batches_fill",  # requests held for a full batch run as one batch per instance
