@@ -19,6 +19,7 @@ INVARIANTS = (
     "capacity_respected",  # no new sequence is served while every slot is held
     "slots_reused",  # after idle timeouts, as many new sequences as slots are admitted promptly
     "no_hangs",  # every request is answered within the bound; streams drain at teardown
+    "timeouts_respected",  # a START that waits in the backlog past its timeout fails then, not before
     "cancel_ends_sequence",  # a cancelled request (a backlogged START, or one queued on a running sequence) ends its sequence
     "server_alive",  # the server does not die
     "stats_agree",  # the server's inference_count matches the successful requests
@@ -71,6 +72,10 @@ def check_prompt(req: Request, exp, got: Outcome, transport: str, *, context: st
             violation = InvariantViolation(exp.invariant, "accepted a request that must be refused")
         elif normalize_message(got.message) != exp.message or (transport == "grpc" and got.status != exp.status):
             violation = InvariantViolation(exp.invariant, "refused with the wrong error")
+        elif exp.invariant == "timeouts_respected" and got.latency_s < req.timeout_us / 1e6:
+            # The server counts the timeout from the request's arrival, after it was sent.
+            violation = InvariantViolation(exp.invariant, f"failed after {got.latency_s * 1e3:.3f} ms, before its "
+                                                          f"timeout of {req.timeout_us / 1e3:g} ms")
     else:
         raise TypeError(f"not a prompt expectation: {exp!r}")
     return Check(req, expected, got.describe(), violation)

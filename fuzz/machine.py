@@ -40,8 +40,12 @@ SIBLING_STEPS = st.builds(lambda k, p: k * 2**p, st.sampled_from([1, 3]), st.sam
 # The per-request `timeout` (microseconds) on a request of a running sequence: Triton checks it
 # only while a sequence waits in the backlog, so a sequence that holds a slot answers it however
 # short it is (core r24.10: the direct batcher never reads it, the oldest strategy's dynamic
-# batcher has no queue policy). Never on a new sequence's START, which could wait in the backlog.
+# batcher has no queue policy). A new sequence's START gets one in start_with_timeout only, where
+# it surely waits in the backlog until the timeout passes.
 REQUEST_TIMEOUTS = st.sampled_from([None, None, None, 1, 1000, 1_000_000])
+# The `timeout` (microseconds) of start_with_timeout's START, which waits in the backlog: from the
+# shortest Triton takes to a few batches' time.
+START_TIMEOUTS = st.sampled_from([1, 1000, 20_000])
 # Requests a `start` sends after its START, back to back: most sequences go a few deep.
 START_MORE = st.integers(0, 24)
 # Who goes on in one of alias's rounds. The older sequence alone comes first, so Hypothesis can
@@ -467,6 +471,29 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                     for i, v in enumerate(values)]
             if not self.pipeline_and_cancel(client, *reqs, via):
                 self._skip("cancel pipelined: the sequence is not answered at once")
+
+        @rule(data=st.data())
+        def start_with_timeout(self, data):
+            """A client starts a sequence with a per-request timeout while every slot is held and
+            none can free before the timeout passes: the START waits in the backlog and must fail
+            UNAVAILABLE ('timeout of the corresponding sequence has been expired') then, not before
+            (timeouts_respected); its id is forgotten. L0_sequence_batcher's request timeouts."""
+            client, seq_id = self._client(data), self._id(data)
+            timeout = data.draw(START_TIMEOUTS, label="timeout (us)")
+            value, via = self._value(data), self._via(data)
+            self.collect()
+            if client is None or self.blocked(seq_id):
+                return self._skip("start with timeout: no idle client or id busy")
+            now, key = time.monotonic(), key_of(seq_id)
+            self.model.settle(now)
+            if self.model.is_live(key) or key in self.model.ghosts:
+                return self._skip("start with timeout: the id is live, or its sequence has just idled out")
+            if self.model.free_slots() or not self.model.running:
+                return self._skip("start with timeout: a slot is free")
+            if min(s.expiry.lo for s in self.model.running) < now + timeout / 1e6 + self.late + settings.wire_s:
+                return self._skip("start with timeout: a slot may free before the timeout passes")
+            self.send(client, spec.request(seq_id, value, start=True, timeout_us=timeout), via,
+                      "start with a timeout, every slot held")
 
         @only_if(setup.expiry_ok)
         @rule(data=st.data())

@@ -42,6 +42,8 @@ DTYPE_ERROR = "inference input 'INPUT' data-type is '{sent}', but model '{model}
 # shape. 2.51 ends the message with ". " (the core appends a hint that is empty here).
 SHAPE_ERROR = "unexpected shape for input 'INPUT' for model '{model}'. Expected [1], got {got}. "
 LONG_ID_ERROR = "string correlation ID cannot be longer than 128 characters"
+# A START that waits in the backlog past its request `timeout` (the reaper fails it, UNAVAILABLE).
+TIMEOUT_ERROR = "timeout of the corresponding sequence has been expired"
 MAX_STRING_ID = 128
 
 
@@ -239,9 +241,27 @@ class BatcherModel:
         open_windows = [s.expiry.hi for s in self.running if now >= s.expiry.lo]
         if open_windows:
             return Ambiguous(min(open_windows), "every slot is held, one of them at its idle timeout")
+        if req.timeout_us is not None:
+            return self._times_out(req, now)
         self.seqs[key] = Seq(key, req.value, now, running=False, end_on_admit=req.end, ghost_of=ghost)
         self.backlog.append(key)
         return Queued(req.value)
+
+    def _times_out(self, req: Request, now: float) -> Refusal | Ambiguous:
+        """A START with a `timeout` that must wait in the backlog: the reaper fails it (and every
+        request queued behind it) once the timeout has passed, counted from its arrival, and the
+        id is forgotten; a slot freed first would let it in, timeout or not (core r24.10: the
+        timeout is checked only in the backlog). One reaper thread does both, idle sequences
+        first: woken late, it may end an idle sequence in the same pass, and the batcher may give
+        its slot to the expired START before the pass removes it. So a refusal only when the
+        timeout's late edge comes before any slot may free; else the answer depends on which
+        comes first: ask again once the earliest slot has surely freed."""
+        deadline = now + req.timeout_us / 1e6 + self.late
+        earliest = min(s.expiry.lo for s in self.running)
+        if deadline < earliest:
+            return Refusal("UNAVAILABLE", batcher_error(self.spec, TIMEOUT_ERROR), "timeouts_respected")
+        return Ambiguous(min(s.expiry.hi for s in self.running),
+                         "a START's timeout ends near the earliest moment a slot may free")
 
     def _ran(self, seq: Seq, req: Request, now: float) -> Answer:
         seq.at_risk_from = float("inf") if req.start else min(seq.at_risk_from, seq.expiry.lo)

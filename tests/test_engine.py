@@ -114,3 +114,30 @@ def test_a_long_idle_timeout_leaves_expiry_out_and_says_so(triton):
     assert long.let_expire is None and long.refill_after_timeout is None  # not rules at all
     assert len(long.left_out) == 1 and "idle expiry" in long.left_out[0]
     assert make_machine(triton, spec, FuzzSettings(max_wait_s=10)).left_out == ()
+
+
+@pytest.mark.parametrize("model", [ONE_SLOT, "py_slot_oldest_s1_i1_int32_cser_ens"])
+def test_a_start_waiting_past_its_timeout_fails_then_and_its_id_is_forgotten(triton, model):
+    """start_with_timeout's step, over every transport: UNAVAILABLE 'timeout of the corresponding
+    sequence has been expired' (an ensemble's names it), no sooner than the timeout; then the id
+    needs a START again. The held sequence goes on untouched."""
+    # Narrow idle margins: the model refuses such a START only if its timeout surely ends before
+    # the reaper could free a slot, and the default late margin (0.3 s) is most of a 500 ms window.
+    settings = FuzzSettings(margin_s=0.05, late_s=0.05)
+    e = Engine(Setup.of(triton, ModelSpec.fetch(triton, model), settings), salt=20_000 + time.monotonic_ns() % 10_000)
+    try:
+        base, spec = e.salt * 2**40, e.spec
+        assert e.send(0, spec.request(base, 3, start=True), "stream", "start") == Answer(3)
+        for i, via in enumerate(["stream", "grpc", "http"]):
+            seq_id = base + 1 + i
+            exp = e.send(1, spec.request(seq_id, 5, start=True, timeout_us=20_000), via, "start with a timeout")
+            assert exp.invariant == "timeouts_respected" and "timeout of the corresponding sequence" in exp.message
+            assert e.log[-1].outcome.latency_s >= 0.02 and "timeout of the corresponding" in e.log[-1].got
+            assert e.send(2, spec.request(seq_id, 1), via, "send without START").invariant == "start_is_required"
+        assert e.send(0, spec.request(base, 4, end=True), "grpc", "end") == Answer(7)
+        e.finish()
+        assert not e.failed
+    finally:
+        if not e.failed and e.log and e.log[-1].action != "end":
+            e.failed = True
+            e.finish()

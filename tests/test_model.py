@@ -428,3 +428,32 @@ def test_an_end_answered_by_a_late_reaped_sequence_ends_it_and_frees_its_slot():
     assert model.unreaped(key_of(1), 1, 2.0, end=True) == Answer(2)
     assert not model.is_live(key_of(1)) and model.free_slots() == 1
     assert model.expect(R(2, 5, start=True), 2.1) == Answer(5)
+
+
+def test_a_start_that_must_wait_past_its_timeout_is_refused_and_its_id_forgotten():
+    """L0_sequence_batcher's request timeouts: the reaper fails a START waiting in the backlog
+    once its timeout has passed, unless a slot frees first (then it gets in, timeout or not)."""
+    from fuzz.model import TIMEOUT_ERROR
+    m = BatcherModel(spec(capacity=1), MARGIN, late_s=0.2)
+    m.expect(R(1, 1, start=True), 0.0)  # holds the slot until at least IDLE - MARGIN
+    timed_out = m.expect(R(2, 5, start=True, timeout_us=20_000), 0.1)
+    assert timed_out == Refusal("UNAVAILABLE", TIMEOUT_ERROR, "timeouts_respected")
+    assert not m.is_live(key_of(2)) and not m.backlog
+    assert isinstance(m.expect(R(2, 1), 0.2), Refusal)  # forgotten: the START-flag error
+    # A timeout that ends near the slot's earliest release: which comes first decides.
+    near = m.expect(R(3, 5, start=True, timeout_us=700_000), 0.1)
+    assert isinstance(near, Ambiguous) and near.until == pytest.approx(IDLE + 0.2)
+    # A free slot: the START gets in, its timeout unread.
+    m.expect(R(1, 1, end=True), 0.3)
+    assert m.expect(R(4, 5, start=True, timeout_us=1), 0.4) == Answer(5)
+
+
+def test_a_timed_out_start_answered_before_its_timeout_breaks_timeouts_respected():
+    from fuzz.invariants import check_prompt
+    from fuzz.model import TIMEOUT_ERROR
+    from fuzz.values import Outcome
+    req, exp = R(2, 5, start=True, timeout_us=20_000), Refusal("UNAVAILABLE", TIMEOUT_ERROR, "timeouts_respected")
+    on_time = Outcome(status="UNAVAILABLE", message=TIMEOUT_ERROR, latency_s=0.0203)
+    assert check_prompt(req, exp, on_time, "grpc").violation is None
+    early = check_prompt(req, exp, Outcome(status="UNAVAILABLE", message=TIMEOUT_ERROR, latency_s=0.005), "grpc")
+    assert early.violation.invariant == "timeouts_respected" and "before its timeout of 20 ms" in early.violation.detail
