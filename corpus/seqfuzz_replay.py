@@ -208,11 +208,14 @@ def matches(expect, got, via):
     """Whether an outcome keeps the recorded expectation (the fuzzer's check_prompt, on values):
     {"answer": v} or {"queued": v}: OUTPUT v; {"cancelled": true}: anything but an answer;
     {"ended_or": [v...]}: an error (the sequence ended with its cancelled request) or one of those
-    OUTPUTs (the server's timing left it possible that it was not queued); {"refusal": {...}}: that error (its status compared on gRPC, where it is exact)."""
+    OUTPUTs (the server's timing left it possible that it was not queued); {"any_order": [v...]}:
+    one of those OUTPUTs (one of several requests of a sequence sent at once); {"refusal": {...}}: that error (its status compared on gRPC, where it is exact)."""
     if "cancelled" in expect:
         return not got.ok
     if "ended_or" in expect:
         return not got.ok or float(got.value) in [float(v) for v in expect["ended_or"]]
+    if "any_order" in expect:
+        return got.ok and float(got.value) in [float(v) for v in expect["any_order"]]
     if "answer" in expect or "queued" in expect:
         value = expect.get("answer", expect.get("queued"))
         return got.ok and float(got.value) == float(value)
@@ -295,19 +298,22 @@ def main(entry, argv=None):
                 streams.pop(client).close(cancel_requests=True)
             got = box.get(timeout=args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
             verdict(step, got, "stream")
-        elif kind == "aside":  # on unary gRPC, not waited for: its answer is checked at its aside_answer
+        elif kind == "aside" or kind == "shared" and via != "stream":  # unary, not waited for
             box = queue.Queue(maxsize=1)
             threading.Thread(target=lambda r=req, b=box: b.put(unary.infer(r, args.model, args.timeout)),
                              daemon=True).start()
             asides.setdefault(client, []).append(box)
-            time.sleep(0.017)  # let it reach the server before what follows
+            if kind == "aside":
+                time.sleep(0.017)  # let it reach the server before what follows
         elif kind == "behind":  # on the client's stream, to be cancelled
             stream(client).send(req, args.model)
             time.sleep(0.017)
         elif kind == "cancel_stream":
             if client in streams:
                 streams.pop(client).close(cancel_requests=True)
-        elif kind == "aside_answer":
+        elif kind == "shared" and via == "stream":  # one of several requests of a sequence sent at once
+            asides.setdefault(client, []).append(stream(client).send(req, args.model))
+        elif kind == "aside_answer" or kind == "shared_answer":
             boxes = asides.get(client) or []
             got = boxes.pop(0).get(timeout=args.timeout + 1) if boxes else Outcome(status="NOTHING", message="no request")
             verdict(step, got, "grpc")

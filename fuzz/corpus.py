@@ -28,7 +28,7 @@ import attrs
 from .files import atomic_write
 from .model import MAX_STRING_ID
 from .spec import ModelSpec
-from .values import Answer, Cancelled, EndedOr, Fault, Kind, Outcome, Queued, Refusal, Request, StepRecord
+from .values import Answer, AnyOrder, Cancelled, EndedOr, Fault, Kind, Outcome, Queued, Refusal, Request, StepRecord
 
 FORMAT_VERSION = 2
 READS = (1, 2)  # format 1 entries are migrated on load
@@ -199,7 +199,7 @@ def _step_to_json(s: StepRecord) -> dict:
 
 def _expect_to_json(e) -> dict | None:
     """An expectation as {"answer": value} / {"queued": value} / {"cancelled": true} /
-    {"ended_or": [values]} / {"refusal": {"status", "message", "invariant"}}."""
+    {"ended_or": [values]} / {"any_order": [values]} / {"refusal": {"status", "message", "invariant"}}."""
     if isinstance(e, Answer):
         return {"answer": e.value}
     if isinstance(e, Queued):
@@ -208,6 +208,8 @@ def _expect_to_json(e) -> dict | None:
         return {"cancelled": True}
     if isinstance(e, EndedOr):
         return {"ended_or": list(e.values)}
+    if isinstance(e, AnyOrder):
+        return {"any_order": list(e.values)}
     if isinstance(e, Refusal):
         return {"refusal": attrs.asdict(e)}
     return None
@@ -217,12 +219,12 @@ def _expect_from_json(d):
     if d is None:
         return None
     if not isinstance(d, dict) or len(d) != 1:
-        raise ValueError(f"an expectation is one of answer, queued, cancelled, ended_or, refusal; got {d!r}")
+        raise ValueError(f"an expectation is one of answer, queued, cancelled, ended_or, any_order, refusal; got {d!r}")
     (what, value), = d.items()
-    if what == "ended_or":
+    if what in ("ended_or", "any_order"):
         if not isinstance(value, list) or any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in value):
-            raise TypeError(f"ended_or must be a list of numbers, got {value!r}")
-        return EndedOr(value)
+            raise TypeError(f"{what} must be a list of numbers, got {value!r}")
+        return EndedOr(value) if what == "ended_or" else AnyOrder(value)
     if what in ("answer", "queued"):
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise TypeError(f"{what} must be a number, got {value!r}")

@@ -17,6 +17,7 @@ import attrs
 from . import nemesis
 from . import server as server_module
 from .cancelling import CancelSteps
+from .sharing import SharedSteps
 from .events import event
 from .client import GrpcClient, HttpClient, StreamClient
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
@@ -173,7 +174,7 @@ class Setup:
         return out + ((self.cancel_pipelined_guard,) if self.cancel_pipelined_guard else ())
 
 
-class Engine(CancelSteps):
+class Engine(CancelSteps, SharedSteps):
     """One example: sends what a driver asks for, checks every answer against the reference
     model, and logs each step. `finish()` drains and checks what is left, then cleans up."""
 
@@ -696,6 +697,8 @@ class Engine(CancelSteps):
         """Sends what is parked, ends every live sequence (which lets the backlog in) once no
         request is held on it, checks every answer, and checks the server's statistics
         against the successful requests."""
+        if self.shared is not None:  # a shortened program sent requests at once and not their answers' step
+            self.check_shared("answer to the requests sent at once")
         window = self.spec.idle_s + self.margin + self.late
         deadline = time.monotonic() + self.settings.prompt_s + (len(self.pending) + len(self.parked) + 2) * window
         while time.monotonic() < deadline:

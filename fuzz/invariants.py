@@ -19,6 +19,7 @@ INVARIANTS = (
     "capacity_respected",  # no new sequence is served while every slot is held
     "slots_reused",  # after idle timeouts, as many new sequences as slots are admitted promptly
     "no_hangs",  # every request is answered within the bound; streams drain at teardown
+    "order_kept",  # requests of one sequence sent at once are answered as some arrival order's running sums
     "timeouts_respected",  # a START that waits in the backlog past its timeout fails then, not before
     "cancel_ends_sequence",  # a cancelled request (a backlogged START, or one queued on a running sequence) ends its sequence
     "server_alive",  # the server does not die

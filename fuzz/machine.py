@@ -473,6 +473,31 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 self._skip("cancel pipelined: the sequence is not answered at once")
 
         @rule(data=st.data())
+        def share_sequence(self, data):
+            """Two to four clients send the next request of one live sequence at the same moment,
+            each on its own connection (the idle clients' streams, then unary gRPC): the server
+            picks their order, and their answers must be the running sums of one arrival order of
+            them all (order_kept); the sequence goes on with all of them. Seed 003's "concurrent
+            requests in the same sequence"."""
+            size = data.draw(st.integers(2, 4), label="clients")
+            key = self._pick(data, self.live(), "sequence")
+            values = [self._value(data) for _ in range(4)]
+            self.collect()
+            if key is None or key not in self.live():
+                return self._skip("share sequence: no live sequence")
+            if self.model.seqs[key].expiry.lo < time.monotonic() + settings.wire_s + 0.05:
+                return self._skip("share sequence: the sequence is near its idle timeout")
+            # Small values on a sum away from the dtype's edges: every order's sums stay exact.
+            if not lo_sum + 400 <= self.model.total(key) <= hi_sum - 400:
+                return self._skip("share sequence: the sum is near the edge of the model's dtype")
+            idle = self.idle_clients()[:size]
+            who = [(c, "stream") for c in idle] + [(self.teardown_client, "grpc")] * (size - len(idle))
+            reqs = [(c, spec.request(key[1], as_value(max(-100, min(100, v)))), via)
+                    for (c, via), v in zip(who, values)]
+            if not self.send_at_once(reqs, "next request of one sequence, from several clients at once"):
+                self._skip("share sequence: the sequence is not answered at once")
+
+        @rule(data=st.data())
         def start_with_timeout(self, data):
             """A client starts a sequence with a per-request timeout while every slot is held and
             none can free before the timeout passes: the START waits in the backlog and must fail

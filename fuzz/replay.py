@@ -121,6 +121,14 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
         else:
             via = "grpc" if step.via == "http" and engine.http is None else step.via
             engine.after_cancel(client, step.request, via, step.action)
+    elif kind is Kind.SHARED:
+        engine.collect()
+        if not engine.send_shared(client, step.request, step.action, step.via):
+            raise ReplayDrift(f"step {step.index} ({step.action}): {step.request.seq_id!r} is not answered at once "
+                              f"at replay")
+    elif kind is Kind.SHARED_ANSWER:
+        if engine.shared is not None:  # the first answer's step checks them all
+            engine.check_shared(step.action.rsplit(" (", 1)[0])
     elif kind is Kind.HELD:  # sent without waiting: the server holds it until the batch is full
         engine.held[client] = engine.send_held([(client, step.request)], step.action)[0]
     elif kind is Kind.HELD_ANSWER:

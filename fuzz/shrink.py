@@ -23,8 +23,8 @@ from .model import MAX_STRING_ID, key_of
 from .spec import ModelSpec
 from .values import Kind, StepRecord
 
-# cancel_pipelined's steps with a request (fuzz/cancelling.py)
-CANCEL_GROUP = (Kind.ASIDE, Kind.BEHIND, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL)
+# cancel_pipelined's and share_sequence's steps with a request (fuzz/cancelling.py, sharing.py)
+CANCEL_GROUP = (Kind.ASIDE, Kind.BEHIND, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.SHARED, Kind.SHARED_ANSWER)
 # Replays a candidate program: the violation when it broke the same promise again, else None.
 Try = Callable[[list], Optional[InvariantViolation]]
 # The steps of a replayed violation's program that a next candidate is cut from.

@@ -98,13 +98,21 @@ class EndedOr:
 
 
 @attrs.frozen
+class AnyOrder:
+    """One of several requests of a sequence sent at once from different connections
+    (share_sequence): answered with one of `values`, its running sum in some arrival order (the
+    engine checks them together: one order for all)."""
+    values: tuple = attrs.field(converter=tuple)
+
+
+@attrs.frozen
 class Ambiguous:
     """The answer depends on which side of an expiry window the server is; ask again after `until`."""
     until: float
     reason: str
 
 
-Expectation = Union[Answer, Refusal, Queued, Cancelled, EndedOr, Ambiguous]
+Expectation = Union[Answer, Refusal, Queued, Cancelled, EndedOr, AnyOrder, Ambiguous]
 
 
 # -- a program's steps ----------------------------------------------------------------------------
@@ -133,6 +141,10 @@ class Kind(str, enum.Enum):
     CANCEL_STREAM = "cancel_stream"
     ASIDE_ANSWER = "aside_answer"
     AFTER_CANCEL = "after_cancel"
+    # share_sequence (fuzz/sharing.py): requests of one sequence sent at once from several
+    # clients' streams (SHARED), then their answers, checked together (SHARED_ANSWER, AnyOrder).
+    SHARED = "shared"
+    SHARED_ANSWER = "shared_answer"
 
 
 @attrs.frozen
@@ -159,7 +171,7 @@ class StepRecord:
     # What the reference model required, and what came back, as values: `expected` and `got`
     # are their text for people. None where the step checked nothing (or its check was
     # indeterminate) and where nothing came back.
-    expect: Answer | Refusal | Queued | Cancelled | EndedOr | None = attrs.field(default=None, kw_only=True)
+    expect: Answer | Refusal | Queued | Cancelled | EndedOr | AnyOrder | None = attrs.field(default=None, kw_only=True)
     outcome: Outcome | None = attrs.field(default=None, kw_only=True)
 
     def describe(self) -> str:

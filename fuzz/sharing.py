@@ -1,0 +1,113 @@
+"""One sequence from several connections at once (the engine's share_sequence steps).
+
+Several clients send the next request of one live sequence at the same moment, each on its own
+connection (its stream, or unary gRPC). Which arrives first is the server's choice, so no single answer is determined; but the
+batcher runs a sequence's requests one at a time, in its slot, so the answers must be the running
+sums of *some* arrival order, and the sequence goes on with all of them (order_kept). A replay
+sends them at once again (SHARED steps, then their answers), so a bug that needs them together
+can show again; its check is the same.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+
+import attrs
+
+from .client import StreamClient
+from .events import event
+from .invariants import InvariantViolation
+from .model import Answer, key_of
+from .values import AnyOrder, Kind, Outcome, Request
+
+
+@attrs.define
+class Shared:
+    base: float  # the sequence's sum before them
+    sent: list = attrs.Factory(list)  # (client, request, box, via)
+
+
+def an_order(base: float, values: list, answers: list) -> list[int] | None:
+    """Positions of `values` in an order whose running sums from `base` are `answers` (answer i
+    belongs to value i), or None if there is none."""
+    for order in itertools.permutations(range(len(values))):
+        total, fits = base, True
+        for i in order:
+            total += values[i]
+            if answers[i] != total:
+                fits = False
+                break
+        if fits:
+            return list(order)
+    return None
+
+
+def possible(base: float, values: list, i: int) -> tuple:
+    """Every answer request i can get in some arrival order: its value plus any of the others'."""
+    others = values[:i] + values[i + 1:]
+    sums = {base + values[i] + sum(c) for r in range(len(others) + 1) for c in itertools.combinations(others, r)}
+    return tuple(sorted(sums))
+
+
+class SharedSteps:
+    """Mixed into Engine: it uses its model, streams, log and checks."""
+
+    shared: Shared | None = None
+
+    def send_shared(self, client: int, req: Request, action: str, via: str = "stream") -> bool:
+        """Sends the next request of a live sequence on the client's stream (or on unary gRPC, a
+        connection of its own), not waiting: one of several sent at once. False, sending nothing,
+        if the model would not answer the first at once (its sequence gone, or at its idle
+        timeout)."""
+        exp = self.model.expect(req, time.monotonic())  # as if in the order sent; the sum is the same
+        if not isinstance(exp, Answer):
+            if self.shared is None:
+                return False
+            raise ValueError(f"generator error: {req.describe()} beside another of its sequence expects {exp!r}")
+        if self.shared is None:
+            self.shared = Shared(exp.value - req.value)
+        self.going_out(req)
+        box = self.streams[client].send(req) if via == "stream" else self.grpc.send(req)
+        self.shared.sent.append((client, req, box, via))
+        self.record(client=client, action=action, kind=Kind.SHARED, request=req, via=via,
+                    expected="(checked with the others below)", got="(in flight)")
+        return True
+
+    def check_shared(self, action: str) -> None:
+        """Their answers: each a running sum of one arrival order of them all."""
+        g, self.shared = self.shared, None
+        got = [StreamClient.wait(box, self.settings.prompt_s) for _, _, box, _ in g.sent]
+        values = [req.value for _, req, _, _ in g.sent]
+        self.successes += sum(o.ok for o in got)
+        order = an_order(g.base, values, [o.value if o.ok else None for o in got]) if all(o.ok for o in got) else None
+        recs = []
+        for i, ((client, req, _, via), outcome) in enumerate(zip(g.sent, got)):
+            sums = possible(g.base, values, i)
+            recs.append(self.record(client=client, action=f"{action} ({i + 1} of {len(g.sent)})",
+                                    kind=Kind.SHARED_ANSWER, request=req, via=via,
+                                    expected="a running sum in some arrival order: " + " or ".join(map(repr, sums)),
+                                    got=outcome.describe(), expect=AnyOrder(sums), outcome=outcome))
+        if order is not None:
+            key = key_of(g.sent[0][1].seq_id)
+            self.model.answered(key, time.monotonic())
+            event(f"share sequence: {len(g.sent)} requests, " + ("in the order sent" if order == sorted(order)
+                                                                 else "another order"))
+            return
+        self.fail(self._no_order(g, got), recs[-1])
+
+    @staticmethod
+    def _no_order(g: Shared, got: list[Outcome]) -> InvariantViolation:
+        said = ", ".join(f"{req.value!r} -> {o.describe()}" for (_, req, _, _), o in zip(g.sent, got))
+        if not all(o.ok for o in got):
+            return InvariantViolation("valid_is_accepted", f"one of {len(got)} requests of one sequence sent at once "
+                                                           f"was refused (from the sum {g.base!r}: {said})")
+        return InvariantViolation("order_kept", f"{len(got)} requests of one sequence sent at once from the sum "
+                                                f"{g.base!r} were answered in no arrival order's running sums: {said}")
+
+    def send_at_once(self, reqs: list, action: str) -> bool:
+        """The whole rule: (client, request, via) of one live sequence, sent at once."""
+        for client, req, via in reqs:
+            if not self.send_shared(client, req, action, via):
+                return False
+        self.check_shared(f"answer to {action}")
+        return True

@@ -1,0 +1,74 @@
+"""share_sequence (issue 13, item 1): requests of one sequence sent at once from several
+connections. The order check is pure; the step runs live against the session's Triton, is
+replayed and runs in the standalone reproducer."""
+import subprocess
+import sys
+import time
+
+import attrs
+import pytest
+
+from fuzz import corpus
+from fuzz.corpus import _step_from_json, _step_to_json
+from fuzz.engine import Engine, Setup
+from fuzz.invariants import InvariantViolation
+from fuzz.replay import replay_steps
+from fuzz.sharing import an_order, possible
+from fuzz.spec import ModelSpec
+from fuzz.values import AnyOrder, Kind, Outcome
+
+MODEL = "py_slot_direct_s2_i2_fp32_cser"
+
+
+def test_the_answers_must_be_one_orders_running_sums():
+    assert an_order(10, [1, 2, 4], [11, 13, 17]) == [0, 1, 2]  # in the order sent
+    assert an_order(10, [1, 2, 4], [17, 16, 14]) == [2, 1, 0]  # the other way round
+    assert an_order(10, [1, 2, 4], [11, 17, 15]) == [0, 2, 1]
+    assert an_order(10, [1, 2, 4], [11, 13, 14]) is None  # 4 came first and then 1 after 2?
+    assert an_order(10, [1, 2], [11, 11]) is None  # both saw only themselves: one was lost
+    assert an_order(0, [5, 5], [5, 10]) == [0, 1]  # equal values: either order
+    assert possible(10, [1, 2, 4], 2) == (14, 15, 16, 17)
+
+
+def test_requests_of_one_sequence_sent_at_once_keep_an_order(triton, tmp_path):
+    spec = ModelSpec.fetch(triton, MODEL)
+    e = Engine(Setup.of(triton, spec), salt=30_000 + time.monotonic_ns() % 10_000)
+    seq_id = e.salt * 2**40
+    e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
+    vias = ["stream", "stream", "grpc"]  # two clients' streams and a unary call
+    assert e.send_at_once([(c, spec.request(seq_id, float(2**c)), vias[c - 1]) for c in range(1, 4)], "at once")
+    answers = [s for s in e.log if s.kind is Kind.SHARED_ANSWER]
+    assert len(answers) == 3 and all(isinstance(s.expect, AnyOrder) for s in answers)
+    assert max(s.outcome.value for s in answers) == 15.0 and e.model.total(("u", seq_id)) == 15.0
+    assert e.send(0, spec.request(seq_id, 16.0, end=True), "grpc", "end").value == 31.0
+    e.finish()
+    assert not e.failed
+    steps = e.log[:-1] if e.log[-1].action == "end (teardown)" else e.log
+    assert [_step_from_json(_step_to_json(s), 0) for s in steps] == steps
+    again = replay_steps(triton, spec, steps)
+    assert [s.kind for s in again].count(Kind.SHARED_ANSWER) == 3 and again[-1].outcome.value == 31.0
+    entry = attrs.evolve(corpus.make_entry(spec, triton.version, "order_kept", "test program", steps),
+                         status="must-pass")
+    script = corpus.write(tmp_path, entry).with_suffix(".py")
+    out = subprocess.run([sys.executable, str(script), "--url", triton.grpc_url], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_answers_in_no_order_break_order_kept(triton):
+    """The check itself, fed answers no arrival order gives (a server that lost one)."""
+    spec = ModelSpec.fetch(triton, MODEL)
+    e = Engine(Setup.of(triton, spec), salt=40_000 + time.monotonic_ns() % 10_000)
+    seq_id = e.salt * 2**40
+    e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
+    for c in (1, 2):
+        assert e.send_shared(c, spec.request(seq_id, 2.0), "at once")
+    for _, _, box, _ in e.shared.sent:  # what a server that ran both on the old sum would say
+        box.get(timeout=5)
+        box.put(Outcome(value=3.0))
+    with pytest.raises(InvariantViolation) as raised:
+        e.check_shared("answer")
+    e.failed = True
+    e.finish()
+    assert raised.value.invariant == "order_kept"
+    assert "answered in no arrival order's running sums: 2.0 -> OUTPUT=3.0, 2.0 -> OUTPUT=3.0" in raised.value.detail
