@@ -52,7 +52,13 @@ def test_long_string_id_on_uint64_corrid(one_slot):
             assert "died" in str(died)
             return
         time.sleep(0.5)
-    pytest.fail(f"tritonserver still running 60 s after a 120-character id ({crashed.status}): the divergence changed")
+    # Heap corruption need not abort: once (a loaded clean-clone CI) the server neither died nor
+    # answered the 120-character id. Wedged is the divergence too; answering again is not.
+    after = GrpcClient(server.grpc_url).infer(Request(model, 7, 1, start=True, end=True), timeout_s=10)
+    if crashed.status == "CLIENT_TIMEOUT" and not after.ok:
+        return
+    pytest.fail(f"tritonserver still running and answering ({after.describe()}) 60 s after a 120-character id "
+                f"({crashed.status}): the divergence changed")
 
 
 def test_string_ids_of_one_length_share_an_int32_corrid(tmp_path):

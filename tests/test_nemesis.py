@@ -66,15 +66,18 @@ def test_network_faults_strike_and_every_promise_holds(server):
 
 def test_server_faults_strike_and_every_promise_holds(slow_server):
     restarts = slow_server.restarts
-    # A restart takes ~3 s and a reload ~1.5 s: a small budget per seed, and seeds until all three
-    # have struck (which seed draws which fault changes with the rules); every campaign must pass.
+    # A restart takes ~3 s and a reload ~1.5 s: a small budget per seed, one fault at a time, and
+    # seeds until it has struck (which seed draws which rule changes with the rules: with all three
+    # at once, seeds 1-5 drew 88 reloads and no restart once three rules were added); every
+    # campaign must pass.
     struck: dict = {}
-    for seed in (1, 2, 3, 4, 5):
-        for fault, n in campaign(slow_server, SLOW.name, {"restart", "reload", "full_batch"}, seed=seed,
-                                 budget=settings(CAMPAIGN, max_examples=3, stateful_step_count=15)).items():
-            struck[fault] = struck.get(fault, 0) + n
-        if all(struck.get(f, 0) >= 1 for f in ("restart", "reload", "full_batch")):
-            break
+    for fault in ("restart", "reload", "full_batch"):
+        for seed in (1, 2, 3, 4, 5):
+            struck[fault] = struck.get(fault, 0) + campaign(
+                slow_server, SLOW.name, {fault}, seed=seed,
+                budget=settings(CAMPAIGN, max_examples=3, stateful_step_count=15)).get(fault, 0)
+            if struck[fault]:
+                break
     assert all(struck.get(f, 0) >= 1 for f in ("restart", "reload", "full_batch")), struck
     assert slow_server.restarts > restarts
 
