@@ -16,9 +16,15 @@ TINY = settings(max_examples=2, stateful_step_count=8, derandomize=False, databa
 
 def test_fuzzing_an_external_triton(triton):
     external = ExternalTriton(triton.grpc_url, triton.http_url)
-    result, error = fuzz_model(external, "py_slot_direct_s2_i2_fp32_cser", TINY, seed=1)
-    assert error is None, error
-    assert result.verdict == "pass" and result.examples >= 2 and result.requests > 0
+    # Seeds until one sends a request: 2 examples of 8 steps can draw only rules that find nothing
+    # to do (seed 1 did, once three rules were added); every campaign must pass.
+    for seed in (1, 2, 3, 4, 5):
+        result, error = fuzz_model(external, "py_slot_direct_s2_i2_fp32_cser", TINY, seed=seed)
+        assert error is None, error
+        assert result.verdict == "pass" and result.examples >= 2
+        if result.requests > 0:
+            break
+    assert result.requests > 0
     assert result.triton_version == triton.version
     report = json.loads(json.dumps(result.to_json()))
     assert report["model"] == "py_slot_direct_s2_i2_fp32_cser" and report["verdict"] == "pass"
