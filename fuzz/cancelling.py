@@ -28,7 +28,7 @@ import attrs
 from .client import StreamClient
 from .events import event
 from .invariants import InvariantViolation, check_prompt, describe_expectation
-from .model import START_ERROR, Ambiguous, Answer, Refusal, Window, batcher_error, key_of, normalize_message
+from .model import Ambiguous, Answer, Refusal, Window, key_of, normalize_message, refused_for_start
 from .values import EndedOr, Kind, Outcome, Request
 
 
@@ -36,7 +36,6 @@ from .values import EndedOr, Kind, Outcome, Request
 class Group:
     """One cancel_pipelined in progress: what went out, what the model expected of it, and what
     the answers so far leave possible for the next request."""
-    client: int
     base: float  # the sequence's sum before it
     sent_at: float
     asides: list = attrs.Factory(list)  # (request, expected answer, call): the first, the witness
@@ -69,7 +68,7 @@ class CancelSteps:
                 return False
             raise ValueError(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
         if self.group is None:
-            self.group = Group(client, exp.value - req.value, time.monotonic())
+            self.group = Group(exp.value - req.value, time.monotonic())
         self.going_out(req)
         self.group.asides.append((req, exp, self.grpc.send(req, self.settings.prompt_s)))
         self.record(client=client, action=action, kind=Kind.ASIDE, request=req, via="grpc",
@@ -174,10 +173,7 @@ class CancelSteps:
 
     def _refused_with_it(self, got: Outcome, req: Request) -> bool:
         """Failed with a cancelled request it was queued behind, or after it ended the sequence."""
-        return swept(got) or self._start_error(got, req)
-
-    def _start_error(self, got: Outcome, req: Request) -> bool:
-        return not got.ok and normalize_message(got.message) == batcher_error(self.spec, START_ERROR, id=req.seq_id)
+        return swept(got) or refused_for_start(self.spec, got, req.seq_id)
 
     def after_cancel(self, client: int, req: Request, via: str, action: str) -> None:
         """The sequence's next request, held to what the answers so far leave possible."""
@@ -196,7 +192,7 @@ class CancelSteps:
             event("cancel pipelined: " + ("nothing was cancelled" if not g.cancelled else
                                           "the cancelled request ran first" if g.ended is False else "idled out"))
             return self.check(client, req, exp, got, via, action, kind=Kind.AFTER_CANCEL)
-        ended = swept(got) or self._start_error(got, req)
+        ended = self._refused_with_it(got, req)
         go_on = sorted(s + req.value for s in g.sums) if isinstance(exp, Answer) and not g.ended else []
         expected = "the START-flag error, or CANCELLED (the sequence ended with its cancelled request)"
         if go_on:

@@ -61,6 +61,15 @@ def decode(response, started: float) -> Outcome:
                    latency_s=time.monotonic() - started)
 
 
+def _failed(err, started: float) -> Outcome:
+    """A unary call's RpcError as an Outcome: its status (a missed deadline is the client's
+    timeout) and message."""
+    import grpc
+
+    status = "CLIENT_TIMEOUT" if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED else err.code().name
+    return Outcome(status=status, message=err.details() or "", latency_s=time.monotonic() - started)
+
+
 def _channel(url: str):
     import grpc
 
@@ -83,8 +92,7 @@ class GrpcClient:
         try:
             response = self._stub.ModelInfer(encode(req), timeout=timeout_s)
         except grpc.RpcError as err:
-            status = "CLIENT_TIMEOUT" if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED else err.code().name
-            return Outcome(status=status, message=err.details() or "", latency_s=time.monotonic() - started)
+            return _failed(err, started)
         return decode(response, started)
 
     def send(self, req: Request, timeout_s: float = 30.0) -> "UnaryCall":
@@ -110,8 +118,7 @@ class UnaryCall:
         except grpc.FutureTimeoutError:
             raise queue.Empty from None
         except grpc.RpcError as err:
-            status = "CLIENT_TIMEOUT" if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED else err.code().name
-            return Outcome(status=status, message=err.details() or "", latency_s=time.monotonic() - self._started)
+            return _failed(err, self._started)
         return decode(response, self._started)
 
     def get_nowait(self) -> Outcome:

@@ -23,8 +23,8 @@ from .client import GrpcClient, HttpClient, StreamClient
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
-from .model import (MAX_STRING_ID, START_ERROR, Ambiguous, Answer, BatcherModel, Queued, Refusal, batcher_error,
-                    idle_margins, key_of, normalize_message)
+from .model import (MAX_STRING_ID, Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins, key_of,
+                    refused_for_start)
 from .spec import ModelSpec
 
 
@@ -432,7 +432,7 @@ class Engine(CancelSteps, SharedSteps):
         now = time.monotonic()
         if not isinstance(exp, Answer) or req.start or got.ok or now < exp.at_risk_from:
             return None
-        if normalize_message(got.message) != batcher_error(self.spec, START_ERROR, id=req.seq_id):
+        if not refused_for_start(self.spec, got, req.seq_id):
             return None
         self.model.reaped_first(key_of(req.seq_id), now)
         self.stats.ambiguous_waits += 1

@@ -136,6 +136,16 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             """The value clamped so that total + value stays where the model's dtype is exact."""
             return as_value(min(max(value, lo_sum - total), hi_sum - total))
 
+        # Requests whose order the server picks (or which a cancel may leave out) can make any sum
+        # of a few of them: small values (|v| <= 100), on a sum at least 400 from the dtype's
+        # edges, keep every such sum exact.
+        @staticmethod
+        def _small(value):
+            return as_value(max(-100, min(100, value)))
+
+        def _near_edge(self, key) -> bool:
+            return not lo_sum + 400 <= self.model.total(key) <= hi_sum - 400
+
         # -- rules: what clients do -------------------------------------------------------------
         # Which sequences are live, and which clients wait on the backlog, depends on timing. So
         # every rule draws the same shape of data whatever the state (indexes and values from
@@ -462,13 +472,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return self._skip("cancel pipelined: a START waits in the backlog")
             if self.model.seqs[key].expiry.lo < time.monotonic() + 2 * settings.wire_s + 0.1:
                 return self._skip("cancel pipelined: the sequence is near its idle timeout")
-            # Small values, on a sum away from the dtype's edges: the server's timing may leave
-            # any of them out, and every sum that makes must stay exact.
-            total = self.model.total(key)
-            if not lo_sum + 400 <= total <= hi_sum - 400:
+            if self._near_edge(key):
                 return self._skip("cancel pipelined: the sum is near the edge of the model's dtype")
-            reqs = [spec.request(key[1], as_value(max(-100, min(100, v))), end=end and i == 3)
-                    for i, v in enumerate(values)]
+            reqs = [spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
             if not self.pipeline_and_cancel(client, *reqs, via):
                 self._skip("cancel pipelined: the sequence is not answered at once")
 
@@ -487,13 +493,11 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return self._skip("share sequence: no live sequence")
             if self.model.seqs[key].expiry.lo < time.monotonic() + settings.wire_s + 0.05:
                 return self._skip("share sequence: the sequence is near its idle timeout")
-            # Small values on a sum away from the dtype's edges: every order's sums stay exact.
-            if not lo_sum + 400 <= self.model.total(key) <= hi_sum - 400:
+            if self._near_edge(key):
                 return self._skip("share sequence: the sum is near the edge of the model's dtype")
             idle = self.idle_clients()[:size]
             who = [(c, "stream") for c in idle] + [(self.teardown_client, "grpc")] * (size - len(idle))
-            reqs = [(c, spec.request(key[1], as_value(max(-100, min(100, v)))), via)
-                    for (c, via), v in zip(who, values)]
+            reqs = [(c, spec.request(key[1], self._small(v)), via) for (c, via), v in zip(who, values)]
             if not self.send_at_once(reqs, "next request of one sequence, from several clients at once"):
                 self._skip("share sequence: the sequence is not answered at once")
 

@@ -53,6 +53,13 @@ def batcher_error(spec, template: str, **fields) -> str:
     the checks the ensemble makes first (dtype, shape, batch size) name the ensemble."""
     text = template.format(model=spec.batcher, **fields)
     return f"in ensemble '{spec.name}', {text}" if spec.step else text
+
+
+def refused_for_start(spec, got, seq_id) -> bool:
+    """`got` (an Outcome) is the batcher's START-flag error for `seq_id`."""
+    return not got.ok and normalize_message(got.message) == batcher_error(spec, START_ERROR, id=seq_id)
+
+
 _REQUEST_ID_PREFIX = re.compile(r"^\[request id: [^\]]*\] ")
 
 

@@ -148,7 +148,7 @@ class ModelSpec:
         client = server.client()
         cfg = _config(server, client, model)
         if cfg.HasField("ensemble_scheduling"):
-            steps = {s.model_name: _config(server, client, s.model_name) for s in cfg.ensemble_scheduling.step}
+            steps = {name: _config(server, client, name) for name in ensemble_steps(cfg)}
             return cls.of_ensemble(cfg, steps)
         return cls.from_config(cfg)
 
