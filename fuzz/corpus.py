@@ -138,7 +138,8 @@ def _get(data: dict, key: str, typ):
 def _spec_to_json(spec: ModelSpec) -> dict:
     d = attrs.asdict(spec)
     d["controls"] = sorted(spec.controls)
-    for name in ("step", "decoupled"):  # unset: entries read as they did before ensembles and decoupled models
+    # unset: entries read as they did before ensembles, decoupled models and initial states
+    for name in ("step", "decoupled", "initial_sum"):
         if not d[name]:
             del d[name]
     return d

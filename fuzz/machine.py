@@ -265,7 +265,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                     return self._skip("run: id busy")
                 if self._stalls(client, seq_id):
                     return self._skip("run: the last free client would wait on the backlog")
-                total, start = 0, True
+                total, start = spec.initial_sum, True
             else:
                 seq_id, total, start = key[1], self.model.total(key), False
             values = random.Random(seed)
@@ -316,7 +316,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             timeout = data.draw(REQUEST_TIMEOUTS, label="timeout (us)")
             if client is None or key is None:
                 return self._skip(f"{action}: no idle client or no live sequence")
-            total = 0 if start else self.model.total(key)
+            total = spec.initial_sum if start else self.model.total(key)
             req = spec.request(key[1], self._fit(value, total), start=start, end=end, timeout_us=timeout)
             self.send(client, req, via, action)
 
@@ -407,7 +407,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # shows, whatever the values shrink to (with both at 0 it would not, and Hypothesis
             # could not drop a step that made them differ).
             value = values[1]
-            if value == self.model.total(older):
+            if spec.initial_sum + value == self.model.total(older):
                 value = as_value(value - 1 if value > 0 else value + 1)  # toward 0: stays in range
             second = spec.request(twin, value, start=True)
             if not isinstance(self.send(client, second, via, action), Answer) or older not in self.live():

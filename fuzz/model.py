@@ -236,12 +236,13 @@ class BatcherModel:
             seq.requests += 1
             return self._ran(seq, req, now)
 
+        first = self.spec.initial_sum + req.value  # a START's sum: from the state's initial value
         if seq is not None:  # restart: same slot, fresh state
             self.depth.ended(seq)
-            seq.total, seq.requests = req.value, 1
+            seq.total, seq.requests = first, 1
             return self._ran(seq, req, now)
         if self.free_slots():
-            seq = Seq(key, req.value, now, running=True)
+            seq = Seq(key, first, now, running=True)
             self.seqs[key] = seq
             self.depth.slot_taken()
             return self._ran(seq, req, now)
@@ -250,9 +251,9 @@ class BatcherModel:
             return Ambiguous(min(open_windows), "every slot is held, one of them at its idle timeout")
         if req.timeout_us is not None:
             return self._times_out(req, now)
-        self.seqs[key] = Seq(key, req.value, now, running=False, end_on_admit=req.end, ghost_of=ghost)
+        self.seqs[key] = Seq(key, first, now, running=False, end_on_admit=req.end, ghost_of=ghost)
         self.backlog.append(key)
-        return Queued(req.value)
+        return Queued(first)
 
     def _times_out(self, req: Request, now: float) -> Refusal | Ambiguous:
         """A START with a `timeout` that must wait in the backlog: the reaper fails it (and every

@@ -38,6 +38,9 @@ class ModelSpec:
     step: str = ""
     # Decoupled (model_transaction_policy): Triton serves it over gRPC streams only.
     decoupled: bool = False
+    # The sum a sequence starts from: an implicit state read from a data file (its value is the
+    # config's INITIAL_SUM parameter), else 0.
+    initial_sum: float = 0
 
     @property
     def batcher(self) -> str:
@@ -58,8 +61,12 @@ class ModelSpec:
 
     @property
     def value_range(self) -> tuple[int, int]:
-        """Range every running sum must stay in for exact answers (FP32: integers to 2**24)."""
-        return (-(2**31), 2**31 - 1) if self.dtype == "INT32" else (-(2**24), 2**24)
+        """Range every running sum must stay in for exact answers (FP32: integers to 2**24), and
+        every value sent: narrowed by the initial sum, so that a START's sum (initial_sum + its
+        value) stays in it too."""
+        lo, hi = (-(2**31), 2**31 - 1) if self.dtype == "INT32" else (-(2**24), 2**24)
+        shift = abs(int(self.initial_sum))
+        return lo + shift, hi - shift
 
     def request(self, seq_id, value=0, **flags) -> Request:
         """A request to this model: its name and dtype (unless `flags` say otherwise: a misuse),
@@ -71,6 +78,7 @@ class ModelSpec:
         ctl = ",".join(sorted(self.controls)) or "none"
         corrid = f" CORRID {self.corrid_type}" if self.corrid_type else ""
         state = " implicit-state" if self.implicit_state else ""
+        state += f" from {self.initial_sum:g}" if self.initial_sum else ""
         via = (f", an ensemble over {self.step}" if self.step else "") + (", decoupled" if self.decoupled else "")
         return (f"{self.name}: {self.strategy}, {self.slots_per_instance} slot(s) x {self.instances} instance(s), "
                 f"{self.dtype}, idle {self.idle_s * 1000:.0f} ms, controls {ctl}{corrid}{state}{via}")
@@ -118,12 +126,11 @@ class ModelSpec:
                 if name == "CORRID":
                     corrid_type = mc.DataType.Name(c.data_type).removeprefix("TYPE_")
         flavour = cfg.parameters["FLAVOUR"].string_value if "FLAVOUR" in cfg.parameters else None
-        return cls(name=cfg.name, dtype=dtype, strategy=strategy, slots_per_instance=slots,
-                   instances=instances,
+        return cls(name=cfg.name, dtype=dtype, strategy=strategy, slots_per_instance=slots, instances=instances,
                    idle_s=(sb.max_sequence_idle_microseconds or DEFAULT_IDLE_US) / 1e6,
                    max_batch_size=cfg.max_batch_size, controls=frozenset(controls), corrid_type=corrid_type,
                    implicit_state=len(sb.state) > 0, flavour=flavour, backend=cfg.backend or cfg.platform,
-                   decoupled=cfg.model_transaction_policy.decoupled)
+                   decoupled=cfg.model_transaction_policy.decoupled, initial_sum=_initial_sum(cfg, dtype))
 
     @classmethod
     def of_ensemble(cls, cfg: mc.ModelConfig, steps: dict) -> "ModelSpec":
@@ -151,6 +158,24 @@ class ModelSpec:
             steps = {name: _config(server, client, name) for name in ensemble_steps(cfg)}
             return cls.of_ensemble(cfg, steps)
         return cls.from_config(cfg)
+
+
+def _initial_sum(cfg: mc.ModelConfig, dtype: str) -> float:
+    """0 unless the state starts from a data file; then the INITIAL_SUM parameter says its value
+    (the file itself cannot be read over the API)."""
+    files = [i.data_file for s in cfg.sequence_batching.state for i in s.initial_state if i.data_file]
+    if not files:
+        return 0
+    text = cfg.parameters["INITIAL_SUM"].string_value if "INITIAL_SUM" in cfg.parameters else ""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ContractError(f"model {cfg.name!r} starts its state from data file {files[0]!r}: the fuzzer needs "
+                            f"the value it holds (one number, each element alike) as parameter INITIAL_SUM, "
+                            f"an integer; got {text or 'none'!r}") from None
+    if abs(value) > 2**20:
+        raise ContractError(f"model {cfg.name!r}: INITIAL_SUM {value} is past +-2**20, where sums from it stay exact")
+    return float(value) if dtype == "FP32" else value
 
 
 def ensemble_steps(cfg: mc.ModelConfig) -> list[str]:

@@ -6,6 +6,7 @@ not know is an AttributeError here, not a load failure in the server.
 from __future__ import annotations
 
 import attrs
+import numpy as np
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -20,6 +21,9 @@ _CONTROL_KIND = {
 }
 _CORRID_DTYPE = {"uint64": mc.TYPE_UINT64, "string": mc.TYPE_STRING, "int32": mc.TYPE_INT32,
                  "uint32": mc.TYPE_UINT32, "int64": mc.TYPE_INT64}
+# Triton reads an initial_state data_file from <model folder>/initial_state/ (core: kInitialStateFolder).
+INITIAL_STATE_DIR = "initial_state"
+INITIAL_STATE_FILE = "initial_sum"
 # backend -> (platform, backend, default_model_filename). Triton needs only one of platform and
 # backend; both are set so the config reads unambiguously, and they agree with each other.
 PLATFORMS = {
@@ -75,8 +79,22 @@ def model_config(variant: Variant) -> mc.ModelConfig:
             ctl.int32_false_true.extend([0, 1])
     if variant.flavour == "implicit":
         state = sb.state.add(input_name="INPUT_STATE", output_name="OUTPUT_STATE", data_type=dtype, dims=dims)
-        state.initial_state.add(name="zero", data_type=dtype, dims=dims, zero_data=True)
+        if variant.initial_sum:
+            state.initial_state.add(name="from_file", data_type=dtype, dims=dims, data_file=INITIAL_STATE_FILE)
+            # What the file holds, for the fuzzer: a config read over the API names the file only.
+            cfg.parameters["INITIAL_SUM"].string_value = str(variant.initial_sum)
+        else:
+            state.initial_state.add(name="zero", data_type=dtype, dims=dims, zero_data=True)
+        state.use_same_buffer_for_input_output = variant.same_buffer
+        state.use_growable_memory = variant.growable
     return cfg
+
+
+def initial_state_bytes(variant: Variant) -> bytes:
+    """The initial_state data file of a variant with an initial sum: every element of the state
+    (dims without the batch dim), row-major, in the state's dtype (Triton copies it as it is)."""
+    np_type = {"int32": np.dtype("<i4"), "fp32": np.dtype("<f4")}[variant.dtype]
+    return np.full(variant.shape, variant.initial_sum, np_type).tobytes()
 
 
 def step_config(variant: Variant) -> mc.ModelConfig:

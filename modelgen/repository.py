@@ -10,7 +10,7 @@ from pathlib import Path
 from .backends import onnx as _onnx
 from .backends import tensorflow as _tensorflow
 from .backends import tensorrt as _tensorrt
-from .config import configs, render
+from .config import INITIAL_STATE_DIR, INITIAL_STATE_FILE, configs, initial_state_bytes, render
 from .variants import Variant
 
 
@@ -36,18 +36,24 @@ def write_model(variant: Variant, models_dir: Path) -> Path:
         raise ValueError(f"no model writer for backend {variant.backend!r}; known: {sorted(WRITERS)}") from None
     # The step first: a reader that sees the ensemble finds its step there.
     for name, cfg in reversed(configs(variant).items()):
-        _write_folder(models_dir, name, cfg, None if cfg.platform == "ensemble" else lambda d: writer(variant, d))
+        stateful = cfg.platform != "ensemble"
+        _write_folder(models_dir, name, cfg, lambda d: writer(variant, d) if stateful else None,
+                      {f"{INITIAL_STATE_DIR}/{INITIAL_STATE_FILE}": initial_state_bytes(variant)}
+                      if stateful and variant.initial_sum else {})
     return models_dir / variant.name
 
 
-def _write_folder(models_dir: Path, name: str, cfg, write_version) -> None:
-    """One model folder: config.pbtxt and version 1 (empty for an ensemble)."""
+def _write_folder(models_dir: Path, name: str, cfg, write_version, files: dict) -> None:
+    """One model folder: config.pbtxt, version 1 (empty for an ensemble) and `files` (relative
+    path -> bytes) beside them."""
     target = models_dir / name
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=models_dir))
     try:
         (staging / "1").mkdir()
-        if write_version is not None:
-            write_version(staging / "1")
+        write_version(staging / "1")
+        for relative, data in files.items():
+            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+            (staging / relative).write_bytes(data)
         (staging / "config.pbtxt").write_text(render(cfg))
         if target.exists():
             shutil.rmtree(target)

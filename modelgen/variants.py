@@ -32,6 +32,8 @@ DEFAULT_IDLE_US = 500_000
 # where a short timeout only makes the fuzzer wait; 2 s puts the idle window (timeout + late
 # margin) past the fuzzer's max_wait_s, so it leaves idle expiry to the short-timeout models.
 SUM_HEAVY_IDLE_US = 2_000_000
+# An initial state from data stays small: every sum from it must be exact in fp32 (2**24).
+MAX_INITIAL_SUM = 2**20
 
 
 def _check_shape(instance, attribute, value):
@@ -81,6 +83,14 @@ class Variant:
     # request may wait for one (0: a batch goes as soon as the batcher is free).
     preferred_batch: tuple = attrs.field(default=(), converter=tuple)
     queue_delay_us: int = 0
+    # Implicit-state options (L0_implicit_state). initial_sum: the state a sequence starts from,
+    # read by Triton from a data file (0: zero_data); the model then adds the state at START too,
+    # relying on Triton to hand it the file's value there. same_buffer: one buffer for INPUT_STATE
+    # and OUTPUT_STATE (use_same_buffer_for_input_output). growable: that buffer in growable CUDA
+    # memory (use_growable_memory).
+    initial_sum: int = 0
+    same_buffer: bool = False
+    growable: bool = False
 
     def __attrs_post_init__(self):
         needed = {"corrid": {"START", "CORRID"}, "slot": {"START", "READY"}, "implicit": {"START", "READY"}}
@@ -116,9 +126,31 @@ class Variant:
             raise ValueError("ensemble: only python variants are written as an ensemble's step")
         if self.bool_controls and self.backend != "python":
             raise ValueError(f"bool_controls: the {self.backend!r} graphs take INT32 controls")
+        self._check_state_options()
         if "CORRID" in self.controls and self.corrid_type not in _CORRID_TYPES_OF[self.backend]:
             raise ValueError(f"CORRID type {self.corrid_type!r} does not fit backend {self.backend!r}; "
                              f"it takes {_CORRID_TYPES_OF[self.backend]}")
+
+    def _check_state_options(self):
+        if (self.initial_sum or self.same_buffer or self.growable) and self.flavour != "implicit":
+            raise ValueError(f"initial_sum, same_buffer and growable are implicit-state options; "
+                             f"flavour {self.flavour!r} keeps no implicit state")
+        if not abs(self.initial_sum) <= MAX_INITIAL_SUM:
+            raise ValueError(f"initial_sum must be within +-{MAX_INITIAL_SUM} (exact in fp32), got {self.initial_sum}")
+        # Triton's own rules (sequence_state.cc): it refuses growable memory without the single
+        # buffer, and on other than KIND_GPU instances (only the tensorrt variants run on GPU).
+        if self.growable and not self.same_buffer:
+            raise ValueError("growable needs same_buffer: Triton refuses use_growable_memory without "
+                             "use_same_buffer_for_input_output")
+        if self.growable and self.backend != "tensorrt":
+            raise ValueError(f"growable: Triton takes use_growable_memory on KIND_GPU instances only; of the "
+                             f"backends here only tensorrt runs on GPU, not {self.backend!r}")
+
+    @property
+    def resets_on_start(self) -> bool:
+        """The model itself ignores the state at START; with an initial state from data it adds
+        the state there too, and Triton must hand it the initial value."""
+        return not self.initial_sum
 
     @property
     def name(self) -> str:
@@ -140,6 +172,12 @@ class Variant:
             parts.append("pb" + "-".join(map(str, self.preferred_batch)))
         if self.queue_delay_us:
             parts.append(f"qd{self.queue_delay_us}us")
+        if self.initial_sum:
+            parts.append(f"init{self.initial_sum}".replace("-", "m"))
+        if self.same_buffer:
+            parts.append("sb")
+        if self.growable:
+            parts.append("grow")
         if self.decoupled:
             parts.append("dec")
         if self.ensemble:
@@ -231,7 +269,8 @@ _IMPLICIT_SLOTS = {(True, "direct"): 4, (True, "oldest"): 4, (False, "direct"): 
 def implicit_variants(backend: str, dtypes=DTYPES, shape=(1,), batching=(True, False), strategies=STRATEGIES,
                       idle_us: int = DEFAULT_IDLE_US) -> list[Variant]:
     """Implicit-state accumulators for a framework backend, like Triton's own
-    gen_qa_dyna_sequence_implicit_models: every dtype x batching x strategy.
+    gen_qa_dyna_sequence_implicit_models: every dtype x batching x strategy, then per dtype the
+    state options (state_option_variants).
 
     direct models take START and READY; oldest ("dyna") models also take END and CORRID, as
     a model batched by the oldest strategy needs to tell its sequences apart.
@@ -242,12 +281,35 @@ def implicit_variants(backend: str, dtypes=DTYPES, shape=(1,), batching=(True, F
                                ("batching", batching, (True, False))):
         if not given or set(given) - set(known):
             raise ValueError(f"{name} must be a non-empty subset of {known}, got {given!r}")
-    corrid_type = "int32" if backend == "tensorrt" else "uint64"
-    out = []
+    out = [_implicit(backend, dtype, batched, strategy, shape, idle_us)
+           for dtype in dtypes for batched in batching for strategy in strategies]
     for dtype in dtypes:
-        for batched in batching:
-            for strategy in strategies:
-                controls = ("START", "READY") if strategy == "direct" else ("START", "END", "READY", "CORRID")
-                out.append(Variant("implicit", strategy, _IMPLICIT_SLOTS[batched, strategy], 1, dtype,
-                                   corrid_type, controls, idle_us, backend, batched, tuple(shape)))
+        out += state_option_variants(backend, dtype, shape, batching[0], strategies, idle_us)
     return out
+
+
+# The initial state the option variants read from their data file: not 0, so a START that got
+# the zero state (or a stale one) shows in its sum.
+INITIAL_SUM = 7
+
+
+def state_option_variants(backend: str, dtype: str = "int32", shape=(1,), batched: bool = True,
+                          strategies=STRATEGIES, idle_us: int = DEFAULT_IDLE_US) -> list[Variant]:
+    """The implicit-state options of L0_implicit_state: an initial state from a data file, the
+    single state buffer, and both together (on TensorRT, the only GPU backend here, in growable
+    memory as well). None for tensorflow: Triton's TensorFlow backend carries no implicit state,
+    so its options would never run."""
+    if backend == "tensorflow":
+        return []
+    first, last = strategies[0], strategies[-1]
+    return [_implicit(backend, dtype, batched, first, shape, idle_us, initial_sum=INITIAL_SUM),
+            _implicit(backend, dtype, batched, last, shape, idle_us, same_buffer=True),
+            _implicit(backend, dtype, batched, last, shape, idle_us, initial_sum=INITIAL_SUM, same_buffer=True,
+                      growable=backend == "tensorrt")]
+
+
+def _implicit(backend, dtype, batched, strategy, shape, idle_us, **options) -> Variant:
+    corrid_type = "int32" if backend == "tensorrt" else "uint64"
+    controls = ("START", "READY") if strategy == "direct" else ("START", "END", "READY", "CORRID")
+    return Variant("implicit", strategy, _IMPLICIT_SLOTS[batched, strategy], 1, dtype, corrid_type, controls, idle_us,
+                   backend, batched, tuple(shape), **options)

@@ -253,6 +253,28 @@ def test_spec_knows_decoupled_models_and_32_bit_corrids():
         assert (s.corrid_type, s.id_bits) == (corrid_type.upper(), bits)
 
 
+def test_spec_reads_an_initial_state_from_data_and_sums_start_there():
+    v = Variant("implicit", "direct", 2, 1, "fp32", backend="onnx", initial_sum=7, same_buffer=True)
+    s = ModelSpec.from_config(model_config(v))
+    assert s.initial_sum == 7.0 and isinstance(s.initial_sum, float) and "from 7" in s.describe()
+    assert s.value_range == (-(2**24) + 7, 2**24 - 7)  # a START's sum, 7 + its value, stays exact
+    assert ModelSpec.from_config(model_config(Variant("implicit", "direct", 2, 1))).initial_sum == 0
+    m = BatcherModel(s, margin_s=MARGIN, prompt_s=1.0)
+    assert m.expect(R(1, 3, start=True, dtype="FP32"), 0.0) == Answer(10)
+    assert m.expect(R(1, 4, dtype="FP32"), 0.1) == Answer(14)
+    assert m.expect(R(1, -1, start=True, dtype="FP32"), 0.2) == Answer(6)  # a restart starts there again
+    assert m.expect(R(2, 1, start=True, dtype="FP32"), 0.3) == Answer(8)
+    assert m.expect(R(3, 2, start=True, dtype="FP32"), 0.4) == Queued(9)  # backlogged: answered later, from 7 too
+    # The file cannot be read over the API: without INITIAL_SUM the fuzzer cannot know the sums.
+    cfg = model_config(v)
+    del cfg.parameters["INITIAL_SUM"]
+    with pytest.raises(ContractError, match="data file 'initial_sum'.*parameter INITIAL_SUM, an integer; got 'none'"):
+        ModelSpec.from_config(cfg)
+    cfg.parameters["INITIAL_SUM"].string_value = "seven"
+    with pytest.raises(ContractError, match="got 'seven'"):
+        ModelSpec.from_config(cfg)
+
+
 def test_spec_refuses_models_outside_the_contract():
     cfg = model_config(Variant("slot", "direct", 1, 1))
     cfg.output[0].name = "OUT"

@@ -52,6 +52,34 @@ def test_implicit_flavour_declares_state_with_zero_initial_value():
     assert not model_config(Variant("corrid", "direct", 2, 1, controls=("START", "CORRID"))).sequence_batching.state
 
 
+def test_implicit_state_options_in_the_config_and_the_data_file(tmp_path):
+    import numpy as np
+
+    v = Variant("implicit", "oldest", 4, 1, "fp32", "uint64", ("START", "END", "READY", "CORRID"),
+                backend="onnx", shape=(2, 3), initial_sum=-7, same_buffer=True)
+    assert v.name.endswith("_initm7_sb") and not v.resets_on_start
+    cfg = model_config(v)
+    assert parse(render(cfg)) == cfg
+    (state,) = cfg.sequence_batching.state
+    (init,) = state.initial_state
+    assert (init.data_file, init.data_type, list(init.dims)) == ("initial_sum", mc.TYPE_FP32, [2, 3])
+    assert not init.HasField("zero_data")
+    assert state.use_same_buffer_for_input_output and not state.use_growable_memory
+    assert cfg.parameters["INITIAL_SUM"].string_value == "-7"
+    # Triton reads the file from <model folder>/initial_state/ as raw row-major elements.
+    pytest.importorskip("onnx")
+    folder = modelgen.write_model(v, tmp_path)
+    data = np.frombuffer((folder / "initial_state" / "initial_sum").read_bytes(), "<f4")
+    assert data.tolist() == [-7.0] * 6
+    grow = model_config(Variant("implicit", "direct", 4, 1, "int32", backend="tensorrt", same_buffer=True, growable=True))
+    assert grow.sequence_batching.state[0].use_growable_memory
+    assert grow.instance_group[0].kind == mc.ModelInstanceGroup.KIND_GPU
+    # the default stays as before: zero_data, two buffers, no parameter
+    plain = model_config(Variant("implicit", "direct", 2, 1, "int32", backend="onnx"))
+    assert "INITIAL_SUM" not in plain.parameters
+    assert not plain.sequence_batching.state[0].use_same_buffer_for_input_output
+
+
 def test_bool_controls_and_every_corrid_type():
     full = ("START", "END", "READY", "CORRID")
     cfg = model_config(Variant("corrid", "direct", 2, 1, "int32", "int32", full, bool_controls=True))

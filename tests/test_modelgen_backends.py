@@ -7,6 +7,12 @@ feeds each sequence the OUTPUT_STATE the *model* returned last time as its next 
 (zeros, the configured initial_state, or a stale state on START); the reference keeps its own
 state, so a model that drifts shows up as a mismatch. Padding rows carry a per-row state that
 the model must hand back unchanged.
+
+The implicit-state options: a model whose initial state comes from a data file gets that file's
+contents (read from the written repository) on START, as Triton gives it, and must add it; a
+single-buffer model (use_same_buffer_for_input_output) runs with INPUT_STATE and OUTPUT_STATE
+bound to one buffer, the strictest reading of the option (the runtime writes the new state over
+the old in place).
 """
 from __future__ import annotations
 
@@ -40,10 +46,20 @@ def by_name(backend):
 
 def reference_row(ready: bool, start: bool, x: list, state: list) -> list:
     """OUTPUT = OUTPUT_STATE = INPUT + (READY and not START) * INPUT_STATE for a ready row;
-    a padding row (READY=0) leaves its state as it was."""
+    a padding row (READY=0) leaves its state as it was. `start` here is a START the model
+    resets on (one whose state starts from data adds the initial state instead)."""
     if not ready:
         return list(state)
     return [xi + (0 if start else si) for xi, si in zip(x, state)]
+
+
+def initial_state_of(variant, model_dir: Path):
+    """The state Triton hands a START: the data file's contents for a variant that has one
+    (read back as Triton does: raw elements of the state's dtype), else None (zeros)."""
+    if variant.resets_on_start:
+        return None
+    raw = (model_dir / "initial_state" / "initial_sum").read_bytes()
+    return np.frombuffer(raw, NP_DTYPE[variant.dtype]).reshape(variant.shape).copy()
 
 
 # --- step programs ----------------------------------------------------------------------------
@@ -112,13 +128,16 @@ def program(variant, seed):
     return steps
 
 
-def feeds_for(variant, step, states):
-    """Model inputs for one step; `states` maps key -> the model's last OUTPUT_STATE row."""
+def feeds_for(variant, step, states, initial=None):
+    """Model inputs for one step; `states` maps key -> the model's last OUTPUT_STATE row;
+    `initial`: the initial state from data, which Triton hands every START."""
     dt = NP_DTYPE[variant.dtype]
     rows_x, rows_s = [], []
     for row in step:
         rows_x.append(np.array(row["x"], dt).reshape(variant.shape))
-        if row["ready"] and row["start"]:
+        if row["ready"] and row["start"] and initial is not None:
+            rows_s.append(initial)
+        elif row["ready"] and row["start"]:
             rows_s.append(np.zeros(variant.shape, dt) if row["stale"] is None
                           else np.array(row["stale"], dt).reshape(variant.shape))
         else:
@@ -142,11 +161,14 @@ def feeds_for(variant, step, states):
     return feeds
 
 
-def check_programs(variant, run):
-    """Drive `run(feeds) -> (OUTPUT, OUTPUT_STATE)` through PROGRAMS programs."""
+def check_programs(variant, run, initial=None):
+    """Drive `run(feeds) -> (OUTPUT, OUTPUT_STATE)` through PROGRAMS programs; `initial`: see
+    feeds_for."""
     dt = NP_DTYPE[variant.dtype]
     size = int(np.prod(variant.shape))
-    seen = {"pad": 0, "start": 0, "continue": 0, "stale": 0}
+    assert (initial is None) == variant.resets_on_start
+    # Triton hands a model whose state starts from data that state on every START, never a stale one.
+    seen = {"pad": 0, "start": 0, "continue": 0} | ({"stale": 0} if initial is None else {})
     for seed in range(PROGRAMS):
         rng = random.Random(seed + 1000)
         states, ref = {}, {}  # model's carried state / reference's own state, per key
@@ -156,15 +178,18 @@ def check_programs(variant, run):
                     init = _values(rng, variant, size)
                     states[row["key"]] = np.array(init, dt).reshape(variant.shape)
                     ref[row["key"]] = init
-            out, out_state = run(feeds_for(variant, step, states))
+            out, out_state = run(feeds_for(variant, step, states, initial))
             if not variant.batching:
                 out, out_state = out[None], out_state[None]
             assert out.dtype == dt and out_state.dtype == dt
             assert out.shape == out_state.shape == (len(step), *variant.shape)
             for pos, row in enumerate(step):
                 start = row["ready"] and row["start"]
-                prior = (row["stale"] or [0] * size) if start else ref[row["key"]]
-                want = reference_row(row["ready"], row["start"], row["x"], prior)
+                if start and initial is not None:
+                    prior = initial.reshape(-1).tolist()
+                else:
+                    prior = (row["stale"] or [0] * size) if start else ref[row["key"]]
+                want = reference_row(row["ready"], row["start"] and initial is None, row["x"], prior)
                 expect = np.array(want, dt).reshape(variant.shape)
                 where = f"{variant.name} seed {seed} step {i} row {pos} {row}"
                 np.testing.assert_array_equal(out[pos], expect, err_msg=f"OUTPUT, {where}")
@@ -173,7 +198,8 @@ def check_programs(variant, run):
                 ref[row["key"]] = want
                 kind = "pad" if not row["ready"] else "start" if row["start"] else "continue"
                 seen[kind] += 1
-                seen["stale"] += bool(start and row["stale"])
+                if "stale" in seen:
+                    seen["stale"] += bool(start and row["stale"])
             for row in step:  # an ended sequence's key is never sent again
                 if row["ready"] and row["end"]:
                     del states[row["key"]], ref[row["key"]]
@@ -208,7 +234,14 @@ def check_config(variant, model_dir: Path, filename: str, platform: str, backend
     assert (model_dir / "1" / filename).exists()
     state = cfg.sequence_batching.state[0]
     assert (state.input_name, state.output_name) == ("INPUT_STATE", "OUTPUT_STATE")
-    assert state.initial_state[0].zero_data and list(state.initial_state[0].dims) == list(variant.shape)
+    (init,) = state.initial_state
+    assert list(init.dims) == list(variant.shape)
+    if variant.initial_sum:
+        assert init.data_file and cfg.parameters["INITIAL_SUM"].string_value == str(variant.initial_sum)
+        assert (initial_state_of(variant, model_dir) == variant.initial_sum).all()
+    else:
+        assert init.zero_data and not (model_dir / "initial_state").exists()
+    assert (state.use_same_buffer_for_input_output, state.use_growable_memory) == (variant.same_buffer, variant.growable)
     return cfg
 
 
@@ -247,8 +280,26 @@ def test_onnx_config_and_graph_match(onnx_repo, name):
 @pytest.mark.parametrize("name", sorted(ONNX_VARIANTS))
 def test_onnx_model_matches_reference(onnx_repo, name):
     ort = pytest.importorskip("onnxruntime", reason="onnxruntime not installed (pip install 'triton-seqfuzz[onnx]')")
+    variant = ONNX_VARIANTS[name]
     session = ort.InferenceSession(str(onnx_repo / name / "1" / "model.onnx"), providers=["CPUExecutionProvider"])
-    check_programs(ONNX_VARIANTS[name], lambda feeds: tuple(session.run(["OUTPUT", "OUTPUT_STATE"], feeds)))
+
+    def run(feeds):
+        return tuple(session.run(["OUTPUT", "OUTPUT_STATE"], feeds))
+
+    def run_in_one_buffer(feeds):
+        state = np.ascontiguousarray(feeds["INPUT_STATE"]).copy()
+        binding = session.io_binding()
+        for k, v in feeds.items():
+            if k != "INPUT_STATE":
+                binding.bind_cpu_input(k, np.ascontiguousarray(v))
+        binding.bind_input("INPUT_STATE", "cpu", 0, state.dtype, state.shape, state.ctypes.data)
+        binding.bind_output("OUTPUT_STATE", "cpu", 0, state.dtype, state.shape, state.ctypes.data)
+        binding.bind_output("OUTPUT")
+        session.run_with_iobinding(binding)
+        return binding.copy_outputs_to_cpu()[0], state
+
+    check_programs(variant, run_in_one_buffer if variant.same_buffer else run,
+                   initial_state_of(variant, onnx_repo / name))
 
 
 # --- TensorFlow SavedModel --------------------------------------------------------------------
@@ -296,7 +347,7 @@ def test_tf_model_matches_reference(tf_repo, name):
         out = serve(**{k: tf.constant(v) for k, v in feeds.items()})
         return out["OUTPUT"].numpy(), out["OUTPUT_STATE"].numpy()
 
-    check_programs(TF_VARIANTS[name], run)
+    check_programs(TF_VARIANTS[name], run, initial_state_of(TF_VARIANTS[name], tf_repo / name))
 
 
 # --- TensorRT (needs a GPU) -------------------------------------------------------------------
@@ -346,11 +397,14 @@ def test_trt_engine_io_and_reference(trt_repo, name):
             context.set_tensor_address(k, keep[k].data_ptr())
         tdt = torch.int32 if variant.dtype == "int32" else torch.float32
         for k in ("OUTPUT", "OUTPUT_STATE"):
-            keep[k] = torch.empty(tuple(context.get_tensor_shape(k)), dtype=tdt, device="cuda")
+            # one state buffer: the engine writes the new state over INPUT_STATE in place
+            one = k == "OUTPUT_STATE" and variant.same_buffer
+            keep[k] = keep["INPUT_STATE"] if one else torch.empty(tuple(context.get_tensor_shape(k)), dtype=tdt,
+                                                                   device="cuda")
             context.set_tensor_address(k, keep[k].data_ptr())
         stream = torch.cuda.current_stream()
         assert context.execute_async_v3(stream.cuda_stream)
         stream.synchronize()
         return keep["OUTPUT"].cpu().numpy(), keep["OUTPUT_STATE"].cpu().numpy()
 
-    check_programs(variant, run)
+    check_programs(variant, run, initial_state_of(variant, trt_repo / name))

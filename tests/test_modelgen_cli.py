@@ -41,7 +41,8 @@ def test_all_writes_each_available_backend(monkeypatch, tmp_path, capsys):
     assert cli.main(["--models-dir", str(tmp_path), "--backend", "all", "--dtype", "int32",
                      "--batching", "no-batch", "--strategy", "direct"]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert [n for n in names if not n.startswith("py_")] == ["onnx_implicit_direct_s1_i1_int32_csr_nb"]
+    plain = "onnx_implicit_direct_s1_i1_int32_csr_nb"  # and its implicit-state options:
+    assert [n for n in names if not n.startswith("py_")] == [plain, *(f"{plain}_{o}" for o in ("init7", "init7_sb", "sb"))]
     assert sum(n.startswith("py_") for n in names) == len([n for v in python_variants() for n in v.model_names])
 
 
@@ -49,10 +50,12 @@ def test_onnx_options_select_variants(tmp_path, capsys):
     pytest.importorskip("onnx", reason="needs onnx to write onnx models (pip install 'triton-seqfuzz[onnx]')")
     assert cli.main(["--models_dir", str(tmp_path), "--backend", "onnx", "--dtype", "fp32", "--shape", "2,3",
                      "--batching", "batched", "--strategy", "oldest", "--idle-timeout-us", "1234"]) == 0
-    (only,) = tmp_path.iterdir()
-    assert only.name == "onnx_implicit_oldest_s4_i1_fp32_cserc_u64_d2x3"
-    assert "max_sequence_idle_microseconds: 1234" in (only / "config.pbtxt").read_text()
-    assert capsys.readouterr().out.split() == [str(only)]
+    plain = "onnx_implicit_oldest_s4_i1_fp32_cserc_u64_d2x3"
+    names = [plain] + [f"{plain}_{o}" for o in ("init7", "sb", "init7_sb")]
+    assert capsys.readouterr().out.split() == [str(tmp_path / n) for n in names]
+    for n in names:
+        assert "max_sequence_idle_microseconds: 1234" in (tmp_path / n / "config.pbtxt").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -80,15 +83,22 @@ def test_import_stays_light():
 
 def test_implicit_variant_set():
     vs = implicit_variants("onnx")
-    assert len(vs) == 8 and len({v.name for v in vs}) == 8
+    # dtype x batching x strategy, then per dtype: initial state from data, single buffer, both
+    assert len(vs) == 8 + 2 * 3 and len({v.name for v in vs}) == 14
+    options = [(v.dtype, v.initial_sum, v.same_buffer, v.growable) for v in vs[8:]]
+    assert options == [(d, *o) for d in ("int32", "fp32") for o in ((7, False, False), (0, True, False), (7, True, False))]
     for v in vs:
         assert v.flavour == "implicit" and v.backend == "onnx"
         assert v.max_batch_size == (4 if v.batching else 0)
         oldest = v.strategy == "oldest"
         assert set(v.controls) == ({"START", "END", "READY", "CORRID"} if oldest else {"START", "READY"})
     assert {v.corrid_type for v in implicit_variants("tensorrt") if "CORRID" in v.controls} == {"int32"}
+    # growable memory needs KIND_GPU: TensorRT's last option variant has it; TensorFlow carries
+    # no implicit state in Triton, so it gets no options
+    assert [v.growable for v in implicit_variants("tensorrt")[8:]] == [False, False, True] * 2
+    assert len(implicit_variants("tensorflow")) == 8
     names = {v.name for b in ("onnx", "tensorflow", "tensorrt") for v in implicit_variants(b)}
-    assert len(names) == 24  # backend prefixes never collide
+    assert len(names) == 14 + 8 + 14  # backend prefixes never collide
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -99,6 +109,10 @@ def test_implicit_variant_set():
     (dict(backend="tensorrt", corrid_type="uint64", controls=("START", "READY", "CORRID")), "does not fit backend"),
     (dict(backend="onnx", corrid_type="string", controls=("START", "READY", "CORRID")), "does not fit backend"),
     (dict(backend="keras"), "backend"),
+    (dict(flavour="corrid", controls=("START", "CORRID"), initial_sum=3), "implicit-state options"),
+    (dict(backend="onnx", initial_sum=2**21), "initial_sum must be within"),
+    (dict(backend="tensorrt", growable=True), "growable needs same_buffer"),
+    (dict(backend="onnx", same_buffer=True, growable=True), "KIND_GPU instances only"),
 ])
 def test_variant_rejects_bad_combinations(kwargs, message):
     base = dict(flavour="implicit", strategy="direct", slots=1, instances=1)

@@ -9,6 +9,9 @@ Every backend computes, per batch item (elementwise over `shape`):
 
 which is INPUT + (READY and not START) * INPUT_STATE for every ready item. It is written with
 selects rather than a multiply so that a stale non-finite state cannot leak into a START as NaN.
+A variant whose initial state comes from a data file (initial_sum) drops the START case: the
+state Triton hands a START is that file's value, and the model adds it, so a START that got
+anything else (zero, another sequence's state) shows in its sum.
 END and CORRID (oldest variants) are declared inputs that the graph does not use: Triton checks
 that every configured control input exists in the model.
 

@@ -57,7 +57,9 @@ def build(variant):
         helper.make_node("Cast", ["start_r"], ["start"], to=TensorProto.BOOL),
         helper.make_node("Cast", ["ready_r"], ["ready"], to=TensorProto.BOOL),
         helper.make_node("Add", ["INPUT", "INPUT_STATE"], ["summed"]),
-        helper.make_node("Where", ["start", "INPUT", "summed"], ["started"]),
+        # An initial state from data: Triton hands it at START, and the model adds it there too.
+        helper.make_node("Where", ["start", "INPUT", "summed"], ["started"]) if variant.resets_on_start
+        else helper.make_node("Identity", ["summed"], ["started"]),
         helper.make_node("Where", ["ready", "started", "INPUT_STATE"], ["new"]),
         # Two outputs of one value need two nodes: an ONNX name is produced exactly once.
         helper.make_node("Identity", ["new"], ["OUTPUT"]),

@@ -54,7 +54,9 @@ def build(variant):
         # int32 0/1 controls of shape [B, 1] (or [1]) -> bool [B, 1, ..., 1], broadcast per item.
         start = tf.reshape(tf.cast(t["START"], tf.bool), ctl_shape)
         ready = tf.reshape(tf.cast(t["READY"], tf.bool), ctl_shape)
-        started = tf.where(start, t["INPUT"], t["INPUT"] + t["INPUT_STATE"])
+        summed = t["INPUT"] + t["INPUT_STATE"]
+        # An initial state from data: Triton hands it at START, and the model adds it there too.
+        started = tf.where(start, t["INPUT"], summed) if variant.resets_on_start else summed
         new = tf.where(ready, started, t["INPUT_STATE"])
         return {"OUTPUT": tf.identity(new, name="OUTPUT"), "OUTPUT_STATE": tf.identity(new, name="OUTPUT_STATE")}
 

@@ -99,7 +99,8 @@ def build(variant) -> bytes:
 
     start, ready = truth(controls["START"]), truth(controls["READY"])
     summed = network.add_elementwise(x, state, trt.ElementWiseOperation.SUM).get_output(0)
-    started = network.add_select(start, x, summed).get_output(0)
+    # An initial state from data: Triton hands it at START, and the model adds it there too.
+    started = network.add_select(start, x, summed).get_output(0) if variant.resets_on_start else summed
     new = network.add_select(ready, started, state).get_output(0)
     for name in ("OUTPUT", "OUTPUT_STATE"):  # one tensor cannot carry two output names
         out = network.add_identity(new).get_output(0)

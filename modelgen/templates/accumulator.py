@@ -7,7 +7,9 @@ The config's FLAVOUR parameter says where the running sum lives:
              the direct strategy (padding requests carry READY=0), the instance under oldest
              with one candidate sequence;
   implicit - nowhere in the model: OUTPUT_STATE = INPUT + (READY and not START) * INPUT_STATE,
-             relying on Triton to carry OUTPUT_STATE into the next INPUT_STATE.
+             relying on Triton to carry OUTPUT_STATE into the next INPUT_STATE. With an
+             initial state from a data file (parameter INITIAL_SUM) START adds the state too:
+             Triton hands a START the file's value.
 """
 import json
 import time
@@ -36,6 +38,8 @@ class TritonPythonModel:
         self.delay_s = int(params.get("EXEC_DELAY_MS", {}).get("string_value", "0")) / 1000
         # A decoupled model answers through each request's response sender, and returns nothing.
         self.decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
+        # An implicit state that starts from a data file: START adds it like any request.
+        self.start_resets = "INITIAL_SUM" not in params
 
     def execute(self, requests):
         if self.delay_s:
@@ -58,7 +62,7 @@ class TritonPythonModel:
             if not ready:  # an empty batch position leaves the state as it was
                 return pb_utils.InferenceResponse(
                     [pb_utils.Tensor("OUTPUT", prior), pb_utils.Tensor("OUTPUT_STATE", prior)])
-            total = (x + self.dtype.type(not start) * prior).astype(self.dtype)
+            total = (x + self.dtype.type(not (start and self.start_resets)) * prior).astype(self.dtype)
             return pb_utils.InferenceResponse(
                 [pb_utils.Tensor("OUTPUT", total), pb_utils.Tensor("OUTPUT_STATE", total)])
 
