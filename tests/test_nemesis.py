@@ -69,13 +69,14 @@ def test_server_faults_strike_and_every_promise_holds(slow_server):
     # A restart takes ~3 s and a reload ~1.5 s: a small budget per seed, one fault at a time, and
     # seeds until it has struck (which seed draws which rule changes with the rules: with all three
     # at once, seeds 1-5 drew 88 reloads and no restart once three rules were added); every
-    # campaign must pass.
+    # campaign must pass. Seed 5 first: with 8 steps it struck with each fault but full_batch
+    # (62 s for the test, against 227 s for seeds 1-5 at 15 steps).
     struck: dict = {}
     for fault in ("restart", "reload", "full_batch"):
-        for seed in (1, 2, 3, 4, 5):
+        for seed in (5, 1, 2, 3, 4, 6, 7, 8):
             struck[fault] = struck.get(fault, 0) + campaign(
                 slow_server, SLOW.name, {fault}, seed=seed,
-                budget=settings(CAMPAIGN, max_examples=3, stateful_step_count=15)).get(fault, 0)
+                budget=settings(CAMPAIGN, max_examples=3, stateful_step_count=8)).get(fault, 0)
             if struck[fault]:
                 break
     assert all(struck.get(f, 0) >= 1 for f in ("restart", "reload", "full_batch")), struck
