@@ -1,0 +1,190 @@
+"""`iterative_sequence` (core d1d4c9a, from 2.41) on the embedded builds, pinned live.
+
+The model is the accumulator made decoupled and iterative: a request carries ITERS, and each of
+its executions adds INPUT to the sequence's sum and sends it; all but the last reschedule the
+request (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE), the last answers with the final flag. What the
+builds do with it is what a rule would have to encode, and two of it are known divergences
+(README): a sequence is its first request (its final release ends it), a later request of it
+cannot be rescheduled and never gets a final answer, and under the oldest strategy such a
+request leaves its slot taken for good. 2.39 refuses the config.
+"""
+from __future__ import annotations
+
+import os
+import queue
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from fuzz.releases import install_release, is_installed
+from fuzz.server import EmbeddedTriton, ServerStartError
+
+MODEL = "iter"
+MODEL_PY = '''
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def _get(request, name):
+    return int(pb_utils.get_input_tensor_by_name(request, name).as_numpy().reshape(-1)[0])
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.sums, self.runs = {}, {}
+
+    def execute(self, requests):
+        for request in requests:
+            corrid = _get(request, "CORRID")
+            if _get(request, "START"):
+                self.sums[corrid] = 0
+            self.sums[corrid] = self.sums.get(corrid, 0) + _get(request, "INPUT")
+            key = (corrid, request.request_id())
+            self.runs[key] = self.runs.get(key, 0) + 1
+            out = pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT", np.array([[self.sums[corrid]]], np.int32))])
+            if self.runs[key] < _get(request, "ITERS"):
+                request.set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+                request.get_response_sender().send(out)
+            else:
+                del self.runs[key]
+                request.get_response_sender().send(out, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+'''
+
+
+def _config(strategy: str, slots: int) -> str:
+    chosen = "direct { }" if strategy == "direct" else f"oldest {{ max_candidate_sequences: {slots} }}"
+    controls = "".join(
+        f'    {{ name: "{n}" control [ {{ kind: CONTROL_SEQUENCE_{n} int32_false_true: [ 0, 1 ] }} ] }},\n'
+        for n in ("START", "END"))
+    return f'''name: "{MODEL}"
+backend: "python"
+max_batch_size: {slots}
+model_transaction_policy {{ decoupled: true }}
+input [ {{ name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] }}, {{ name: "ITERS" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+output [ {{ name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+sequence_batching {{
+  iterative_sequence: true
+  max_sequence_idle_microseconds: 5000000
+  {chosen}
+  control_input [
+{controls}    {{ name: "CORRID" control [ {{ kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 }} ] }}
+  ]
+}}
+'''
+
+
+def _repo(path, strategy="direct", slots=2):
+    (path / MODEL / "1").mkdir(parents=True)
+    (path / MODEL / "1" / "model.py").write_text(MODEL_PY)
+    (path / MODEL / "config.pbtxt").write_text(_config(strategy, slots))
+    return path
+
+
+def _install(release):
+    if release is None:
+        return {}
+    if not (is_installed(release) or os.environ.get("TRITON_SEQFUZZ_RELEASES") == "1"):
+        pytest.skip(f"nvidia-pytriton {release} is not installed; set TRITON_SEQFUZZ_RELEASES=1 to download it")
+    return {"install": install_release(release)}
+
+
+class Stream:
+    """One gRPC stream; every response (or error) it brings, as (request id, OUTPUT or error text, final)."""
+
+    def __init__(self, url):
+        self.client = grpcclient.InferenceServerClient(url)
+        self.got: queue.Queue = queue.Queue()
+        self.client.start_stream(callback=self._on_response)
+
+    def _on_response(self, result, error):
+        if error is not None:
+            self.got.put((None, str(error), None))
+            return
+        response = result.get_response()
+        final = response.parameters["triton_final_response"].bool_param
+        out = result.as_numpy("OUTPUT")
+        self.got.put((response.id, None if out is None else int(out.reshape(-1)[0]), final))
+
+    def send(self, rid, corrid, value, iters, start=False, end=False):
+        inputs = []
+        for name, v in (("INPUT", value), ("ITERS", iters)):
+            t = grpcclient.InferInput(name, [1, 1], "INT32")
+            t.set_data_from_numpy(np.array([[v]], np.int32))
+            inputs.append(t)
+        self.client.async_stream_infer(MODEL, inputs, request_id=rid, sequence_id=corrid, sequence_start=start,
+                                       sequence_end=end, enable_empty_final_response=True)
+
+    def take(self, n, timeout=5.0):
+        out = []
+        for _ in range(n):
+            out.append(self.got.get(timeout=timeout))
+        return out
+
+    def quiet(self, wait=1.0) -> bool:
+        try:
+            self.got.get(timeout=wait)
+            return False
+        except queue.Empty:
+            return True
+
+    def close(self):
+        # cancel_requests: a request that never gets its final answer would block stop_stream
+        self.client.stop_stream(cancel_requests=True)
+        self.client.close()
+
+
+@pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
+def test_an_iterative_sequence_is_its_first_request_run_again_and_later_requests_are_not_rescheduled(
+        tmp_path, release):
+    with EmbeddedTriton(_repo(tmp_path / "models"), workdir=tmp_path, **_install(release)) as server:
+        server.wait_models_ready([MODEL])
+        s = Stream(server.grpc_url)
+        try:
+            # one request, three executions: the same sequence and slot, START only on the first
+            s.send("a", 7, 10, 3, start=True)
+            assert s.take(3) == [("a", 10, False), ("a", 20, False), ("a", 30, True)]
+            # its final release ended the sequence: the next request of it needs START
+            s.send("b", 7, 1, 1)
+            (_, error, _), = s.take(1)
+            assert "must specify the START flag on the first request of the sequence" in error
+            # iterative-reschedule-refused-after-start: a second request of a sequence iterating
+            # runs between its turns, but its own reschedule is refused and it never gets a final
+            s.send("c", 8, 1, 3, start=True)
+            s.send("d", 8, 100, 2)
+            answers = s.take(4)
+            assert ("d", 101, False) in answers and ("c", 103, True) in answers
+            assert s.quiet(1.5), "no final answer was expected for request d"
+            log = server.log_tail(400)
+            assert "while the model is not configured to handle such a flag" in log
+        finally:
+            s.close()
+
+
+@pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
+def test_under_oldest_a_later_request_of_an_iterative_sequence_keeps_its_slot_for_good(tmp_path, release):
+    """iterative-oldest-slot-kept: one candidate sequence; a START and a plain second request sent
+    with it (no reschedule at all) both run, then a START of another sequence waits in the
+    backlog, unanswered, well past the first's idle timeout."""
+    repo = _repo(tmp_path / "models", strategy="oldest", slots=1)
+    config = repo / MODEL / "config.pbtxt"
+    config.write_text(config.read_text().replace("5000000", "500000"))  # idle 0.5 s
+    with EmbeddedTriton(repo, workdir=tmp_path, **_install(release)) as server:
+        server.wait_models_ready([MODEL])
+        s = Stream(server.grpc_url)
+        try:
+            s.send("a", 31, 1, 1, start=True)
+            s.send("b", 31, 2, 1)  # queued before a's release: it runs in the sequence
+            assert s.take(2) == [("a", 1, True), ("b", 3, True)]
+            s.send("c", 32, 5, 1, start=True)
+            assert s.quiet(3.0), "the START of another sequence was expected to wait for good"
+        finally:
+            s.close()
+
+
+def test_2_39_refuses_iterative_sequence(tmp_path):
+    install = _install("0.4.2")
+    with pytest.raises(ServerStartError, match='has no field named "iterative_sequence"'):
+        EmbeddedTriton(_repo(tmp_path / "models"), workdir=tmp_path, **install).start()
