@@ -106,3 +106,11 @@ def test_every_known_divergence_names_a_build_and_a_symptom():
         assert d.versions and d.symptom and d.summary
         assert d.guard or d.invariant
     assert known_for(Variant("slot", "direct", 1, 1), "0.0.0") == []
+
+
+def test_the_python_backends_missing_state_is_known_under_the_promise_that_meets_it_first():
+    """share_sequence can meet python-backend-drops-implicit-state before any plain request does:
+    its answers are then no running sums of any order, an order_kept failure of the same cause."""
+    drops = next(d for d in KNOWN if d.key == "python-backend-drops-implicit-state")
+    assert drops.explains("sums_match", "") and drops.explains("order_kept", "")
+    assert not drops.explains("start_is_required", "")

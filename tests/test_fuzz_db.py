@@ -65,7 +65,10 @@ def pooled(triton, shared, empty):
     found = worker(triton, shared, "find")
     assert found["failures"], f"the first worker found nothing to share: {found}"
     reused = worker(triton, shared, "reuse")
-    assert reused["failures"] == found["failures"], reused
+    # The same divergence, whichever promise showed it first (sums_match, or order_kept when
+    # share_sequence met it): a worker's database may hold more than one failing example.
+    divergences = lambda r: {d for _, d in r["failures"]}  # noqa: E731
+    assert divergences(reused) == divergences(found) == {"python-backend-drops-implicit-state"}, (found, reused)
     assert reused["examples"] <= 2, f"the failure was generated, not taken from the database: {reused}"
     control = worker(triton, empty, "reuse")
     assert control["failures"] == [] and control["examples"] == 0, control
