@@ -73,15 +73,18 @@ def encode(req, model, request_id=""):
 
 
 class Outcome:
-    def __init__(self, value=None, status="OK", message=""):
-        self.value, self.status, self.message = value, status, message
+    def __init__(self, value=None, status="OK", message="", partials=()):
+        # partials: the answers before the final one (an iterative sequence answers once per execution)
+        self.value, self.status, self.message, self.partials = value, status, message, list(partials)
 
     @property
     def ok(self):
         return self.status == "OK"
 
     def __str__(self):
-        return f"OUTPUT={self.value!r}" if self.ok else f"{self.status}: {self.message}"
+        if not self.ok:
+            return f"{self.status}: {self.message}"
+        return f"OUTPUT={self.value!r}" + (f" after {self.partials!r}" if self.partials else "")
 
 
 def decode(response):
@@ -145,6 +148,7 @@ class Stream:
         self.stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(url))
         self.lock = threading.Lock()
         self.pending, self.next, self.outbox, self.call, self.reader = {}, 0, None, None, None
+        self.partials = {}  # request id -> the answers before its final one
 
     def _requests(self, outbox):
         while True:
@@ -156,11 +160,17 @@ class Stream:
     def _read(self, call):
         try:
             for response in call:
+                rid, flag = response.infer_response.id, response.infer_response.parameters.get("triton_final_response")
                 with self.lock:
-                    box = self.pending.pop(response.infer_response.id, None)
+                    if not response.error_message and flag is not None and not flag.bool_param:
+                        self.partials.setdefault(rid, []).append(decode(response.infer_response).value)
+                        continue  # a decoupled model's answer before its final one
+                    box, partials = self.pending.pop(rid, None), self.partials.pop(rid, [])
                 if box is not None:
-                    box.put(Outcome(status="ERROR", message=response.error_message) if response.error_message
-                            else decode(response.infer_response))
+                    got = (Outcome(status="ERROR", message=response.error_message) if response.error_message
+                           else decode(response.infer_response))
+                    got.partials = partials
+                    box.put(got)
         except self.grpc.RpcError as err:
             self._fail_pending(err.code().name, err.details() or "stream ended")
         else:
@@ -206,7 +216,8 @@ class Stream:
 
 def matches(expect, got, via):
     """Whether an outcome keeps the recorded expectation (the fuzzer's check_prompt, on values):
-    {"answer": v} or {"queued": v}: OUTPUT v; {"cancelled": true}: anything but an answer;
+    {"answer": v} or {"queued": v}: OUTPUT v (after the "partials" answers, when it has them);
+    {"cancelled": true}: anything but an answer;
     {"ended_or": [v...]}: an error (the sequence ended with its cancelled request) or one of those
     OUTPUTs (the server's timing left it possible that it was not queued); {"any_order": [v...]}:
     one of those OUTPUTs (one of several requests of a sequence sent at once); {"refusal": {...}}: that error (its status compared on gRPC, where it is exact)."""
@@ -218,7 +229,8 @@ def matches(expect, got, via):
         return got.ok and float(got.value) in [float(v) for v in expect["any_order"]]
     if "answer" in expect or "queued" in expect:
         value = expect.get("answer", expect.get("queued"))
-        return got.ok and float(got.value) == float(value)
+        partials = [float(v) for v in expect.get("partials", [])]
+        return got.ok and float(got.value) == float(value) and [float(v) for v in got.partials] == partials
     refusal = expect["refusal"]
     same_status = via != "grpc" or got.status == refusal["status"]
     return not got.ok and same_status and REQUEST_ID_PREFIX.sub("", got.message) == refusal["message"]
@@ -329,7 +341,7 @@ def main(entry, argv=None):
             verdict(step, got, "stream")
         elif kind == "held":
             parked[client] = stream(client).send(req, args.model)
-            print("       (held: the server answers once its batch is full)")
+            print("       (sent with the steps next to it, not waited for: its answer is checked below)")
         elif kind == "queued":
             parked[client] = stream(client).send(req, args.model)
             time.sleep(0.05)  # let it reach the server before the next step (another connection)

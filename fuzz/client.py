@@ -8,6 +8,7 @@ import queue
 import threading
 import time
 
+import attrs
 import numpy as np
 
 from .values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the client's values
@@ -59,6 +60,13 @@ def decode(response, started: float) -> Outcome:
             return Outcome(value=arr[0].item(), latency_s=time.monotonic() - started)
     return Outcome(status="BAD_RESPONSE", message=f"no OUTPUT in response (got {[o.name for o in response.outputs]})",
                    latency_s=time.monotonic() - started)
+
+
+def _final(response) -> bool:
+    """A streamed response is its request's last: Triton marks a decoupled model's responses with
+    `triton_final_response`; any other model's one response is final."""
+    flag = response.parameters.get("triton_final_response")
+    return flag is None or flag.bool_param
 
 
 def _failed(err, started: float) -> Outcome:
@@ -170,6 +178,7 @@ class StreamClient:
         self._stub = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)
         self._lock = threading.Lock()
         self._pending: dict[str, tuple[float, queue.Queue]] = {}
+        self._partials: dict[str, list] = {}  # answers before the final one, by request id
         self._next = 0
         self._outbox: queue.Queue | None = None
         self._call = None
@@ -189,23 +198,35 @@ class StreamClient:
         try:
             for response in call:
                 rid = response.infer_response.id
+                if not response.error_message and not _final(response.infer_response):
+                    self._partial(rid, response.infer_response)
+                    continue
                 with self._lock:
                     started, box = self._pending.pop(rid, (None, None))
+                    partials = self._partials.pop(rid, ())
                 if box is None:
                     continue
                 if response.error_message:
                     box.put(Outcome(status="ERROR", message=response.error_message,
-                                    latency_s=time.monotonic() - started))
+                                    latency_s=time.monotonic() - started, partials=partials))
                 else:
-                    box.put(decode(response.infer_response, started))
+                    box.put(attrs.evolve(decode(response.infer_response, started), partials=partials))
         except grpc.RpcError as err:
             self._fail_pending(err.code().name, err.details() or "stream ended", ended=call)
         else:
             self._fail_pending("STREAM_CLOSED", "the server closed the stream before responding", ended=call)
 
+    def _partial(self, rid: str, response) -> None:
+        """An answer before a request's final one: kept, in order, for its Outcome."""
+        with self._lock:
+            if rid in self._pending:
+                got = decode(response, self._pending[rid][0])
+                self._partials.setdefault(rid, []).append(got.value if got.ok else got.describe())
+
     def _fail_pending(self, status: str, message: str, ended=None) -> None:
         with self._lock:
             orphans, self._pending = self._pending, {}
+            self._partials = {}
             if ended is not None:
                 # A request sent on this call from now on would wait for a reader that is gone.
                 self._ended = (ended, status, message)

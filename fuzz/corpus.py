@@ -192,19 +192,26 @@ def _step_to_json(s: StepRecord) -> dict:
          "request": _request_to_json(s.request) if s.request is not None else None,
          "via": s.via, "wait_s": s.wait_s, "expected": s.expected, "got": s.got,
          "expect": _expect_to_json(s.expect),
-         "outcome": attrs.asdict(s.outcome) if s.outcome else None}
+         "outcome": _outcome_to_json(s.outcome) if s.outcome else None}
     if s.fault is not None:
         d["fault"] = {"name": s.fault.name, "graceful": s.fault.graceful, "env": dict(s.fault.env)}
     return d
 
 
+def _outcome_to_json(o: Outcome) -> dict:
+    d = attrs.asdict(o)
+    if not o.partials:  # only an iterative sequence's answers have them: other entries read as before
+        del d["partials"]
+    return d
+
+
 def _expect_to_json(e) -> dict | None:
-    """An expectation as {"answer": value} / {"queued": value} / {"cancelled": true} /
-    {"ended_or": [values]} / {"any_order": [values]} / {"refusal": {"status", "message", "invariant"}}."""
-    if isinstance(e, Answer):
-        return {"answer": e.value}
-    if isinstance(e, Queued):
-        return {"queued": e.value}
+    """An expectation as {"answer": value} / {"queued": value} (each with "partials": [values]
+    when it answers more than once) / {"cancelled": true} / {"ended_or": [values]} /
+    {"any_order": [values]} / {"refusal": {"status", "message", "invariant"}}."""
+    if isinstance(e, (Answer, Queued)):
+        d = {"answer" if isinstance(e, Answer) else "queued": e.value}
+        return d | ({"partials": list(e.partials)} if e.partials else {})
     if isinstance(e, Cancelled):
         return {"cancelled": True}
     if isinstance(e, EndedOr):
@@ -219,9 +226,11 @@ def _expect_to_json(e) -> dict | None:
 def _expect_from_json(d):
     if d is None:
         return None
-    if not isinstance(d, dict) or len(d) != 1:
+    # an answer's or a queued START's partials are the one key beside the kind
+    kinds = [k for k in d if k != "partials" or not {"answer", "queued"} & set(d)] if isinstance(d, dict) else []
+    if len(kinds) != 1:
         raise ValueError(f"an expectation is one of answer, queued, cancelled, ended_or, any_order, refusal; got {d!r}")
-    (what, value), = d.items()
+    what, value, partials = kinds[0], d[kinds[0]], d.get("partials", [])
     if what in ("ended_or", "any_order"):
         if not isinstance(value, list) or any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in value):
             raise TypeError(f"{what} must be a list of numbers, got {value!r}")
@@ -229,7 +238,10 @@ def _expect_from_json(d):
     if what in ("answer", "queued"):
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise TypeError(f"{what} must be a number, got {value!r}")
-        return Answer(value) if what == "answer" else Queued(value)
+        if not isinstance(partials, list) or any(not isinstance(v, (int, float)) or isinstance(v, bool)
+                                                 for v in partials):
+            raise TypeError(f"partials must be a list of numbers, got {partials!r}")
+        return (Answer if what == "answer" else Queued)(value, partials=partials)
     if what == "cancelled":
         return Cancelled()
     if what == "refusal":
@@ -241,7 +253,7 @@ def _outcome_from_json(d) -> Outcome | None:
     if d is None:
         return None
     return Outcome(value=d.get("value"), status=str(d.get("status", "OK")), message=str(d.get("message", "")),
-                   latency_s=float(d.get("latency_s", 0.0)))
+                   latency_s=float(d.get("latency_s", 0.0)), partials=d.get("partials", ()))
 
 
 def _fault_from_json(d) -> Fault | None:

@@ -46,10 +46,11 @@ class Check:
 
 
 def describe_expectation(exp) -> str:
+    after = f" after {list(exp.partials)!r}" if isinstance(exp, (Answer, Queued)) and exp.partials else ""
     if isinstance(exp, Answer):
-        return f"OUTPUT={exp.value!r}"
+        return f"OUTPUT={exp.value!r}{after}"
     if isinstance(exp, Queued):
-        return f"queued in the backlog, then OUTPUT={exp.value!r}"
+        return f"queued in the backlog, then OUTPUT={exp.value!r}{after}"
     if isinstance(exp, Refusal):
         return f"{exp.status}: {exp.message}"
     return repr(exp)
@@ -68,6 +69,8 @@ def check_prompt(req: Request, exp, got: Outcome, transport: str, *, context: st
             violation = InvariantViolation(invariant, "refused a request that must be accepted")
         elif got.value != exp.value:
             violation = InvariantViolation("sums_match", "wrong running sum")
+        elif got.partials != exp.partials:
+            violation = InvariantViolation("sums_match", "wrong running sums before the final answer")
     elif isinstance(exp, Refusal):
         if got.ok:
             violation = InvariantViolation(exp.invariant, "accepted a request that must be refused")
@@ -90,6 +93,6 @@ def check_served(req: Request, exp: Queued, got: Outcome, capacity_problem: str 
         violation = InvariantViolation("capacity_respected", capacity_problem)
     elif not got.ok:
         violation = InvariantViolation("valid_is_accepted", "a backlogged START was refused")
-    elif got.value != exp.value:
+    elif got.value != exp.value or got.partials != exp.partials:
         violation = InvariantViolation("sums_match", "wrong running sum for a START let in from the backlog")
     return Check(req, expected, got.describe(), violation)

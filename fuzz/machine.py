@@ -283,6 +283,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             already queued run even if the sequence idles out meanwhile (TRITON_NOTES), so every
             answer is the model's. A chunk is kept to a fraction of the idle timeout at the latency
             the first request saw (a slow model gets one request at a time)."""
+            if spec.iterations:
+                # An iterative sequence is its START (its last release ends it): nothing follows.
+                return event(f"{action}: nothing after an iterative START, which ends its sequence")
             done, k = numbered
             label = (lambda i: f"{action} {done + i + 1}/{k}") if k else (lambda i: f"{action} ({i + 1} of {n})")
 
@@ -358,9 +361,14 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 fields["seq_id"] = "L" * length
             if client is None or self.blocked(fields["seq_id"]):
                 return self._skip("misuse: no idle client or id busy")
+            if spec.iterations and fields["seq_id"] in (0, ""):
+                # The core's iterative sequencer gives an id-less request an id and START of its
+                # own (tests/test_iterative.py pins what comes of it).
+                return self._skip("misuse: an iterative model takes an id-less request as a sequence")
             req = spec.request(value=value, **fields)
             self.send(client, req, via, f"misuse ({kind})")
 
+        @only_if(not spec.iterations)  # it goes on with sequences an iterative START has ended
         @rule(data=st.data())
         def alias(self, data):
             """A client starts a sequence whose id aliases a live one: its twin of the other type
@@ -607,8 +615,11 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             size = data.draw(st.integers(2, n_clients), label="burst size")
             ends = data.draw(st.lists(st.booleans(), min_size=n_clients, max_size=n_clients), label="ends")
             values = [self._value(data) for _ in range(n_clients)]
+            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(n_clients)] if spec.iterations else []
             self.collect()
             now = time.monotonic()
+            if spec.iterations:
+                return self._start_together(size, fresh, ends, values)
             # Sequences well inside their idle timeout only: nothing in a burst may be ambiguous.
             keys = [k for k in self.live() if self.model.seqs[k].expiry.lo > now + settings.wire_s]
             sends = list(zip(self.idle_clients(), keys, ends, values))[:size]
@@ -617,6 +628,18 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             reqs = [(client, spec.request(key[1], self._fit(value, self.model.total(key)), end=end))
                     for client, key, end, value in sends]
             self.send_together(reqs, "burst")
+
+        def _start_together(self, size, fresh, ends, values):
+            """An iterative model's burst: a sequence is one START, so clients start fresh ones at
+            the same moment, as many as there are free slots; their executions interleave in
+            shared batches (in-flight batching), each answering its own running sums."""
+            self.model.settle(time.monotonic())
+            distinct = [i for n, i in enumerate(fresh) if i not in fresh[:n] and not self.blocked(i)]
+            sends = list(zip(self.idle_clients(), distinct, ends, values))[:min(size, self.model.free_slots())]
+            if len(sends) < 2:
+                return self._skip("burst: fewer than two idle clients and free slots")
+            reqs = [(client, spec.request(seq_id, value, start=True, end=end)) for client, seq_id, end, value in sends]
+            self.send_together(reqs, "burst of STARTs")
 
         # -- nemesis rules: faults, drawn only when FuzzSettings.nemesis names them ------------
         @only_if("cut" in faults and bool(proxied))

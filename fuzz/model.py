@@ -136,6 +136,10 @@ class BatcherModel:
         # Slots freed by a START+END let in from the backlog, once its answer came, that went to no
         # one: a START let in meanwhile may have had one of them first (_passed_on_by_start_end).
         self.passed_on: list[Window] = []
+        # Ids of iterative STARTs: the core ends such a sequence after its final answer (a request
+        # it enqueues on the last release), so the id stays taken for a moment no one sees; no
+        # request goes to it again.
+        self.spent: set[Key] = set()
         self.depth = Depth()
 
     # -- views ----------------------------------------------------------------------------------
@@ -236,24 +240,35 @@ class BatcherModel:
             seq.requests += 1
             return self._ran(seq, req, now)
 
-        first = self.spec.initial_sum + req.value  # a START's sum: from the state's initial value
+        # A START's sum: from the state's initial value; an iterative one's after each execution.
+        sums = self._start_sums(req)
+        first, partials, end = sums[-1], sums[:-1], req.end or bool(self.spec.iterations)
+        if end and not req.end:
+            self.spent.add(key)
         if seq is not None:  # restart: same slot, fresh state
             self.depth.ended(seq)
             seq.total, seq.requests = first, 1
-            return self._ran(seq, req, now)
+            return self._ran(seq, req, now, end, partials)
         if self.free_slots():
             seq = Seq(key, first, now, running=True)
             self.seqs[key] = seq
             self.depth.slot_taken()
-            return self._ran(seq, req, now)
+            return self._ran(seq, req, now, end, partials)
         open_windows = [s.expiry.hi for s in self.running if now >= s.expiry.lo]
         if open_windows:
             return Ambiguous(min(open_windows), "every slot is held, one of them at its idle timeout")
         if req.timeout_us is not None:
             return self._times_out(req, now)
-        self.seqs[key] = Seq(key, first, now, running=False, end_on_admit=req.end, ghost_of=ghost)
+        self.seqs[key] = Seq(key, first, now, running=False, end_on_admit=end, ghost_of=ghost)
         self.backlog.append(key)
-        return Queued(first)
+        return Queued(first, partials=partials)
+
+    def _start_sums(self, req: Request) -> tuple:
+        """What a START answers, in order. An iterative sequence's START without END runs once per
+        iteration in its slot, adding its value each time, and its last release ends the sequence
+        (core IterativeSequencer); a START with END is not rescheduled."""
+        runs = self.spec.iterations if self.spec.iterations and not req.end else 1
+        return tuple(self.spec.initial_sum + i * req.value for i in range(1, runs + 1))
 
     def _times_out(self, req: Request, now: float) -> Refusal | Ambiguous:
         """A START with a `timeout` that must wait in the backlog: the reaper fails it (and every
@@ -271,13 +286,14 @@ class BatcherModel:
         return Ambiguous(min(s.expiry.hi for s in self.running),
                          "a START's timeout ends near the earliest moment a slot may free")
 
-    def _ran(self, seq: Seq, req: Request, now: float) -> Answer:
+    def _ran(self, seq: Seq, req: Request, now: float, end: bool | None = None, partials: tuple = ()) -> Answer:
+        """`req` runs in `seq`'s slot; `end` (default: its END flag) ends the sequence with it."""
         seq.at_risk_from = float("inf") if req.start else min(seq.at_risk_from, seq.expiry.lo)
         seq.last_arrival = now
         seq.expiry = self._expiry(now)
-        if req.end:
+        if req.end if end is None else end:
             self._release(seq, Window(now, now + self.prompt))
-        return Answer(seq.total, seq.at_risk_from)
+        return Answer(seq.total, seq.at_risk_from, partials=partials)
 
     def _invalid(self, req: Request) -> Refusal | None:
         m = self.spec.name

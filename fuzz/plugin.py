@@ -17,6 +17,7 @@ from . import profiles  # noqa: F401  (registers ci / dev / long)
 from . import leftovers, progress, xdist_support
 from .files import atomic_write
 from .machine import FuzzSettings
+from .releases import triton_version_of
 from .server import EmbeddedTriton, ExternalTriton, InstallNotFound, ServerStartError, TritonInstall, explicit_control
 
 
@@ -351,9 +352,12 @@ def _model_names(config) -> list[str]:
 
 def _generated_variants(config) -> list:
     """The models of the repository the embedded server gets when no --models-dir is given."""
-    from modelgen import python_variants, slow_variants
+    from modelgen import loadable_on, python_variants, slow_variants
 
-    return python_variants() + (slow_variants() if "slow" in config._fuzz_nemesis else [])
+    variants = python_variants() + (slow_variants() if "slow" in config._fuzz_nemesis else [])
+    install_dir = config.getoption("--triton-install")
+    # 2.39 refuses iterative_sequence: that model is left out there.
+    return loadable_on(variants, triton_version_of(install_dir) if install_dir else None)
 
 
 def pytest_generate_tests(metafunc):

@@ -37,6 +37,16 @@ class ReleaseInstallError(InstallNotFound):
     pass
 
 
+def triton_version_of(install_dir: str | os.PathLike) -> str | None:
+    """The Triton version of the nvidia-pytriton installed in `install_dir` (--target), if known."""
+    from importlib import metadata
+
+    for dist in metadata.distributions(path=[str(install_dir)]):
+        if (dist.metadata["Name"] or "").lower().replace("_", "-") == "nvidia-pytriton":
+            return TRITON_VERSION.get(dist.version)
+    return None
+
+
 def releases_dir() -> Path:
     """Where releases are unpacked: $TRITON_SEQFUZZ_RELEASES_DIR, else ~/.cache/triton-seqfuzz/releases."""
     env = os.environ.get(ENV_DIR)

@@ -129,7 +129,7 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
     elif kind is Kind.SHARED_ANSWER:
         if engine.shared is not None:  # the first answer's step checks them all
             engine.check_shared(step.action.rsplit(" (", 1)[0])
-    elif kind is Kind.HELD:  # sent without waiting: the server holds it until the batch is full
+    elif kind is Kind.HELD:  # sent without waiting, with the HELD steps next to it
         engine.held[client] = engine.send_held([(client, step.request)], step.action)[0]
     elif kind is Kind.HELD_ANSWER:
         if client not in engine.held:

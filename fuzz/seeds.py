@@ -13,6 +13,7 @@ SEEDS: dict[str, tuple[int, ...]] = {
     "py_corrid_direct_s2_i1_fp32_cserc_str": (1,),
     "py_corrid_direct_s2_i1_int32_cserc_i32_bool": (1,),
     "py_corrid_direct_s2_i1_int32_cserc_u64_dec": (1,),
+    "py_corrid_direct_s2_i1_int32_cserc_u64_dec_iter3": (1,),
     "py_corrid_direct_s2_i2_int32_csrc_i64": (1,),
     "py_corrid_direct_s4_i2_fp32_csec_u64": (1, 2),
     "py_corrid_oldest_s2_i1_fp32_csec_u32": (1,),

@@ -41,6 +41,9 @@ class ModelSpec:
     # The sum a sequence starts from: an implicit state read from a data file (its value is the
     # config's INITIAL_SUM parameter), else 0.
     initial_sum: float = 0
+    # iterative_sequence: a START runs this many times in its slot (the model reschedules it),
+    # answering its running sum each time, and its last release ends the sequence; 0 otherwise.
+    iterations: int = 0
 
     @property
     def batcher(self) -> str:
@@ -66,7 +69,9 @@ class ModelSpec:
         value) stays in it too."""
         lo, hi = (-(2**31), 2**31 - 1) if self.dtype == "INT32" else (-(2**24), 2**24)
         shift = abs(int(self.initial_sum))
-        return lo + shift, hi - shift
+        lo, hi = lo + shift, hi - shift
+        # an iterative START's sum is its value added `iterations` times
+        return (-(-lo // self.iterations), hi // self.iterations) if self.iterations else (lo, hi)
 
     def request(self, seq_id, value=0, **flags) -> Request:
         """A request to this model: its name and dtype (unless `flags` say otherwise: a misuse),
@@ -80,6 +85,7 @@ class ModelSpec:
         state = " implicit-state" if self.implicit_state else ""
         state += f" from {self.initial_sum:g}" if self.initial_sum else ""
         via = (f", an ensemble over {self.step}" if self.step else "") + (", decoupled" if self.decoupled else "")
+        via += f", iterative ({self.iterations} executions per START)" if self.iterations else ""
         return (f"{self.name}: {self.strategy}, {self.slots_per_instance} slot(s) x {self.instances} instance(s), "
                 f"{self.dtype}, idle {self.idle_s * 1000:.0f} ms, controls {ctl}{corrid}{state}{via}")
 
@@ -130,7 +136,8 @@ class ModelSpec:
                    idle_s=(sb.max_sequence_idle_microseconds or DEFAULT_IDLE_US) / 1e6,
                    max_batch_size=cfg.max_batch_size, controls=frozenset(controls), corrid_type=corrid_type,
                    implicit_state=len(sb.state) > 0, flavour=flavour, backend=cfg.backend or cfg.platform,
-                   decoupled=cfg.model_transaction_policy.decoupled, initial_sum=_initial_sum(cfg, dtype))
+                   decoupled=cfg.model_transaction_policy.decoupled, initial_sum=_initial_sum(cfg, dtype),
+                   iterations=_iterations(cfg))
 
     @classmethod
     def of_ensemble(cls, cfg: mc.ModelConfig, steps: dict) -> "ModelSpec":
@@ -176,6 +183,20 @@ def _initial_sum(cfg: mc.ModelConfig, dtype: str) -> float:
     if abs(value) > 2**20:
         raise ContractError(f"model {cfg.name!r}: INITIAL_SUM {value} is past +-2**20, where sums from it stay exact")
     return float(value) if dtype == "FP32" else value
+
+
+def _iterations(cfg: mc.ModelConfig) -> int:
+    """0 unless the model is an iterative sequence; then its ITERATIONS parameter says how many times
+    a START runs (the model decides when to stop rescheduling it; the API cannot tell)."""
+    if not cfg.sequence_batching.iterative_sequence:
+        return 0
+    text = cfg.parameters["ITERATIONS"].string_value if "ITERATIONS" in cfg.parameters else ""
+    if not text.isdigit() or not 1 <= int(text) <= 16 or not cfg.model_transaction_policy.decoupled:
+        raise ContractError(f"model {cfg.name!r} is an iterative sequence: the fuzzer needs it decoupled, and the "
+                            f"number of times it runs each START (and answers it) as parameter ITERATIONS, an "
+                            f"integer from 1 to 16; got {text or 'none'!r}, "
+                            f"{'' if cfg.model_transaction_policy.decoupled else 'not '}decoupled")
+    return int(text)
 
 
 def ensemble_steps(cfg: mc.ModelConfig) -> list[str]:

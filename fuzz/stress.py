@@ -35,7 +35,7 @@ from .engine import Engine, FuzzSettings, Setup
 from .invariants import InvariantViolation
 from .model import Refusal, key_of
 from .progress import Progress, Snapshot
-from .spec import ModelSpec
+from .spec import ContractError, ModelSpec
 
 PATTERNS = ("valid", "valid-valid", "valid-no-end", "no-end", "no-start")
 # Four slots and a short idle timeout: the no-end patterns leave sequences for the reaper, and a
@@ -273,6 +273,9 @@ class _Driver:
 
 def run_stress(server, model: str, settings: StressSettings = StressSettings()) -> StressResult:
     spec = ModelSpec.fetch(server, model)
+    if spec.iterations:
+        raise ContractError(f"model {model!r} is an iterative sequence: each of its sequences is one START, and the "
+                            f"stress patterns run sequences of many requests (fuzz it with pytest fuzz/ instead)")
     run = _Driver(server, spec, settings)
     run.run()
     stats = run.engine.stats
@@ -321,6 +324,9 @@ def main(argv=None) -> int:
     server = _server(args)
     try:
         result = run_stress(server, args.model, StressSettings(args.concurrency, args.iterations, args.seed))
+    except ContractError as err:
+        print(f"python -m fuzz.stress: {err}", file=sys.stderr)
+        return 2
     finally:
         server.stop()
     print(result.summary())

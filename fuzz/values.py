@@ -49,13 +49,23 @@ class Outcome:
     status: str = "OK"
     message: str = ""
     latency_s: float = 0.0
+    # The answers a request sent before its final one (an iterative sequence's request answers
+    # once per execution), in order; empty for a request answered once.
+    partials: tuple = attrs.field(default=(), converter=tuple)
 
     @property
     def ok(self) -> bool:
         return self.status == "OK"
 
+    @property
+    def runs(self) -> int:
+        """Executions its answers show (the server's inference_count counts each): one per answer."""
+        return len(self.partials) + self.ok
+
     def describe(self) -> str:
-        return f"OUTPUT={self.value!r}" if self.ok else f"{self.status}: {self.message}"
+        if not self.ok:
+            return f"{self.status}: {self.message}"
+        return f"OUTPUT={self.value!r}" + (f" after {list(self.partials)!r}" if self.partials else "")
 
 
 # -- what must happen: the reference model's expectations ----------------------------------------
@@ -66,6 +76,8 @@ class Answer:
     when the server may have reaped the sequence before the request got there."""
     value: float
     at_risk_from: float = attrs.field(default=float("inf"), eq=False)
+    # The answers before the final one, in order (an iterative sequence's START: one per execution).
+    partials: tuple = attrs.field(default=(), converter=tuple, kw_only=True)
 
 
 @attrs.frozen
@@ -78,8 +90,10 @@ class Refusal:
 
 @attrs.frozen
 class Queued:
-    """Every slot is held: the request waits in the backlog; answered with `value` once admitted."""
+    """Every slot is held: the request waits in the backlog; answered with `value` once admitted
+    (after `partials`, as an Answer's)."""
     value: float
+    partials: tuple = attrs.field(default=(), converter=tuple, kw_only=True)
 
 
 @attrs.frozen
@@ -129,8 +143,8 @@ class Kind(str, enum.Enum):
     LEAVE_TO_EXPIRE = "leave_to_expire"  # no client sends on these sequences any more
     PAUSE = "pause"  # a recorded silence (format 1 programs)
     CLOSE_STREAM = "close_stream"  # the client closes its gRPC stream
-    HELD = "held"  # a START sent into a batch the server holds until it is full (full_batch)
-    HELD_ANSWER = "held_answer"  # that START's answer, checked once the batch ran
+    HELD = "held"  # sent with others at once, not waited for (burst; full_batch: a batch held until full)
+    HELD_ANSWER = "held_answer"  # its answer, checked once all of them went
     FAULT = "fault"  # a nemesis fault (cut, restart, reload, full batch)
     # cancel_pipelined (fuzz/cancelling.py), in this order: the next request of a running
     # sequence on unary gRPC, not waited for (ASIDE); one behind it on the client's stream

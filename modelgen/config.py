@@ -51,6 +51,10 @@ def model_config(variant: Variant) -> mc.ModelConfig:
 
     if variant.decoupled:
         cfg.model_transaction_policy.decoupled = True
+    if variant.iterations:
+        # The model reschedules a START until it has run this often; the fuzzer reads it here.
+        cfg.sequence_batching.iterative_sequence = True
+        cfg.parameters["ITERATIONS"].string_value = str(variant.iterations)
     dtype = _DTYPE[variant.dtype]
     dims = list(variant.shape)
     cfg.input.add(name="INPUT", data_type=dtype, dims=dims)

@@ -79,6 +79,10 @@ class Variant:
     # Decoupled (model_transaction_policy): each answer goes through the request's response
     # sender, flagged final; Triton then serves the model over gRPC streams only.
     decoupled: bool = False
+    # iterative_sequence (the scheduling LLM servers use for in-flight batching): a START without
+    # END runs this many times in its slot, the model rescheduling it and answering each running
+    # sum, the last one final; its last release ends the sequence. 0: not iterative.
+    iterations: int = 0
     # The oldest strategy's own dynamic batching: batch sizes it prefers, and how long the oldest
     # request may wait for one (0: a batch goes as soon as the batcher is free).
     preferred_batch: tuple = attrs.field(default=(), converter=tuple)
@@ -122,6 +126,11 @@ class Variant:
                              f"queue_delay_us >= 0, got {self.preferred_batch} and {self.queue_delay_us}")
         if self.decoupled and self.backend != "python":
             raise ValueError("decoupled: only the python accumulator answers through a response sender")
+        if self.iterations and not (self.decoupled and self.flavour == "corrid" and 1 < self.iterations <= 16):
+            # Rescheduling is the Python backend's, answering more than once a decoupled model's;
+            # the model counts a START's executions by its CORRID.
+            raise ValueError(f"iterations must be 2..16 and needs a decoupled corrid variant, got {self.iterations} "
+                             f"for a {'decoupled ' if self.decoupled else ''}{self.flavour} variant")
         if self.ensemble and self.backend != "python":
             raise ValueError("ensemble: only python variants are written as an ensemble's step")
         if self.bool_controls and self.backend != "python":
@@ -180,6 +189,8 @@ class Variant:
             parts.append("grow")
         if self.decoupled:
             parts.append("dec")
+        if self.iterations:
+            parts.append(f"iter{self.iterations}")
         if self.ensemble:
             parts.append("ens")
         return "_".join(parts)
@@ -196,12 +207,26 @@ class Variant:
         return (self.name, self.step_name) if self.ensemble else (self.name,)
 
     @property
+    def min_triton(self) -> tuple:
+        """The oldest Triton that loads it: iterative_sequence came with 2.40 (core r23.11)."""
+        return (2, 40) if self.iterations else (0,)
+
+    @property
     def total_slots(self) -> int:
         return self.slots * self.instances
 
     @property
     def max_batch_size(self) -> int:
         return self.slots if self.batching else 0
+
+
+def loadable_on(variants, triton_version: str | None) -> list[Variant]:
+    """The variants a Triton of that version loads (None: any); an older build refuses a newer
+    model's config at start, and with it the whole server."""
+    if triton_version is None:
+        return list(variants)
+    have = tuple(int(n) for n in triton_version.split(".")[:2])
+    return [v for v in variants if v.min_triton <= have]
 
 
 def python_variants(idle_us: int | None = None) -> list[Variant]:
@@ -211,7 +236,7 @@ def python_variants(idle_us: int | None = None) -> list[Variant]:
     the corrid flavour meets every CORRID type Triton takes (UINT64, STRING, INT32, UINT32,
     INT64); END is declared by some models and not others; one model has no batch dimension
     (max_batch_size 0); one takes its START, END and READY controls as BOOL; one is served
-    through an ensemble; one is decoupled; one sets the oldest strategy's preferred batch sizes
+    through an ensemble; one is decoupled, and one decoupled and iterative; one sets the oldest strategy's preferred batch sizes
     and queue delay.
     idle_us: one idle timeout for every model; None gives each its purpose's (short for the
     expiry-heavy models, SUM_HEAVY_IDLE_US for three of the many-slot ones).
@@ -247,6 +272,9 @@ def python_variants(idle_us: int | None = None) -> list[Variant]:
         V("slot", "oldest", 1, 1, "int32", controls=("START", "END", "READY"), ensemble=True),
         # A decoupled stateful model: its answers come through a response sender.
         V("corrid", "direct", 2, 1, "int32", "uint64", full, decoupled=True),
+        # An iterative sequence (Triton 2.40+; older builds leave it out): each START runs three
+        # times in its slot, answering each running sum, and ends its sequence.
+        V("corrid", "direct", 2, 1, "int32", "uint64", full, decoupled=True, iterations=3),
     ]
 
 

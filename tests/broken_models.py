@@ -38,6 +38,9 @@ class Bug:
 _CORRID = Variant("corrid", "direct", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"))
 _SLOT = Variant("slot", "direct", 2, 1, "int32", controls=("START", "END", "READY"))
 _ONE_SLOT = Variant("slot", "direct", 1, 1, "int32", controls=("START", "END", "READY", "CORRID"))
+# Iterative, and slow enough (20 ms an execution) that STARTs sent together surely interleave.
+_ITERATIVE = Variant("corrid", "direct", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"),
+                     decoupled=True, iterations=3, delay_ms=20)
 
 BUGS = (
     Bug("no_reset_on_start", "START does not reset the running sum of a reused key",
@@ -79,6 +82,11 @@ BUGS = (
     Bug("corrid_truncated_to_32_bits", "the uint64 correlation id is cut to its low 32 bits",
         _CORRID_KEY, '            key = int(_scalar(request, "CORRID")) & 0xFFFFFFFF\n', _CORRID,
         3, "START a, START b with a = b mod 2**32, then a request on a: it sums onto b's value"),
+    Bug("iterative_one_sum_per_batch", "an iterative model keeps one running sum for every sequence in "
+                                       "flight (in-flight batching that mixes them up)",
+        _CORRID_KEY, "            key = 0\n", _ITERATIVE,
+        3, "two STARTs sent at once (a burst: two lines) and the answer that shows it: their executions "
+           "interleave, and each sums onto the other"),
 )
 
 # Bugs the fuzzer does not catch reliably within test_broken_models' budget would be kept here, out

@@ -217,3 +217,25 @@ def test_an_ended_or_expectation_round_trips_and_a_bad_one_is_refused():
         _expect_from_json({"ended_or": 15})
     with pytest.raises(TypeError, match="ended_or must be a list of numbers"):
         _expect_from_json({"ended_or": [True]})
+
+
+def test_an_answer_with_partials_round_trips_and_the_reproducer_checks_them(tmp_path):
+    """An iterative sequence's START answers once per execution: the expectation and the outcome
+    keep the answers before the final one, and entries without them read and write as before."""
+    from fuzz.corpus import _expect_from_json, _expect_to_json, _outcome_from_json, _outcome_to_json
+    from fuzz.reproducer_script import Outcome as ScriptOutcome, matches
+
+    for e in (Answer(15, partials=(5, 10)), Queued(2.5, partials=[1.25]), Answer(3)):
+        assert _expect_from_json(json.loads(json.dumps(_expect_to_json(e)))) == e
+    assert _expect_to_json(Answer(3)) == {"answer": 3}
+    got = Outcome(value=15, partials=(5, 10))
+    assert _outcome_from_json(json.loads(json.dumps(_outcome_to_json(got)))) == got
+    assert "partials" not in _outcome_to_json(Outcome(value=1))
+    with pytest.raises(TypeError, match="partials must be a list of numbers"):
+        _expect_from_json({"answer": 15, "partials": 5})
+    with pytest.raises(ValueError, match="an expectation is one of"):
+        _expect_from_json({"refusal": {}, "partials": []})
+    expect = {"answer": 15, "partials": [5, 10]}
+    assert matches(expect, ScriptOutcome(15, partials=[5, 10]), "stream")
+    assert not matches(expect, ScriptOutcome(15, partials=[5, 11]), "stream")
+    assert not matches(expect, ScriptOutcome(15), "stream") and matches({"answer": 15}, ScriptOutcome(15), "stream")

@@ -22,6 +22,9 @@ from fuzz.server import EmbeddedTriton, ServerStartError
 
 MODEL = "iter"
 MODEL_PY = '''
+import json
+import time
+
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -33,8 +36,11 @@ def _get(request, name):
 class TritonPythonModel:
     def initialize(self, args):
         self.sums, self.runs = {}, {}
+        params = json.loads(args["model_config"]).get("parameters", {})
+        self.delay_s = int(params.get("DELAY_MS", {}).get("string_value", "0")) / 1000
 
     def execute(self, requests):
+        time.sleep(self.delay_s)
         for request in requests:
             corrid = _get(request, "CORRID")
             if _get(request, "START"):
@@ -53,7 +59,7 @@ class TritonPythonModel:
 '''
 
 
-def _config(strategy: str, slots: int) -> str:
+def _config(strategy: str, slots: int, delay_ms: int = 0) -> str:
     chosen = "direct { }" if strategy == "direct" else f"oldest {{ max_candidate_sequences: {slots} }}"
     controls = "".join(
         f'    {{ name: "{n}" control [ {{ kind: CONTROL_SEQUENCE_{n} int32_false_true: [ 0, 1 ] }} ] }},\n'
@@ -65,6 +71,7 @@ model_transaction_policy {{ decoupled: true }}
 input [ {{ name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] }}, {{ name: "ITERS" data_type: TYPE_INT32 dims: [ 1 ] }} ]
 output [ {{ name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
 instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+parameters {{ key: "DELAY_MS" value {{ string_value: "{delay_ms}" }} }}
 sequence_batching {{
   iterative_sequence: true
   max_sequence_idle_microseconds: 5000000
@@ -76,10 +83,10 @@ sequence_batching {{
 '''
 
 
-def _repo(path, strategy="direct", slots=2):
+def _repo(path, strategy="direct", slots=2, delay_ms=0):
     (path / MODEL / "1").mkdir(parents=True)
     (path / MODEL / "1" / "model.py").write_text(MODEL_PY)
-    (path / MODEL / "config.pbtxt").write_text(_config(strategy, slots))
+    (path / MODEL / "config.pbtxt").write_text(_config(strategy, slots, delay_ms))
     return path
 
 
@@ -122,6 +129,15 @@ class Stream:
         for _ in range(n):
             out.append(self.got.get(timeout=timeout))
         return out
+
+    def drain(self, wait=1.0) -> list:
+        """Everything that comes until nothing has come for `wait` seconds."""
+        out = []
+        while True:
+            try:
+                out.append(self.got.get(timeout=wait))
+            except queue.Empty:
+                return out
 
     def quiet(self, wait=1.0) -> bool:
         try:
@@ -188,3 +204,61 @@ def test_2_39_refuses_iterative_sequence(tmp_path):
     install = _install("0.4.2")
     with pytest.raises(ServerStartError, match='has no field named "iterative_sequence"'):
         EmbeddedTriton(_repo(tmp_path / "models"), workdir=tmp_path, **install).start()
+
+
+@pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
+def test_an_id_less_request_gets_an_id_counted_from_1_that_a_clients_id_shares(tmp_path, release):
+    """iterative-auto-id-shares-client-ids: the core's iterative sequencer gives a request without a
+    sequence id the START flag and an id of its own, 1, 2, ... per model load: the same key as a
+    client's id 1, 2, ... A client's START on id 1 while the id-less request iterates there
+    restarts that sequence (the core's "has a conflict" warning), and the id-less request never
+    gets its final answer (its reschedule is refused, in the log only)."""
+    with EmbeddedTriton(_repo(tmp_path / "models", delay_ms=50), workdir=tmp_path, **_install(release)) as server:
+        server.wait_models_ready([MODEL])
+        s = Stream(server.grpc_url)
+        try:
+            s.send("auto", 0, 1, 20)  # no sequence id: it becomes sequence 1, START
+            assert s.take(2) == [("auto", 1, False), ("auto", 2, False)]
+            s.send("client", 1, 1000, 1, start=True)  # a client's own sequence 1
+            answers = s.drain(1.5)
+            mine = answers.index(("client", 1000, True))  # its START restarted sequence 1's state
+            # the id-less request runs once more, onto the client's sum, and never finishes
+            assert ("auto", 1001, False) in answers[mine:], answers
+            assert not any(rid == "auto" and final for rid, _, final in answers), answers
+            log = server.log_tail(400)
+            assert "sequence 1 for model 'iter' has a conflict" in log
+        finally:
+            s.close()
+
+
+@pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
+def test_the_generated_iterative_model_answers_each_execution_through_the_fuzzers_client(tmp_path, release):
+    """modelgen's iterative variant, through fuzz.client.StreamClient: a START's answers before
+    its final one come back as the Outcome's partials, two STARTs sent at once each get their own
+    running sums, and the sequence ends with its START (the reference model's semantics)."""
+    from fuzz.client import StreamClient
+    from fuzz.model import BatcherModel
+    from fuzz.spec import ModelSpec
+    from modelgen import python_variants, write_model
+
+    variant = next(v for v in python_variants() if v.iterations)
+    write_model(variant, tmp_path / "models")
+    with EmbeddedTriton(tmp_path / "models", workdir=tmp_path, **_install(release)) as server:
+        server.wait_models_ready([variant.name])
+        spec = ModelSpec.fetch(server, variant.name)
+        model = BatcherModel(spec, margin_s=0.1)
+        streams = [StreamClient(server.grpc_url), StreamClient(server.grpc_url)]
+        try:
+            reqs = [spec.request(11, 5, start=True), spec.request(12, -7, start=True)]
+            expected = [model.expect(r, 0.0) for r in reqs]
+            boxes = [c.send(r) for c, r in zip(streams, reqs)]
+            got = [StreamClient.wait(b, 5.0) for b in boxes]
+            assert [(g.value, g.partials) for g in got] == [(e.value, e.partials) for e in expected] == [
+                (15, (5, 10)), (-21, (-7, -14))]
+            after = StreamClient.wait(streams[0].send(spec.request(11, 1)), 5.0)
+            assert not after.ok and "must specify the START flag" in after.message
+            once = StreamClient.wait(streams[1].send(spec.request(13, 4, start=True, end=True)), 5.0)
+            assert (once.value, once.partials) == (4, ())  # a START with END is not rescheduled
+        finally:
+            for c in streams:
+                c.close(cancel_requests=True)

@@ -479,3 +479,65 @@ def test_a_timed_out_start_answered_before_its_timeout_breaks_timeouts_respected
     assert check_prompt(req, exp, on_time, "grpc").violation is None
     early = check_prompt(req, exp, Outcome(status="UNAVAILABLE", message=TIMEOUT_ERROR, latency_s=0.005), "grpc")
     assert early.violation.invariant == "timeouts_respected" and "before its timeout of 20 ms" in early.violation.detail
+
+
+def iterative_spec(iterations=3):
+    v = Variant("corrid", "direct", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"), decoupled=True,
+                iterations=iterations)
+    return ModelSpec.from_config(model_config(v))
+
+
+def test_an_iterative_start_answers_each_execution_and_ends_its_sequence():
+    """iterative_sequence: a START without END runs `iterations` times in its slot, answering each
+    running sum, and its last release ends the sequence; one with END is not rescheduled."""
+    s = iterative_spec()
+    assert s.iterations == 3 and "iterative (3 executions per START)" in s.describe()
+    m = BatcherModel(s, margin_s=MARGIN, prompt_s=1.0)
+    assert m.expect(R(1, 5, start=True), 0.0) == Answer(15, partials=(5, 10))
+    assert not m.is_live(key_of(1)) and key_of(1) in m.spent  # its id is left alone from now on
+    assert m.expect(R(2, 4, start=True, end=True), 0.1) == Answer(4)
+    assert key_of(2) not in m.spent
+    assert m.expect(R(3, 1), 0.2) == Refusal("INVALID_ARGUMENT", START_ERROR.format(id=3, model=s.name),
+                                             "start_is_required")
+    # An iterative START's sum is its value `iterations` times: values are kept to a third.
+    assert s.value_range == (-(2**31) // 3 + 1, (2**31 - 1) // 3)
+
+
+def test_iterative_starts_sent_together_each_take_a_slot_that_frees_with_its_last_answer():
+    """A burst of iterative STARTs: the model releases each sequence as it is sent (its slot frees
+    with its final answer, as a START+END's does), so none waits in the backlog."""
+    m = BatcherModel(iterative_spec(2), margin_s=MARGIN, prompt_s=1.0)
+    assert [m.expect(R(i, i, start=True), 0.0) for i in (10, 11, 12)] == [
+        Answer(20, partials=(10,)), Answer(22, partials=(11,)), Answer(24, partials=(12,))]
+    assert m.free_slots() == 2 and not m.backlog
+
+
+def test_spec_reads_iterations_only_from_a_decoupled_iterative_model():
+    cfg = model_config(Variant("corrid", "direct", 2, 1, decoupled=True, iterations=4,
+                               controls=("START", "CORRID")))
+    assert ModelSpec.from_config(cfg).iterations == 4
+    assert ModelSpec.from_config(model_config(Variant("corrid", "direct", 2, 1, controls=("START", "CORRID")))
+                                 ).iterations == 0
+    for mutate, got in ((lambda c: c.parameters["ITERATIONS"].__setattr__("string_value", "many"), "'many'"),
+                        (lambda c: c.parameters.__delitem__("ITERATIONS"), "'none'"),
+                        (lambda c: c.model_transaction_policy.__setattr__("decoupled", False), "not decoupled")):
+        bad = model_config(Variant("corrid", "direct", 2, 1, decoupled=True, iterations=4,
+                                   controls=("START", "CORRID")))
+        mutate(bad)
+        with pytest.raises(ContractError, match=f"iterative sequence.*{got}"):
+            ModelSpec.from_config(bad)
+
+
+def test_answers_before_the_final_one_are_checked_too():
+    from fuzz.invariants import check_prompt, check_served
+    from fuzz.values import Outcome
+
+    req, exp = R(1, 5, start=True), Answer(15, partials=(5, 10))
+    assert check_prompt(req, exp, Outcome(value=15, partials=(5, 10)), "stream").violation is None
+    wrong = check_prompt(req, exp, Outcome(value=15, partials=(7, 7)), "stream")
+    assert wrong.violation.invariant == "sums_match" and "before the final answer" in str(wrong.violation)
+    assert (wrong.expected, wrong.got) == ("OUTPUT=15 after [5, 10]", "OUTPUT=15 after [7, 7]")
+    assert check_prompt(req, exp, Outcome(value=15), "stream").violation is not None  # answered once
+    backlogged = Queued(15, partials=(5, 10))
+    assert check_served(req, backlogged, Outcome(value=15, partials=(5, 10)), None).violation is None
+    assert check_served(req, backlogged, Outcome(value=15, partials=(5,)), None).violation is not None

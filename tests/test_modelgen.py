@@ -24,6 +24,7 @@ def test_variant_set_covers_every_dimension():
     assert {v.dtype for v in vs} == {"int32", "fp32"}
     assert {v.corrid_type for v in vs if "CORRID" in v.controls} == {"uint64", "string", "int32", "uint32", "int64"}
     assert any(v.bool_controls for v in vs) and any(v.ensemble for v in vs) and any(v.decoupled for v in vs)
+    assert any(v.iterations for v in vs)
     assert any(not v.batching for v in vs)
     assert any("END" in v.controls for v in vs) and any("END" not in v.controls for v in vs)
     for flavour in ("corrid", "slot", "implicit"):
@@ -116,7 +117,46 @@ def test_a_decoupled_variant_says_so_in_its_config():
         "model_transaction_policy")
 
 
+def test_an_iterative_variant_is_a_decoupled_iterative_sequence_that_needs_2_40(tmp_path):
+    from modelgen import write_model
+
+    v = Variant("corrid", "direct", 2, 1, controls=("START", "CORRID"), decoupled=True, iterations=3)
+    cfg = model_config(v)
+    assert cfg.sequence_batching.iterative_sequence and cfg.parameters["ITERATIONS"].string_value == "3"
+    assert v.name.endswith("_dec_iter3") and v.min_triton == (2, 40)
+    plain = Variant("corrid", "direct", 2, 1, controls=("START", "CORRID"), decoupled=True)
+    assert not model_config(plain).sequence_batching.iterative_sequence and plain.min_triton == (0,)
+    text = (write_model(v, tmp_path) / "1" / "model.py").read_text()
+    assert "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE" in text
+
+
+def test_an_older_builds_repository_leaves_out_what_it_cannot_load(tmp_path):
+    """--triton-install of a 2.39 release: the iterative model would stop the whole server."""
+    from fuzz.releases import triton_version_of
+
+    def install(version):
+        root = tmp_path / version
+        (root / f"nvidia_pytriton-{version}.dist-info").mkdir(parents=True)
+        (root / f"nvidia_pytriton-{version}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: nvidia-pytriton\nVersion: {version}\n")
+        return root
+
+    from modelgen import loadable_on
+
+    assert triton_version_of(install("0.4.2")) == "2.39.0" and triton_version_of(install("0.5.0")) == "2.41.0"
+    assert triton_version_of(tmp_path / "empty") is None
+    everything = python_variants()
+    on_2_39 = loadable_on(everything, "2.39.0")
+    assert [v for v in everything if v not in on_2_39] == [v for v in everything if v.iterations] != []
+    assert loadable_on(everything, "2.41.0") == everything == loadable_on(everything, None)
+
+
 @pytest.mark.parametrize("kwargs, message", [
+    (dict(flavour="corrid", strategy="direct", slots=2, instances=1, controls=("START", "CORRID"), iterations=3),
+     "iterations"),
+    (dict(flavour="corrid", strategy="direct", slots=2, instances=1, controls=("START", "CORRID"), decoupled=True,
+          iterations=1), "iterations"),
+    (dict(flavour="slot", strategy="direct", slots=2, instances=1, decoupled=True, iterations=3), "iterations"),
     (dict(flavour="corrid", strategy="direct", slots=1, instances=1, controls=("START",)), "needs control"),
     (dict(flavour="slot", strategy="oldest", slots=2, instances=1), "needs slots=1"),
     (dict(flavour="slot", strategy="direct", slots=3, instances=1), "slots"),

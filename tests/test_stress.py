@@ -59,3 +59,11 @@ def test_a_violation_says_when_it_happened(broken_repo, tmp_path):
     assert first.invariant == "sums_match"
     assert first.requests >= 1 and first.sequences >= 1 and first.seconds >= 0
     assert "expected OUTPUT=" in first.detail
+
+
+def test_an_iterative_model_is_refused_in_one_line(capsys):
+    """Its sequences are one START each: the stress patterns' many-request sequences do not apply."""
+    name = next(v.name for v in python_variants() if v.iterations)
+    assert stress.main(["--concurrency", "2", "--iterations", "1", "--model", name]) == 2
+    err = capsys.readouterr().err
+    assert f"model {name!r} is an iterative sequence" in err and len(err.strip().splitlines()) == 1

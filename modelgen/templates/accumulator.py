@@ -10,6 +10,9 @@ The config's FLAVOUR parameter says where the running sum lives:
              relying on Triton to carry OUTPUT_STATE into the next INPUT_STATE. With an
              initial state from a data file (parameter INITIAL_SUM) START adds the state too:
              Triton hands a START the file's value.
+With parameter ITERATIONS (an iterative_sequence model, decoupled, corrid flavour) a START without
+END runs that many times: each execution adds INPUT again and answers the running sum, and all but
+the last ask Triton to reschedule the request (it comes back with START 0).
 """
 import json
 import time
@@ -40,6 +43,8 @@ class TritonPythonModel:
         self.decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
         # An implicit state that starts from a data file: START adds it like any request.
         self.start_resets = "INITIAL_SUM" not in params
+        self.iterations = int(params.get("ITERATIONS", {}).get("string_value", "0"))
+        self.runs = {}  # an iterating START's executions so far, by CORRID
 
     def execute(self, requests):
         if self.delay_s:
@@ -48,8 +53,28 @@ class TritonPythonModel:
         if not self.decoupled:
             return responses
         for request, response in zip(requests, responses):
-            request.get_response_sender().send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            if self._again(request):
+                request.set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+                request.get_response_sender().send(response)
+            else:
+                request.get_response_sender().send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None
+
+    def _again(self, request):
+        """An iterative START without END has executions left after this one."""
+        if not self.iterations:
+            return False
+        key = _scalar(request, "CORRID")
+        if _scalar(request, "START", 0):
+            self.runs.pop(key, None)
+            if not _scalar(request, "END", 0):
+                self.runs[key] = 1
+        elif key in self.runs:
+            self.runs[key] += 1
+        if self.runs.get(key, self.iterations) < self.iterations:
+            return True
+        self.runs.pop(key, None)
+        return False
 
     def _one(self, position, request):
         x = pb_utils.get_input_tensor_by_name(request, "INPUT").as_numpy().astype(self.dtype)
