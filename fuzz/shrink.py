@@ -74,6 +74,7 @@ def without(steps, gone: set, spec: ModelSpec) -> list[StepRecord]:
     answered too): its value is added there and its END moves there, so the sequence's later
     sums stay what they were. Anything else removed is just dropped."""
     lo, hi = spec.value_range
+    gone = gone | _partners(steps, gone)
     kept: list[StepRecord] = []
     last: dict = {}  # id key -> position in `kept` of its last answered request since its START
     for i, s in enumerate(steps):
@@ -101,6 +102,21 @@ def without(steps, gone: set, spec: ModelSpec) -> list[StepRecord]:
         if req.end:
             last[key] = None
     return kept
+
+
+def _partners(steps, gone: set) -> set:
+    """A HELD step and its answer go together: a request sent without waiting whose answer step
+    is gone would never be waited for, and the program's next request on its id would race it
+    (seen: an END refused because it overtook its held START)."""
+    partners, open_ = set(), {}  # open_: client -> position of its HELD step not yet answered
+    for i, s in enumerate(steps):
+        if s.kind is Kind.HELD:
+            open_[s.client] = i
+        elif s.kind is Kind.HELD_ANSWER and s.client in open_:
+            held = open_.pop(s.client)
+            if held in gone or i in gone:
+                partners |= {held, i}
+    return partners
 
 
 def _answered(s: StepRecord, spec: ModelSpec) -> bool:

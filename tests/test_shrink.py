@@ -75,3 +75,16 @@ def test_moved_ids_keep_equalities_and_congruences():
     assert ids[7] == "p1." + "L" * 130  # still too long
     assert len(ids[8]) == 128  # still a valid id
     assert ids[9] is None
+
+
+def test_a_held_request_and_its_answer_go_together():
+    """A burst's (or a full batch's) request sent without waiting, and the step that checks its
+    answer: removing either removes both, or the request would race the program's next one."""
+    def held(i, client, seq_id, kind):
+        return attrs.evolve(req(i, seq_id, 1, start=True), client=client, kind=kind)
+
+    steps = [held(1, 0, 5, Kind.HELD), held(2, 1, 6, Kind.HELD), held(3, 0, 5, Kind.HELD_ANSWER),
+             held(4, 1, 6, Kind.HELD_ANSWER), req(5, 5, 2, end=True)]
+    assert [s.index for s in without(steps, {2}, SPEC)] == [2, 4, 5]  # 0's answer: 0's request too
+    assert [s.index for s in without(steps, {1}, SPEC)] == [1, 3, 5]  # 1's request: its answer too
+    assert [s.index for s in without(steps, {4}, SPEC)] == [1, 2, 3, 4]
