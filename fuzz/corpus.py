@@ -232,21 +232,23 @@ def _expect_from_json(d):
         raise ValueError(f"an expectation is one of answer, queued, cancelled, ended_or, any_order, refusal; got {d!r}")
     what, value, partials = kinds[0], d[kinds[0]], d.get("partials", [])
     if what in ("ended_or", "any_order"):
-        if not isinstance(value, list) or any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in value):
-            raise TypeError(f"{what} must be a list of numbers, got {value!r}")
+        _numbers(what, value)
         return EndedOr(value) if what == "ended_or" else AnyOrder(value)
     if what in ("answer", "queued"):
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise TypeError(f"{what} must be a number, got {value!r}")
-        if not isinstance(partials, list) or any(not isinstance(v, (int, float)) or isinstance(v, bool)
-                                                 for v in partials):
-            raise TypeError(f"partials must be a list of numbers, got {partials!r}")
+        _numbers("partials", partials)
         return (Answer if what == "answer" else Queued)(value, partials=partials)
     if what == "cancelled":
         return Cancelled()
     if what == "refusal":
         return Refusal(str(value["status"]), str(value["message"]), str(value["invariant"]))
     raise ValueError(f"unknown expectation {what!r}")
+
+
+def _numbers(what: str, value) -> None:
+    if not isinstance(value, list) or any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in value):
+        raise TypeError(f"{what} must be a list of numbers, got {value!r}")
 
 
 def _outcome_from_json(d) -> Outcome | None:
