@@ -2,7 +2,6 @@
 are cancelled, and the sequence must end with them. A slow model (each execution 100 ms) makes
 sure they are still queued when the cancel comes; on 2.39 and 2.41 the sequence goes on without
 them instead (cancelled-request-keeps-sequence, server issue 7117), which the fuzzer reports."""
-import os
 import subprocess
 import sys
 import time
@@ -16,12 +15,13 @@ from fuzz.corpus import _step_from_json, _step_to_json
 from fuzz.engine import Engine, FuzzSettings, Setup
 from fuzz.invariants import InvariantViolation
 from fuzz.machine import make_machine
-from fuzz.releases import install_release, is_installed
 from fuzz.replay import replay_steps
 from fuzz.server import EmbeddedTriton
 from fuzz.spec import ModelSpec
 from fuzz.values import EndedOr, Kind
 from modelgen import slow_variants, write_repository
+
+from .release_installs import embedded_install
 
 SLOW = slow_variants(idle_us=1_000_000, delay_ms=100)
 DIRECT, OLDEST = (v.name for v in SLOW)
@@ -119,9 +119,7 @@ def test_the_rule_is_drawn_and_left_out_where_guarded(slow_triton, triton):
 @pytest.mark.parametrize("release", ["0.4.2", "0.5.0"])
 def test_older_builds_keep_the_sequence_without_its_cancelled_requests(repo, tmp_path, release):
     """2.39 and 2.41: the known divergence cancelled-request-keeps-sequence, as the fuzzer reports it."""
-    if not (is_installed(release) or os.environ.get("TRITON_SEQFUZZ_RELEASES") == "1"):
-        pytest.skip(f"nvidia-pytriton {release} is not installed; set TRITON_SEQFUZZ_RELEASES=1 to download it")
-    with EmbeddedTriton(repo, install=install_release(release), workdir=tmp_path) as server:
+    with EmbeddedTriton(repo, workdir=tmp_path, **embedded_install(release)) as server:
         server.wait_models_ready([DIRECT])
         machine = make_machine(server, ModelSpec.fetch(server, DIRECT), FuzzSettings())
         assert machine.cancel_pipelined is None and "cancelled-request-keeps-sequence" in machine.left_out[-1]

@@ -8,18 +8,17 @@ models that carry the state are checked offline in test_modelgen_backends.py.
 """
 from __future__ import annotations
 
-import os
-
 import attrs
 import pytest
 
 from fuzz.client import GrpcClient
 from fuzz.model import BatcherModel
-from fuzz.releases import install_release, is_installed
 from fuzz.server import EmbeddedTriton, ServerStartError
 from fuzz.spec import ModelSpec
 from fuzz.values import Answer
 from modelgen import Variant, write_repository
+
+from .release_installs import embedded_install
 
 FROM_DATA = Variant("implicit", "direct", 1, 1, "int32", controls=("START", "READY"), initial_sum=7)
 ONE_BUFFER = Variant("implicit", "oldest", 2, 1, "fp32", controls=("START", "READY", "CORRID"), initial_sum=-3,
@@ -40,14 +39,6 @@ def _repo(path, variants, growable_on_cpu=False):
         config.write_text(text.replace("use_same_buffer_for_input_output: true",
                                        "use_same_buffer_for_input_output: true\n    use_growable_memory: true"))
     return path
-
-
-def _install(release):
-    if release is None:
-        return {}
-    if not (is_installed(release) or os.environ.get("TRITON_SEQFUZZ_RELEASES") == "1"):
-        pytest.skip(f"nvidia-pytriton {release} is not installed; set TRITON_SEQFUZZ_RELEASES=1 to download it")
-    return {"install": install_release(release)}
 
 
 def _starts_from_its_data_file(server, variant):
@@ -73,7 +64,7 @@ def _starts_from_its_data_file(server, variant):
 @pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
 def test_initial_state_from_data_and_the_buffer_options_load_and_start_from_the_file(tmp_path, release):
     repo = _repo(tmp_path / "models", [FROM_DATA, ONE_BUFFER, GROWABLE_ON_CPU], growable_on_cpu=True)
-    with EmbeddedTriton(repo, workdir=tmp_path, **_install(release)) as server:
+    with EmbeddedTriton(repo, workdir=tmp_path, **embedded_install(release)) as server:
         server.wait_models_ready([FROM_DATA.name, ONE_BUFFER.name, GROWABLE_NAME])
         _starts_from_its_data_file(server, FROM_DATA)
         _starts_from_its_data_file(server, ONE_BUFFER)
@@ -89,7 +80,7 @@ def test_initial_state_from_data_and_the_buffer_options_load_and_start_from_the_
 
 
 def test_2_39_starts_from_the_data_file_and_refuses_the_single_buffer(tmp_path):
-    install = _install("0.4.2")
+    install = embedded_install("0.4.2")
     with EmbeddedTriton(_repo(tmp_path / "a", [FROM_DATA]), workdir=tmp_path, **install) as server:
         server.wait_models_ready([FROM_DATA.name])
         _starts_from_its_data_file(server, FROM_DATA)

@@ -10,15 +10,16 @@ request leaves its slot taken for good. 2.39 refuses the config.
 """
 from __future__ import annotations
 
-import os
+import contextlib
 import queue
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from fuzz.releases import install_release, is_installed
 from fuzz.server import EmbeddedTriton, ServerStartError
+
+from .release_installs import embedded_install
 
 MODEL = "iter"
 MODEL_PY = '''
@@ -90,12 +91,17 @@ def _repo(path, strategy="direct", slots=2, delay_ms=0):
     return path
 
 
-def _install(release):
-    if release is None:
-        return {}
-    if not (is_installed(release) or os.environ.get("TRITON_SEQFUZZ_RELEASES") == "1"):
-        pytest.skip(f"nvidia-pytriton {release} is not installed; set TRITON_SEQFUZZ_RELEASES=1 to download it")
-    return {"install": install_release(release)}
+@contextlib.contextmanager
+def _streaming(repo, tmp_path, release):
+    """The server with the iterative model loaded, and a stream to it (closed, its requests
+    cancelled, on the way out)."""
+    with EmbeddedTriton(repo, workdir=tmp_path, **embedded_install(release)) as server:
+        server.wait_models_ready([MODEL])
+        s = Stream(server.grpc_url)
+        try:
+            yield server, s
+        finally:
+            s.close()
 
 
 class Stream:
@@ -155,28 +161,23 @@ class Stream:
 @pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
 def test_an_iterative_sequence_is_its_first_request_run_again_and_later_requests_are_not_rescheduled(
         tmp_path, release):
-    with EmbeddedTriton(_repo(tmp_path / "models"), workdir=tmp_path, **_install(release)) as server:
-        server.wait_models_ready([MODEL])
-        s = Stream(server.grpc_url)
-        try:
-            # one request, three executions: the same sequence and slot, START only on the first
-            s.send("a", 7, 10, 3, start=True)
-            assert s.take(3) == [("a", 10, False), ("a", 20, False), ("a", 30, True)]
-            # its final release ended the sequence: the next request of it needs START
-            s.send("b", 7, 1, 1)
-            (_, error, _), = s.take(1)
-            assert "must specify the START flag on the first request of the sequence" in error
-            # iterative-reschedule-refused-after-start: a second request of a sequence iterating
-            # runs between its turns, but its own reschedule is refused and it never gets a final
-            s.send("c", 8, 1, 3, start=True)
-            s.send("d", 8, 100, 2)
-            answers = s.take(4)
-            assert ("d", 101, False) in answers and ("c", 103, True) in answers
-            assert s.quiet(1.5), "no final answer was expected for request d"
-            log = server.log_tail(400)
-            assert "while the model is not configured to handle such a flag" in log
-        finally:
-            s.close()
+    with _streaming(_repo(tmp_path / "models"), tmp_path, release) as (server, s):
+        # one request, three executions: the same sequence and slot, START only on the first
+        s.send("a", 7, 10, 3, start=True)
+        assert s.take(3) == [("a", 10, False), ("a", 20, False), ("a", 30, True)]
+        # its final release ended the sequence: the next request of it needs START
+        s.send("b", 7, 1, 1)
+        (_, error, _), = s.take(1)
+        assert "must specify the START flag on the first request of the sequence" in error
+        # iterative-reschedule-refused-after-start: a second request of a sequence iterating
+        # runs between its turns, but its own reschedule is refused and it never gets a final
+        s.send("c", 8, 1, 3, start=True)
+        s.send("d", 8, 100, 2)
+        answers = s.take(4)
+        assert ("d", 101, False) in answers and ("c", 103, True) in answers
+        assert s.quiet(1.5), "no final answer was expected for request d"
+        log = server.log_tail(400)
+        assert "while the model is not configured to handle such a flag" in log
 
 
 @pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
@@ -187,21 +188,16 @@ def test_under_oldest_a_later_request_of_an_iterative_sequence_keeps_its_slot_fo
     repo = _repo(tmp_path / "models", strategy="oldest", slots=1)
     config = repo / MODEL / "config.pbtxt"
     config.write_text(config.read_text().replace("5000000", "500000"))  # idle 0.5 s
-    with EmbeddedTriton(repo, workdir=tmp_path, **_install(release)) as server:
-        server.wait_models_ready([MODEL])
-        s = Stream(server.grpc_url)
-        try:
-            s.send("a", 31, 1, 1, start=True)
-            s.send("b", 31, 2, 1)  # queued before a's release: it runs in the sequence
-            assert s.take(2) == [("a", 1, True), ("b", 3, True)]
-            s.send("c", 32, 5, 1, start=True)
-            assert s.quiet(3.0), "the START of another sequence was expected to wait for good"
-        finally:
-            s.close()
+    with _streaming(repo, tmp_path, release) as (_, s):
+        s.send("a", 31, 1, 1, start=True)
+        s.send("b", 31, 2, 1)  # queued before a's release: it runs in the sequence
+        assert s.take(2) == [("a", 1, True), ("b", 3, True)]
+        s.send("c", 32, 5, 1, start=True)
+        assert s.quiet(3.0), "the START of another sequence was expected to wait for good"
 
 
 def test_2_39_refuses_iterative_sequence(tmp_path):
-    install = _install("0.4.2")
+    install = embedded_install("0.4.2")
     with pytest.raises(ServerStartError, match='has no field named "iterative_sequence"'):
         EmbeddedTriton(_repo(tmp_path / "models"), workdir=tmp_path, **install).start()
 
@@ -213,22 +209,17 @@ def test_an_id_less_request_gets_an_id_counted_from_1_that_a_clients_id_shares(t
     client's id 1, 2, ... A client's START on id 1 while the id-less request iterates there
     restarts that sequence (the core's "has a conflict" warning), and the id-less request never
     gets its final answer (its reschedule is refused, in the log only)."""
-    with EmbeddedTriton(_repo(tmp_path / "models", delay_ms=50), workdir=tmp_path, **_install(release)) as server:
-        server.wait_models_ready([MODEL])
-        s = Stream(server.grpc_url)
-        try:
-            s.send("auto", 0, 1, 20)  # no sequence id: it becomes sequence 1, START
-            assert s.take(2) == [("auto", 1, False), ("auto", 2, False)]
-            s.send("client", 1, 1000, 1, start=True)  # a client's own sequence 1
-            answers = s.drain(1.5)
-            mine = answers.index(("client", 1000, True))  # its START restarted sequence 1's state
-            # the id-less request runs once more, onto the client's sum, and never finishes
-            assert ("auto", 1001, False) in answers[mine:], answers
-            assert not any(rid == "auto" and final for rid, _, final in answers), answers
-            log = server.log_tail(400)
-            assert "sequence 1 for model 'iter' has a conflict" in log
-        finally:
-            s.close()
+    with _streaming(_repo(tmp_path / "models", delay_ms=50), tmp_path, release) as (server, s):
+        s.send("auto", 0, 1, 20)  # no sequence id: it becomes sequence 1, START
+        assert s.take(2) == [("auto", 1, False), ("auto", 2, False)]
+        s.send("client", 1, 1000, 1, start=True)  # a client's own sequence 1
+        answers = s.drain(1.5)
+        mine = answers.index(("client", 1000, True))  # its START restarted sequence 1's state
+        # the id-less request runs once more, onto the client's sum, and never finishes
+        assert ("auto", 1001, False) in answers[mine:], answers
+        assert not any(rid == "auto" and final for rid, _, final in answers), answers
+        log = server.log_tail(400)
+        assert "sequence 1 for model 'iter' has a conflict" in log
 
 
 @pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
@@ -243,7 +234,7 @@ def test_the_generated_iterative_model_answers_each_execution_through_the_fuzzer
 
     variant = next(v for v in python_variants() if v.iterations)
     write_model(variant, tmp_path / "models")
-    with EmbeddedTriton(tmp_path / "models", workdir=tmp_path, **_install(release)) as server:
+    with EmbeddedTriton(tmp_path / "models", workdir=tmp_path, **embedded_install(release)) as server:
         server.wait_models_ready([variant.name])
         spec = ModelSpec.fetch(server, variant.name)
         model = BatcherModel(spec, margin_s=0.1)
