@@ -278,6 +278,7 @@ def main(entry, argv=None):
     http = Http(args.http_url.removeprefix("http://")) if args.http_url and not spec.get("decoupled") else None
     streams, parked, touched, diverged = {}, {}, [], []
     asides = {}  # client -> its unary calls in flight, oldest first (cancel_pipelined)
+    held = {}  # client -> its HELD requests' answers to come, oldest first (burst, crowd)
     backlog_wait = args.timeout + (len(entry["steps"]) + 2) * spec["idle_s"] * 2
 
     def stream(client):
@@ -330,7 +331,7 @@ def main(entry, argv=None):
             got = boxes.pop(0).get(timeout=args.timeout + 1) if boxes else Outcome(status="NOTHING", message="no request")
             verdict(step, got, "grpc")
         elif kind in ("answer", "still_waiting", "held_answer"):
-            box = parked.pop(client, None)
+            box = held[client].pop(0) if kind == "held_answer" and held.get(client) else parked.pop(client, None)
             if box is None:
                 print("       (already answered)")
                 continue
@@ -339,8 +340,8 @@ def main(entry, argv=None):
             except queue.Empty:
                 got = Outcome(status="CLIENT_TIMEOUT", message=f"no answer within {backlog_wait:.1f} s")
             verdict(step, got, "stream")
-        elif kind == "held":
-            parked[client] = stream(client).send(req, args.model)
+        elif kind == "held":  # a client may pipeline several: answered in order
+            held.setdefault(client, []).append(stream(client).send(req, args.model))
             print("       (sent with the steps next to it, not waited for: its answer is checked below)")
         elif kind == "queued":
             parked[client] = stream(client).send(req, args.model)

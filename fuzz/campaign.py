@@ -10,11 +10,12 @@ from hypothesis import settings as hsettings
 from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
+from .coverage import CoverageReport, goals_for
 from .depth import DepthSummary
 from .divergences import known_for
 from .invariants import InvariantViolation
 from .isolate import can_isolate, from_fresh_model, polish
-from .machine import FuzzSettings, RunStats, make_machine
+from .machine import FuzzSettings, RunStats, make_machine, string_ids_allowed
 from .progress import Progress, Snapshot
 from .replay import ReplayDrift, replay_steps
 from .server import Terminated, stopping
@@ -57,6 +58,7 @@ class ModelResult:
     depth: DepthSummary = DepthSummary()  # sequence lengths and expiry -> reuse cycles
     left_out: tuple = ()  # what this model's campaign does not fuzz, and why (e.g. a long idle timeout)
     interrupted: str = ""  # why the campaign stopped early (Ctrl-C, SIGTERM); its counts are what it did
+    coverage: CoverageReport = CoverageReport()  # goals reached and the fuzzer's gaps (fuzz/coverage.py)
     model_spec: ModelSpec | None = attrs.field(default=None, repr=False)
 
     @property
@@ -80,12 +82,14 @@ class ModelResult:
         kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names}
         kw["failures"] = tuple(Failure(**{**f, "program": tuple(f["program"])}) for f in d["failures"])
         kw["depth"] = DepthSummary.from_json(d.get("depth") or {})
+        kw["coverage"] = CoverageReport.from_json(d.get("coverage") or {})
         return cls(**kw)
 
     def to_json(self) -> dict:
         d = attrs.asdict(self, recurse=False, filter=lambda a, _: a.name != "model_spec")
         d["failures"] = [f.to_json() for f in self.failures]
         d["depth"] = attrs.asdict(self.depth)
+        d["coverage"] = self.coverage.to_json()
         d["requests_per_s"] = round(self.requests_per_s, 1)
         d["verdict"] = self.verdict
         return d
@@ -147,6 +151,8 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     stats = RunStats()
     machine = make_machine(server, spec, fuzz_settings, stats)
     left_out = machine.left_out
+    goals = goals_for(spec, strings=string_ids_allowed(spec, version), expiry=not any("idle expiry" in w for w in left_out))
+    sizes_before = server.batch_sizes(spec.batcher) or {}
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)
     started = time.monotonic()
@@ -155,13 +161,16 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
 
     def result_so_far(wall: float, **verdict) -> ModelResult:
         """The campaign's counts; `verdict` adds its failures, or why it was stopped."""
+        sizes = server.batch_sizes(spec.batcher) or {}
+        rows = tuple((b, n - sizes_before.get(b, 0)) for b, n in sorted(sizes.items()) if n > sizes_before.get(b, 0))
+        stats.coverage.batch_sizes(rows, padded=spec.strategy == "direct" and spec.max_batch_size > 0)
         counts = dict(
             model=model, spec=spec.describe(), triton_version=version, examples=stats.examples,
             steps=stats.steps, requests=stats.requests, wall_s=round(wall, 3),
             ambiguous_waits=stats.ambiguous_waits, failures=(), expected_divergences=(),
             guards=tuple(d.guard for d in known if d.guard), faults=tuple(sorted(stats.faults.items())),
             depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,
-            model_spec=spec)
+            coverage=stats.coverage.report(goals, rows), model_spec=spec)
         return ModelResult(**{**counts, **verdict})
 
     def partial(stop: BaseException) -> ModelResult:

@@ -26,7 +26,7 @@ from pathlib import Path
 import attrs
 
 from .files import atomic_write
-from .model import MAX_STRING_ID
+from .model import too_long
 from .spec import ModelSpec
 from .values import Answer, AnyOrder, Cancelled, EndedOr, Fault, Kind, Outcome, Queued, Refusal, Request, StepRecord
 
@@ -72,7 +72,7 @@ class CorpusEntry:
     def sends_string_ids(self) -> bool:
         """Whether the program names a sequence by a string id (the misuse ids "" and over-long
         ones are malformed requests, not sequence ids)."""
-        return any(isinstance(s.request.seq_id, str) and 0 < len(s.request.seq_id) <= MAX_STRING_ID
+        return any(isinstance(s.request.seq_id, str) and s.request.seq_id and not too_long(s.request.seq_id)
                    for s in self.steps if s.request is not None)
 
     def describe(self) -> str:

@@ -20,11 +20,12 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from .events import event
 from .client import GrpcClient, HttpClient, StreamClient
+from .coverage import Coverage
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .divergences import known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
-from .model import (MAX_STRING_ID, Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins, key_of,
-                    refused_for_start)
+from .model import (Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins, key_of, refused_for_start,
+                    too_long)
 from .spec import ModelSpec
 
 
@@ -106,6 +107,7 @@ class RunStats:
     reuse_cycles: int = 0  # expiry -> slot-reuse cycles, over every example
     # The last examples' programs, oldest first: what ran before a failure (fuzz/isolate.py).
     history: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=HISTORY_EXAMPLES))
+    coverage: Coverage = attrs.Factory(Coverage)  # goals reached (fuzz/coverage.py); Setup.of sizes it to the model
 
 
 def go_silent(seconds: float) -> float:
@@ -138,11 +140,13 @@ class Setup:
         free while the others wait on the backlog or a window, see the machine's _last_idle)."""
         margin, late = idle_margins(spec.idle_s, settings.margin_s, settings.late_s)
         n_clients = n_clients or max(4, min(settings.max_clients, spec.capacity + 3))
+        stats = stats if stats is not None else RunStats()
+        stats.coverage.lo, stats.coverage.hi = spec.value_range
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
         lingering = any(d.key == "cancelled-backlog-id-lingers"
                         for d in known_for(spec, getattr(server, "version", None)))
-        return cls(server, spec, settings, stats if stats is not None else RunStats(), margin, late,
+        return cls(server, spec, settings, stats, margin, late,
                    n_clients, proxied, float if spec.dtype == "FP32" else int, lingering)
 
     @property
@@ -191,7 +195,7 @@ class Engine(CancelSteps, SharedSteps):
         self.connect()
         self.pending: dict[int, Pending] = {}
         self.parked: dict[int, Parked] = {}
-        self.held: dict = {}  # a replay's STARTs of a held batch, by client, until their answer's step
+        self.held: dict = {}  # a replay's HELD requests, by client in the order sent, until their answer's step
         self.hooked = False  # a full_batch fault left the server running with its scheduler hooks
         self.silenced: set = set()  # sequences left to expire: no client sends on them
         self.backlog_settled_at = 0.0  # a new START waits until the last queued START is there
@@ -248,6 +252,11 @@ class Engine(CancelSteps, SharedSteps):
             if self.log:
                 self.stats.history.append(tuple(self.log))
             self.stats.reuse_cycles += self.model.depth.reuse_cycles
+            if self.model.restarts:
+                self.stats.coverage.situation("restart")
+            if self.model.depth.reuse_cycles:
+                self.stats.coverage.situation("expiry reuse")
+            self.stats.coverage.depths(self.model.depth.lengths)
             self._cleanup()
 
     def connect(self):
@@ -289,7 +298,22 @@ class Engine(CancelSteps, SharedSteps):
         self.log.append(rec)
         self.last_step_at = time.monotonic()
         self.stats.steps += 1
+        self._covered(rec)
         return rec
+
+    def _covered(self, rec: StepRecord) -> None:
+        """What a step reached: the sums it was answered with, the batcher situations it shows."""
+        cover, got = self.stats.coverage, rec.outcome
+        if got is not None and got.ok and rec.expect is not None:
+            for value in (*got.partials, got.value):
+                cover.answered(value)
+            if rec.kind is Kind.ANSWER:
+                cover.situation("admitted")
+        if rec.kind is Kind.QUEUED:
+            cover.situation("backlog")
+        if isinstance(rec.expect, Refusal) and rec.expect.invariant == "start_is_required" \
+                and got is not None and not got.ok:
+            cover.situation("refused")
 
     def fail(self, violation: InvariantViolation, rec: StepRecord | None = None, *, lost: bool = False):
         """Raises the violation with the program so far. `lost`: the answer was a lost connection,
@@ -337,6 +361,7 @@ class Engine(CancelSteps, SharedSteps):
             self.stats_before = self.inference_count()
         self.remember(req.seq_id)
         self.stats.requests += 1
+        self.stats.coverage.sent(req, plain=req.batch == 1 and req.dtype == self.spec.dtype)
 
     def _hold_until(self, req: Request, now: float):
         """Until when `req` must wait before it may be sent (None: send it now)."""
@@ -766,7 +791,7 @@ class Engine(CancelSteps, SharedSteps):
             for seq_id in self.touched:
                 if self.model.lingering(key_of(seq_id)):
                     continue  # it would wait behind its dead backlog place
-                if seq_id not in (0, "") and not (isinstance(seq_id, str) and len(seq_id) > MAX_STRING_ID):
+                if seq_id not in (0, "") and not too_long(seq_id):
                     self.grpc.infer(self.spec.request(seq_id, 0, end=True), timeout_s=2)
             if self.model.backlog or self.pending:
                 time.sleep(self.spec.idle_s + self.margin + self.late)  # let what was queued run or idle out

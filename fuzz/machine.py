@@ -15,20 +15,24 @@ from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from . import nemesis
+from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, core_targets, exact_range, is_fraction, power_targets,
+                    string_twin)
 from .client import StreamClient
+from .coverage import sibling_family
 from .divergences import known_for
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .engine import Engine, Fault, Kind, Setup, event
 from .invariants import InvariantViolation
-from .model import MAX_STRING_ID, Answer, key_of
+from .model import MAX_STRING_ID, Answer, clip_id, key_of
 from .spec import ModelSpec
 
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
-SPECIAL_IDS = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1)
-# Requests in one `run`: mostly around L0_sequence_stress's normal(16, 8), with a tail past 100.
-# Hypothesis shrinks it toward 1.
-RUN_LENGTHS = st.one_of(st.integers(1, 32), st.integers(33, 250))
+SPECIAL_IDS = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**53 - 1, 2**53, 2**53 + 1,
+               2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1)
+# Requests in one `run`: mostly around L0_sequence_stress's normal(16, 8), with a tail past 100
+# and one past 256 and 512 (where an 8- or 9-bit counter wraps). Hypothesis shrinks it toward 1.
+RUN_LENGTHS = st.one_of(st.integers(1, 32), st.integers(1, 32), st.integers(33, 250), st.integers(251, 530))
 RUN_CHUNK = 32  # requests of a run in flight at once
 SALT_STRIDE = 0x16A09E667F3BD  # odd, ~2**40.5: per-example id shifts differ in their low bits
 ID_CHOICES = ("fresh", "reuse", "sibling")
@@ -36,7 +40,16 @@ ID_CHOICES = ("fresh", "reuse", "sibling")
 # every narrower truncation too. 2**32 and 2**63 twice as often: an id cut to 32 bits is the
 # likeliest collision (Triton itself cuts the id to its low 32 bits for an INT32 or UINT32 CORRID
 # control); a small p collides only under a key that drops the low bits.
-SIBLING_STEPS = st.builds(lambda k, p: k * 2**p, st.sampled_from([1, 3]), st.sampled_from([3, 8, 16, 32, 32, 63, 63]))
+# Besides, neighbours (1, 2 apart: a key that drops the low bits, or a float64 above 2**53) and
+# decimal shards (10**k apart: a key cut to its leading digits, or sharded modulo 10**k).
+SIBLING_STEPS = st.one_of(
+    st.builds(lambda k, p: k * 2**p, st.sampled_from([1, 3]), st.sampled_from([3, 8, 16, 32, 32, 63, 63])),
+    st.sampled_from([1, 2, 10**3, 10**6, 10**9]))
+# How an alias is made when its twin may be a string: the other type (5 and "5"), or a member of
+# one of edges.STRING_FAMILIES (case, surrounding space, Unicode look-alikes, an embedded NUL...).
+TWIN_FAMILIES = ("other type", "other type") + tuple(STRING_FAMILIES)
+# Requests each client of a `crowd` pipelines.
+CROWD_DEPTHS = st.integers(1, 16)
 # The per-request `timeout` (microseconds) on a request of a running sequence: Triton checks it
 # only while a sequence waits in the backlog, so a sequence that holds a slot answers it however
 # short it is (core r24.10: the direct batcher never reads it, the oldest strategy's dynamic
@@ -82,6 +95,14 @@ def _other_typed(seq_id):
     return int(seq_id) if seq_id.isdigit() and 0 < int(seq_id) < 2**64 else None
 
 
+def _twin(seq_id, family: str):
+    """An id of `seq_id`'s family other than itself: its other-typed twin (5 and "5"), or a member
+    of one of edges.STRING_FAMILIES (an integer id's as its decimal string); None if it has none."""
+    if family == "other type":
+        return _other_typed(seq_id)
+    return string_twin(str(seq_id), family)
+
+
 def string_ids_allowed(spec: ModelSpec, version: str | None) -> bool:
     return not any(d.no_string_ids for d in known_for(spec, version))
 
@@ -106,6 +127,17 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     after_cancel_vias = ["grpc"] + (["http"] if server.http_url else [])
     lo_sum, hi_sum = spec.value_range
     as_value = setup.as_value
+    fp32 = spec.dtype == "FP32"
+    # Values: small ones, any in range, and ones that bring a running sum onto an edge of the
+    # dtype (edges.core_targets and power_targets: a START sent with one lands there); an FP32
+    # model also gets quarters, which every sum keeps exactly below edges.FRACTION_LIMIT.
+    target = FloatTarget if fp32 else SumTarget
+    values = [st.integers(-100, 100), st.integers(lo_sum, hi_sum)] + [
+        st.sampled_from(targets).map(lambda t: target(t - spec.initial_sum))
+        for targets in (core_targets(lo_sum, hi_sum, fp32), power_targets(lo_sum, hi_sum))]
+    if fp32:
+        values.append(st.integers(-400, 400).map(lambda q: q * 0.25))
+    value_draws = st.one_of(*values)
     faults = settings.nemesis
     why_not = nemesis.unsupported(faults, server)
     if why_not:
@@ -130,18 +162,25 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
         def _value(self, data):
             """Drawn from a fixed range (see the rules' note); _fit keeps the running sum in range."""
-            return as_value(data.draw(st.one_of(st.integers(-100, 100), st.integers(lo_sum, hi_sum)), label="value"))
+            value = data.draw(value_draws, label="value")
+            return value if isinstance(value, (SumTarget, FloatTarget)) else as_value(value)
 
         def _fit(self, value, total):
-            """The value clamped so that total + value stays where the model's dtype is exact."""
-            return as_value(min(max(value, lo_sum - total), hi_sum - total))
+            """The value clamped so that it and total + value stay where the model's dtype is exact
+            (a sum with a fraction: narrower); a drawn sum target becomes what brings total there."""
+            if isinstance(value, (SumTarget, FloatTarget)):
+                value = value + spec.initial_sum - total
+            if is_fraction(value) and not is_fraction(total) and abs(total) > FRACTION_LIMIT:
+                value = float(round(value))  # the fraction would not survive on so large a sum
+            lo, hi = exact_range(lo_sum, hi_sum, is_fraction(value) or is_fraction(total))
+            return as_value(min(max(value, lo, lo - total), hi, hi - total))
 
         # Requests whose order the server picks (or which a cancel may leave out) can make any sum
         # of a few of them: small values (|v| <= 100), on a sum at least 400 from the dtype's
         # edges, keep every such sum exact.
         @staticmethod
         def _small(value):
-            return as_value(max(-100, min(100, value)))
+            return as_value(max(-100, min(100, int(value))))  # whole: exact on any sum an FP32 model holds
 
         def _near_edge(self, key) -> bool:
             return not lo_sum + 400 <= self.model.total(key) <= hi_sum - 400
@@ -180,8 +219,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             all collided modulo 2**32, and a model keying state by a truncated id leaked it from
             one example into the next, which no replay of one example reproduces)."""
             if isinstance(seq_id, str):
-                return f"{self.salt}.{seq_id}"[:MAX_STRING_ID]
-            if seq_id < 2**40:
+                return clip_id(f"{self.salt}.{seq_id}")
+            if seq_id < 2**30 or (seq_id < 2**40 and seq_id not in SPECIAL_IDS):
                 seq_id = (seq_id + self.salt * SALT_STRIDE) % 2**63
             return seq_id % 2**spec.id_bits or 1  # a 32-bit CORRID tells only the low bits apart
 
@@ -381,6 +420,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             key = self._pick(data, self.live(), "sequence")
             fresh = self._fresh(data.draw(ids, label="id"))
             other_type = strings_ok and data.draw(st.booleans(), label="other-typed twin")
+            family = data.draw(st.sampled_from(TWIN_FAMILIES), label="twin family") if other_type else ""
             step = data.draw(SIBLING_STEPS, label="sibling step")
             values = [self._value(data) for _ in range(3)]
             via = self._via(data)
@@ -390,7 +430,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if client is None:
                 return self._skip("alias: no idle client")
             base = key[1] if key is not None else fresh
-            twin = _other_typed(base) if other_type else sibling(base, step, spec.id_bits)
+            twin = _twin(base, family) if other_type else sibling(base, step, spec.id_bits)
             if twin is None or self.blocked(twin) or self.model.is_live(key_of(twin)) \
                     or (key is None and self.blocked(base)):
                 return self._skip("alias: no twin, or it is busy")
@@ -409,7 +449,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 first = spec.request(base, values[0], start=True)
                 if not isinstance(self.send(client, first, via, "start"), Answer):
                     return
-            action = "start the other-typed twin" if other_type else "start an id equal modulo 2**k"
+            action = ("start the other-typed twin" if family == "other type" else f"start its twin ({family})") \
+                if other_type else "start an id equal modulo 2**k"
             older = key_of(base)
             # The twin starts from a sum the older one does not have, so a mix-up of the two always
             # shows, whatever the values shrink to (with both at 0 it would not, and Hypothesis
@@ -420,6 +461,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             second = spec.request(twin, value, start=True)
             if not isinstance(self.send(client, second, via, action), Answer) or older not in self.live():
                 return
+            self.stats.coverage.twins(family or sibling_family(step))
             req = spec.request(base, self._fit(values[2], self.model.total(older)))
             if not isinstance(self.send(client, req, via, "continue the aliased sequence"), Answer):
                 return
@@ -565,7 +607,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 req = spec.request(new_id, value, start=True, end=end)
                 self.park(client, req, "start after timeout", until, context="refill")
             else:
-                self.park(client, spec.request(key[1], value, end=end),
+                self.park(client, spec.request(key[1], self._fit(value, self.model.total(key)), end=end),
                           "send after its idle timeout", until)
 
         @rule(data=st.data(), fraction=st.sampled_from([0.05, 0.2]))
@@ -640,6 +682,65 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return self._skip("burst: fewer than two idle clients and free slots")
             reqs = [(client, spec.request(seq_id, value, start=True, end=end)) for client, seq_id, end, value in sends]
             self.send_together(reqs, "burst of STARTs")
+
+        @only_if(not spec.iterations)  # an iterative model's sequences are single STARTs (burst)
+        @rule(data=st.data())
+        def crowd(self, data):
+            """Several clients at once, each pipelining a few requests of a sequence of its own (a
+            live one, or a fresh START where a slot is free), one of them sometimes restarting it
+            and the last sometimes ending it. The batcher's queues fill faster than it runs them,
+            so its executions carry several live rows with mixed flags, up to every slot at once,
+            which single requests on a fast model almost never make. Kept as HELD steps (a client
+            pipelines several), so a replay sends them at once again."""
+            size = data.draw(st.integers(2, n_clients), label="clients")
+            depths = [data.draw(CROWD_DEPTHS, label="requests") for _ in range(n_clients)]
+            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(n_clients)]
+            new = [data.draw(st.booleans(), label="a fresh sequence") for _ in range(n_clients)]
+            restart_at = [data.draw(st.integers(-8, 15), label="restart at") for _ in range(n_clients)]
+            ends = [data.draw(st.sampled_from([False, False, True]), label="end") for _ in range(n_clients)]
+            seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
+            scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
+            self.collect()
+            now = time.monotonic()
+            self.model.settle(now)
+            plans = self._crowd_plans(size, depths, fresh, new, now)
+            if len(plans) < 2:
+                return self._skip("crowd: fewer than two idle clients with a sequence each")
+            values, reqs = random.Random(seed), []
+            for (client, seq_id, total, begins, depth), at, end in zip(plans, restart_at, ends):
+                for j in range(depth):
+                    start = (j == 0 and begins) or j == at
+                    total = spec.initial_sum if start else total
+                    value = self._fit(values.randint(-scale, scale), total)
+                    total += value
+                    reqs.append((client, spec.request(seq_id, value, start=start, end=end and j == depth - 1)))
+            before = server.executions_and_inferences(spec.batcher)
+            self.send_together(reqs, "crowd")
+            after = server.executions_and_inferences(spec.batcher)
+            if before and after:
+                self.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])
+
+        def _crowd_plans(self, size, depths, fresh, new, now):
+            """(client, id, running sum, starts fresh, requests) for each client of a crowd: a
+            fresh START only where a slot is free for it (nothing may wait in the backlog), else a
+            live sequence well inside its idle timeout, each sequence once."""
+            free = self.model.free_slots() if now >= self.backlog_settled_at else 0
+            spare = sum(depths) * 0.002 + settings.wire_s + 0.05  # ample time for all of it to run
+            live = [k for k in self.live() if self.model.seqs[k].expiry.lo > now + spare]
+            plans, taken = [], set()
+            for client, depth, seq_id, fresh_one in zip(self.idle_clients()[:size], depths, fresh, new):
+                key = key_of(seq_id)
+                if fresh_one and free and key not in taken and not self.blocked(seq_id) \
+                        and not self.model.is_live(key) and key not in self.model.ghosts:
+                    free -= 1
+                    plans.append((client, seq_id, spec.initial_sum, True, depth))
+                elif live:
+                    key = live.pop(0)
+                    plans.append((client, key[1], self.model.total(key), False, depth))
+                else:
+                    continue
+                taken.add(key)
+            return plans
 
         # -- nemesis rules: faults, drawn only when FuzzSettings.nemesis names them ------------
         @only_if("cut" in faults and bool(proxied))

@@ -44,7 +44,17 @@ SHAPE_ERROR = "unexpected shape for input 'INPUT' for model '{model}'. Expected 
 LONG_ID_ERROR = "string correlation ID cannot be longer than 128 characters"
 # A START that waits in the backlog past its request `timeout` (the reaper fails it, UNAVAILABLE).
 TIMEOUT_ERROR = "timeout of the corresponding sequence has been expired"
-MAX_STRING_ID = 128
+MAX_STRING_ID = 128  # in UTF-8 bytes: 2.51 refuses a 128-character id with a 2-byte character in it
+
+
+def too_long(seq_id) -> bool:
+    """A string id past the server's limit, which counts its UTF-8 bytes (the message says characters)."""
+    return isinstance(seq_id, str) and len(seq_id.encode()) > MAX_STRING_ID
+
+
+def clip_id(seq_id: str) -> str:
+    """`seq_id` cut to the server's limit, never inside a character."""
+    return seq_id.encode()[:MAX_STRING_ID].decode(errors="ignore")
 
 
 def batcher_error(spec, template: str, **fields) -> str:
@@ -141,6 +151,7 @@ class BatcherModel:
         # request goes to it again.
         self.spent: set[Key] = set()
         self.depth = Depth()
+        self.restarts = 0  # STARTs on a live id (coverage)
 
     # -- views ----------------------------------------------------------------------------------
     @property
@@ -246,6 +257,7 @@ class BatcherModel:
         if end and not req.end:
             self.spent.add(key)
         if seq is not None:  # restart: same slot, fresh state
+            self.restarts += 1
             self.depth.ended(seq)
             seq.total, seq.requests = first, 1
             return self._ran(seq, req, now, end, partials)
@@ -306,7 +318,7 @@ class BatcherModel:
         if req.batch > 1 and req.batch > self.spec.max_batch_size:
             return Refusal("INVALID_ARGUMENT", BATCH_MAX_ERROR.format(max=self.spec.max_batch_size, model=m),
                            "invalid_is_refused")
-        if isinstance(req.seq_id, str) and len(req.seq_id) > MAX_STRING_ID:
+        if too_long(req.seq_id):
             return Refusal("UNIMPLEMENTED", LONG_ID_ERROR, "invalid_is_refused")
         if req.seq_id in (0, ""):
             return Refusal("INVALID_ARGUMENT", batcher_error(self.spec, ZERO_ID_ERROR), "invalid_is_refused")

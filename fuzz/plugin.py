@@ -439,6 +439,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 f"{r.wall_s:>7.1f} s")
         tr.write_line(line)
         tr.write_line(f"      {r.depth.line()}")
+        if r.coverage.goals:
+            tr.write_line(f"      {r.coverage.line()}")
         for f in r.failures:
             what = f"known divergence {f.expected_divergence}" if f.expected_divergence else "FAILURE"
             tr.write_line(f"      {what}: [{f.invariant}] {f.detail} (first seen after {f.seconds_to_first_failure:.1f} s, "

@@ -129,12 +129,12 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
     elif kind is Kind.SHARED_ANSWER:
         if engine.shared is not None:  # the first answer's step checks them all
             engine.check_shared(step.action.rsplit(" (", 1)[0])
-    elif kind is Kind.HELD:  # sent without waiting, with the HELD steps next to it
-        engine.held[client] = engine.send_held([(client, step.request)], step.action)[0]
+    elif kind is Kind.HELD:  # sent without waiting, with the HELD steps next to it (a client may pipeline several)
+        engine.held.setdefault(client, []).append(engine.send_held([(client, step.request)], step.action)[0])
     elif kind is Kind.HELD_ANSWER:
-        if client not in engine.held:
-            raise ReplayDrift(f"step {step.index} ({step.action}): client {client} holds no START")
-        engine.check_held([engine.held.pop(client)])
+        if not engine.held.get(client):
+            raise ReplayDrift(f"step {step.index} ({step.action}): client {client} holds no request")
+        engine.check_held([engine.held[client].pop(0)])
     elif kind in (Kind.ANSWER, Kind.STILL_WAITING):
         if client in engine.pending:  # otherwise it was answered (and checked) already
             _await_answer(engine, client, spec, settings)

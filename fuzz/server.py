@@ -226,6 +226,27 @@ class _Base:
         """How many batches the server has run for `model` (None when it will not say)."""
         return self._statistic(model, "execution_count")
 
+    def batch_sizes(self, model: str) -> dict | None:
+        """How many executions the server has run for `model` at each batch size (its batch_stats;
+        None when it will not say)."""
+        try:
+            stats = self.client().get_inference_statistics(model).model_stats
+        except Exception:
+            return None
+        sizes: dict = {}
+        for m in stats:
+            for b in m.batch_stats:
+                sizes[b.batch_size] = sizes.get(b.batch_size, 0) + b.compute_infer.count
+        return sizes
+
+    def executions_and_inferences(self, model: str) -> tuple | None:
+        """(execution_count, inference_count) of `model`, read at once (None when unreadable)."""
+        try:
+            stats = self.client().get_inference_statistics(model).model_stats
+        except Exception:
+            return None
+        return sum(m.execution_count for m in stats), sum(m.inference_count for m in stats)
+
     def _statistic(self, model: str, field: str) -> int | None:
         try:
             stats = self.client().get_inference_statistics(model).model_stats

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 import attrs
 
 from .invariants import InvariantViolation
-from .model import MAX_STRING_ID, key_of
+from .model import clip_id, key_of, too_long
 from .spec import ModelSpec
 from .values import Kind, StepRecord
 
@@ -108,12 +108,12 @@ def _partners(steps, gone: set) -> set:
     """A HELD step and its answer go together: a request sent without waiting whose answer step
     is gone would never be waited for, and the program's next request on its id would race it
     (seen: an END refused because it overtook its held START)."""
-    partners, open_ = set(), {}  # open_: client -> position of its HELD step not yet answered
+    partners, open_ = set(), {}  # open_: client -> positions of its HELD steps not yet answered, in order
     for i, s in enumerate(steps):
         if s.kind is Kind.HELD:
-            open_[s.client] = i
-        elif s.kind is Kind.HELD_ANSWER and s.client in open_:
-            held = open_.pop(s.client)
+            open_.setdefault(s.client, []).append(i)
+        elif s.kind is Kind.HELD_ANSWER and open_.get(s.client):
+            held = open_[s.client].pop(0)
             if held in gone or i in gone:
                 partners |= {held, i}
     return partners
@@ -140,7 +140,7 @@ def shifted(steps, offset: int, tag: str) -> list[StepRecord]:
             if seq_id.isdigit() and 0 < int(seq_id) < 2**64:
                 return str(move(int(seq_id)))
             moved = f"{tag}{seq_id}"
-            return moved if len(seq_id) > MAX_STRING_ID else moved[:MAX_STRING_ID]
+            return moved if too_long(seq_id) else clip_id(moved)
         return (seq_id + offset) % 2**64 or offset
     return [attrs.evolve(s, request=attrs.evolve(s.request, seq_id=move(s.request.seq_id)))
             if s.request is not None else s for s in steps]

@@ -13,6 +13,14 @@ import attrs
 SeqId = Union[int, str]
 
 
+def _number(value):
+    """A plain int or float: a drawn value may come as a subclass that carries what the generator
+    meant by it (edges.SumTarget), which stays with the generator."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return int(value) if isinstance(value, int) else float(value)
+
+
 @attrs.frozen
 class Request:
     """One inference request of the accumulator contract: INPUT of shape [batch, 1], or [batch]
@@ -20,7 +28,7 @@ class Request:
 
     model: str
     seq_id: SeqId
-    value: float = 0
+    value: float = attrs.field(default=0, converter=_number)
     start: bool = False
     end: bool = False
     dtype: str = "INT32"  # what is sent; a model's own dtype unless a rule sends the wrong one

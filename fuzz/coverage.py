@@ -1,0 +1,163 @@
+"""What a campaign reached, as goals (Antithesis' "sometimes" assertions): the value edges its
+inputs and sums stood on, the ids and id families it had live at once, how many live rows its
+executions carried, how deep its sequences went, and the batcher's situations it made happen.
+
+The engine tells the tracker what it sent and what came back; the campaign reads the server's
+statistics around it. A goal the model can reach that a campaign never reached is a gap of the
+fuzzer, not of the server: the summary and the JSON report list it.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import attrs
+
+from .edges import FP32_GOALS, ID_EDGES, STRING_FAMILIES, VALUE_GOALS, id_edges, value_edges
+
+DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
+SITUATIONS = {
+    "backlog": "a START waited in the backlog",
+    "admitted": "a backlogged START was let in when a slot freed",
+    "restart": "a START on a live id restarted its sequence",
+    "refused": "a request without START was refused",
+    "expiry reuse": "a slot a sequence idled out of was taken by a new one",
+}
+
+
+@attrs.frozen
+class Goal:
+    name: str
+    reached_s: float | None  # seconds into the campaign when first reached; None: a gap
+
+    @property
+    def reached(self) -> bool:
+        return self.reached_s is not None
+
+
+@attrs.frozen
+class CoverageReport:
+    """Goals a model can reach, each reached or not, and what else was counted."""
+    goals: tuple = ()  # Goal, in a fixed order
+    rows: tuple = ()  # (batch size, executions) from the server's batch_stats over the campaign
+    most_live_rows: int = 0  # the most live rows one execution surely carried
+
+    @property
+    def gaps(self) -> tuple:
+        return tuple(g.name for g in self.goals if not g.reached)
+
+    def line(self) -> str:
+        reached = sum(g.reached for g in self.goals)
+        text = f"coverage: {reached}/{len(self.goals)} goals"
+        if self.rows:
+            text += "; batch sizes run " + " ".join(f"{b}:{n}" for b, n in self.rows)
+        text += f"; most live rows in one execution {self.most_live_rows}"
+        return text + (f"; gaps of the fuzzer (never reached): {', '.join(self.gaps)}" if self.gaps else "")
+
+    def to_json(self) -> dict:
+        return {"goals": {g.name: g.reached_s for g in self.goals}, "gaps": list(self.gaps),
+                "reached": sum(g.reached for g in self.goals), "total": len(self.goals),
+                "batch_sizes": {str(b): n for b, n in self.rows}, "most_live_rows": self.most_live_rows}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "CoverageReport":
+        return cls(tuple(Goal(n, s) for n, s in (d.get("goals") or {}).items()),
+                   tuple((int(b), n) for b, n in (d.get("batch_sizes") or {}).items()),
+                   d.get("most_live_rows", 0))
+
+
+def live_row_goals(spec) -> int:
+    """The most live rows one execution can carry: a slot per row under direct, one request per
+    candidate sequence under oldest, within max_batch_size (1 without a batch dimension)."""
+    return max(1, min(spec.max_batch_size, spec.slots_per_instance))
+
+
+def goals_for(spec, *, strings: bool, expiry: bool) -> tuple:
+    """Every goal this model can reach, in report order."""
+    edges = VALUE_GOALS + (FP32_GOALS if spec.dtype == "FP32" else ())
+    goals = [f"input {e}" for e in edges]
+    if not spec.iterations:  # an iterative START's sums are multiples of its value
+        goals += [f"sum {e}" for e in edges]
+        goals += ["twins live: 2^k apart", "twins live: neighbours", "twins live: 10^k apart"]
+        if strings:
+            goals += ["twins live: other type"] + [f"twins live: {f}" for f in STRING_FAMILIES]
+        goals += [f"depth {d}" for d in DEPTHS]
+    goals += [f"id~2^{k}" for k in ID_EDGES if k <= 32 or spec.id_bits == 64]
+    goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)]
+    situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart"])
+    goals += [f"situation: {s}" for s in situations + (["expiry reuse"] if expiry else [])]
+    return tuple(goals)
+
+
+@attrs.define
+class Coverage:
+    """The tracker: one per campaign, shared by its examples (RunStats.coverage)."""
+    lo: float = -(2**31)
+    hi: float = 2**31 - 1
+    started: float = attrs.Factory(time.monotonic)
+    reached: dict = attrs.Factory(dict)  # goal -> seconds into the campaign when first reached
+    most_live_rows: int = 0
+
+    @classmethod
+    def of(cls, spec) -> "Coverage":
+        lo, hi = spec.value_range
+        return cls(lo, hi)
+
+    def hit(self, goal: str) -> None:
+        if goal not in self.reached:
+            self.reached[goal] = round(time.monotonic() - self.started, 3)
+
+    def sent(self, req, plain: bool) -> None:
+        """A request went out; `plain`: of the model's dtype, one row (its value is a summand)."""
+        if plain:
+            for e in value_edges(req.value, self.lo, self.hi):
+                self.hit(f"input {e}")
+        for e in id_edges(req.seq_id):
+            self.hit(e)
+
+    def answered(self, value: float) -> None:
+        for e in value_edges(value, self.lo, self.hi):
+            self.hit(f"sum {e}")
+
+    def twins(self, family: str) -> None:
+        self.hit(f"twins live: {family}")
+
+    def situation(self, name: str) -> None:
+        self.hit(f"situation: {name}")
+
+    def live_rows(self, inferences: int, executions: int) -> None:
+        """Over a stretch in which the model ran `executions` batches of `inferences` requests in
+        all, some batch carried at least the mean: every count up to it is reached."""
+        if executions > 0 and inferences > 0:
+            surely = math.ceil(inferences / executions)
+            for n in range(1, surely + 1):
+                self.hit(f"live rows >= {n}")
+            self.most_live_rows = max(self.most_live_rows, surely)
+
+    def batch_sizes(self, rows, padded: bool) -> None:
+        """The server's batch_stats over the campaign: (batch size, executions). A batch size is
+        its live rows where no padding row is counted (oldest, no batch dimension); under direct
+        it counts every position up to the last live one, and says nothing of live rows."""
+        if not padded:
+            for size, n in rows:
+                if n:
+                    self.live_rows(size, 1)
+
+    def depths(self, lengths) -> None:
+        deepest = max(lengths, default=0)
+        for d in DEPTHS:
+            if deepest >= d:
+                self.hit(f"depth {d}")
+
+    def report(self, goals: tuple, rows: tuple = ()) -> CoverageReport:
+        return CoverageReport(tuple(Goal(g, self.reached.get(g)) for g in goals), tuple(rows), self.most_live_rows)
+
+
+def sibling_family(step: int) -> str:
+    """The family of two integer ids `step` apart, as coverage names it."""
+    if step in (1, 2):
+        return "neighbours"
+    odd = step
+    while odd % 2 == 0:
+        odd //= 2
+    return "2^k apart" if odd in (1, 3) else "10^k apart"

@@ -1,0 +1,144 @@
+"""Where careless implementations break, as values: the edges of a model's dtype that sums and
+inputs should reach, and the families of ids that a careless key would make one.
+
+Pure: the generator draws from these, the coverage tracker (coverage.py) classifies what was sent
+and answered with them, and the unit tests check both without a server.
+"""
+from __future__ import annotations
+
+import math
+
+# Fractions an FP32 sum keeps exactly while it stays within FRACTION_LIMIT: multiples of a
+# quarter (two bits below the point) up to 2**21 use 23 of float32's 24 significant bits.
+QUARTER = 0.25
+FRACTION_LIMIT = 2**21
+
+
+class SumTarget(int):
+    """A drawn value that means "bring the running sum to this": its int value is the sum a
+    START aims at, minus the model's initial sum, so a START sent with it lands there as it is,
+    and the machine's _fit turns it into target - total for a request of a running sequence.
+    Request's converter makes it a plain number before it goes anywhere."""
+
+
+class FloatTarget(float):
+    """SumTarget for an FP32 model."""
+
+
+def core_targets(lo: float, hi: float, fp32: bool) -> tuple:
+    """Sums a running total should be brought to first: the range's ends and their neighbours,
+    0 and ±1 (where a sentinel or an off-by-one overflow check breaks); for FP32 also sums with
+    a fraction."""
+    out = {lo, lo + 1, hi - 1, hi, 0, 1, -1}
+    if fp32:
+        out.update((0.5, -0.5, 0.25, -0.75, 2**20 + 0.5, -(2**20) - 0.25))
+    return tuple(sorted(v for v in out if lo <= v <= hi))
+
+
+def power_targets(lo: float, hi: float) -> tuple:
+    """±2**k and its neighbours within the range (where a counter or a narrower type wraps)."""
+    out = set()
+    top = int(math.log2(max(abs(lo), abs(hi), 2)))
+    for k in range(1, top + 1):
+        for v in (2**k - 1, 2**k, 2**k + 1):
+            out.update((v, -v))
+    return tuple(sorted(v for v in out if lo <= v <= hi))
+
+
+def is_fraction(value: float) -> bool:
+    return isinstance(value, float) and math.isfinite(value) and value != int(value)
+
+
+def exact_range(lo: float, hi: float, fractional: bool) -> tuple:
+    """The range a running sum may be fitted to: the model's, or a narrower one once the sum
+    carries a fraction (an FP32 sum then keeps its quarters only up to FRACTION_LIMIT)."""
+    return (max(lo, -FRACTION_LIMIT), min(hi, FRACTION_LIMIT)) if fractional else (lo, hi)
+
+
+def value_edges(value: float, lo: float, hi: float) -> tuple:
+    """The edges `value` stands on, as coverage labels: "min", "max", "0", "+1", "-1",
+    "2^k" and "2^k±1" (k >= 3, either sign), "fraction", "-0.0"."""
+    labels = []
+    if isinstance(value, float) and value == 0 and math.copysign(1, value) < 0:
+        return ("-0.0",)
+    if value == lo:
+        labels.append("min")
+    if value == hi:
+        labels.append("max")
+    if value == 0:
+        labels.append("0")
+    elif value in (1, -1):
+        labels.append("+1" if value > 0 else "-1")
+    if is_fraction(value):
+        labels.append("fraction")
+    elif abs(value) >= 7:
+        magnitude = int(abs(value))
+        for d, label in ((0, "2^k"), (1, "2^k-1"), (-1, "2^k+1")):
+            m = magnitude + d
+            if m & (m - 1) == 0:
+                labels.append(label)
+    return tuple(labels)
+
+
+VALUE_GOALS = ("min", "max", "0", "+1", "-1", "2^k", "2^k-1", "2^k+1")
+FP32_GOALS = ("fraction",)
+
+# -- ids ------------------------------------------------------------------------------------
+
+# Integer ids at the powers of two where a narrower or signed type, or a float, cuts them.
+ID_EDGES = (31, 32, 53, 63, 64)
+
+
+def id_edges(seq_id) -> tuple:
+    """Which of ID_EDGES an integer id stands at or next to (within 2): labels "id~2^k"."""
+    if not isinstance(seq_id, int):
+        return ()
+    return tuple(f"id~2^{k}" for k in ID_EDGES if abs(seq_id - 2**k) <= 2 or (k == 64 and seq_id >= 2**64 - 2))
+
+
+ID_BYTES = 128  # the server's limit on a string id, in UTF-8 bytes
+
+# Families of string ids a careless implementation makes one key: each a function of an id that
+# gives a different id in the same family, or None where it has none.
+def _case(s):
+    t = s.swapcase()
+    return t if t != s else None
+
+
+def _lookalike(s):
+    """The same text under another Unicode normalization: a composed letter decomposed, or a
+    compatibility character (the Kelvin sign for K)."""
+    if "K" in s:
+        return s.replace("K", "\u212a", 1)
+    return s + "e\u0301" if len(s) < 127 else None
+
+
+def _with_nul(s):
+    return (s + "\x00x")[:128] if len(s) < 127 else None
+
+
+def _long_prefix(s):
+    """A long shared prefix, then a different last character."""
+    body = (s * (120 // max(len(s), 1) + 1))[:120]
+    return body + "b" if not s.endswith("b") else body + "c"
+
+
+STRING_FAMILIES = {
+    "case": _case,
+    "leading space": lambda s: " " + s if len(s) < 128 else None,
+    "trailing space": lambda s: s + " " if len(s) < 128 else None,
+    "unicode look-alike": _lookalike,
+    "embedded NUL": _with_nul,
+    "long shared prefix": _long_prefix,
+    "shared suffix": lambda s: ("z" + s)[:128] if s[:1] != "z" else ("y" + s)[:128],
+    "length 128": lambda s: s + "#" * (ID_BYTES - len(s.encode())) if len(s.encode()) < ID_BYTES else None,
+}
+
+
+def string_twin(seq_id: str, family: str) -> str | None:
+    """A member of `seq_id`'s `family` other than itself (None where it has none); never longer
+    than the server's limit of 128 UTF-8 bytes."""
+    twin = STRING_FAMILIES[family](seq_id)
+    if twin is None or twin == seq_id or not twin or len(twin.encode()) > ID_BYTES:
+        return None
+    return twin

@@ -1,0 +1,106 @@
+"""The pure parts of exploring: value edges, id families, and the coverage goals and tracker."""
+import math
+
+from fuzz.coverage import Coverage, CoverageReport, goals_for, live_row_goals, sibling_family
+from fuzz.edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, core_targets, exact_range, id_edges,
+                        is_fraction, power_targets, string_twin, value_edges)
+from fuzz.spec import ModelSpec
+from fuzz.values import Request
+
+INT32 = (-(2**31), 2**31 - 1)
+
+
+def spec(**kw):
+    base = dict(name="m", dtype="INT32", strategy="direct", slots_per_instance=4, instances=1, idle_s=0.5,
+                max_batch_size=4, controls=frozenset({"START", "READY", "CORRID"}), corrid_type="UINT64",
+                implicit_state=False)
+    return ModelSpec(**{**base, **kw})
+
+
+def test_targets_hold_the_ends_zero_and_powers_of_two_within_range():
+    core = core_targets(*INT32, fp32=False)
+    assert {-(2**31), -(2**31) + 1, 0, 1, -1, 2**31 - 2, 2**31 - 1} == set(core)
+    powers = power_targets(*INT32)
+    assert {2**24 - 1, 2**24, 2**24 + 1, -(2**16), 2**30} <= set(powers)
+    assert all(INT32[0] <= v <= INT32[1] for v in powers) and 2**31 not in powers
+    fp = core_targets(-(2**24), 2**24, fp32=True)
+    assert any(is_fraction(v) for v in fp) and all(abs(v) <= FRACTION_LIMIT for v in fp if is_fraction(v))
+
+
+def test_a_drawn_target_becomes_a_plain_number_in_a_request():
+    req = Request("m", 1, SumTarget(7))
+    assert type(req.value) is int and req.value == 7
+    assert type(Request("m", 1, FloatTarget(0.5)).value) is float
+
+
+def test_a_sum_with_a_fraction_is_kept_where_float32_holds_it_exactly():
+    assert exact_range(-(2**24), 2**24, fractional=False) == (-(2**24), 2**24)
+    lo, hi = exact_range(-(2**24), 2**24, fractional=True)
+    assert (lo, hi) == (-FRACTION_LIMIT, FRACTION_LIMIT)
+    import numpy as np
+    for v in (hi - 0.25, lo + 0.75):  # every quarter there survives float32
+        assert float(np.float32(v)) == v
+
+
+def test_value_edges_name_what_a_value_stands_on():
+    lo, hi = INT32
+    assert value_edges(hi, lo, hi) == ("max", "2^k-1")
+    assert value_edges(lo, lo, hi) == ("min", "2^k")
+    assert value_edges(0, lo, hi) == ("0",)
+    assert value_edges(-1, lo, hi) == ("-1",)
+    assert value_edges(65535, lo, hi) == ("2^k-1",)
+    assert value_edges(-65537, lo, hi) == ("2^k+1",)
+    assert value_edges(1000, lo, hi) == ()
+    assert value_edges(2.5, -(2**24), 2**24) == ("fraction",)
+    assert value_edges(-0.0, -(2**24), 2**24) == ("-0.0",)
+
+
+def test_id_edges_and_families():
+    assert id_edges(2**53 + 1) == ("id~2^53",)
+    assert id_edges(2**64 - 1) == ("id~2^64",)
+    assert id_edges(12345) == () and id_edges("2") == ()
+    for family in STRING_FAMILIES:
+        twin = string_twin("Kappa7", family)
+        assert twin is not None and twin != "Kappa7" and 0 < len(twin) <= 128, family
+    assert string_twin("7", "case") is None  # no letter to change
+    assert len(string_twin("a" * 128, "long shared prefix")) <= 128
+    assert sibling_family(1) == sibling_family(2) == "neighbours"
+    assert sibling_family(2**32) == sibling_family(3 * 2**16) == "2^k apart"
+    assert sibling_family(10**6) == "10^k apart"
+
+
+def test_goals_follow_the_model():
+    direct = goals_for(spec(), strings=False, expiry=True)
+    assert [g for g in direct if g.startswith("live rows")] == [f"live rows >= {n}" for n in (1, 2, 3, 4)]
+    assert "situation: expiry reuse" in direct and "twins live: case" not in direct
+    assert "id~2^64" in direct and "sum max" in direct and "input fraction" not in direct
+    narrow = goals_for(spec(corrid_type="INT32", dtype="FP32", max_batch_size=0), strings=True, expiry=False)
+    assert "id~2^53" not in narrow and "id~2^32" in narrow and "input fraction" in narrow
+    assert "twins live: embedded NUL" in narrow and "situation: expiry reuse" not in narrow
+    assert live_row_goals(spec(max_batch_size=0)) == 1
+    iterative = goals_for(spec(iterations=3), strings=False, expiry=True)
+    assert not any(g.startswith(("sum ", "depth", "twins")) for g in iterative)
+
+
+def test_the_tracker_reaches_goals_once_and_reports_the_rest_as_gaps():
+    cover = Coverage(*INT32)
+    cover.sent(Request("m", 2**63, 2**31 - 1), plain=True)
+    cover.sent(Request("m", 5, 0, batch=2), plain=False)  # a misuse's value is no summand
+    cover.answered(-1)
+    cover.live_rows(inferences=10, executions=3)  # some execution ran at least 4
+    cover.batch_sizes([(2, 5)], padded=True)  # under direct a batch size says nothing of live rows
+    cover.depths([3, 70])
+    cover.situation("backlog")
+    first = dict(cover.reached)
+    cover.answered(-1)
+    assert cover.reached == first  # the first time is kept
+    goals = goals_for(spec(), strings=False, expiry=True)
+    report = cover.report(goals, rows=((2, 5),))
+    reached = {g.name for g in report.goals if g.reached}
+    assert {"input max", "id~2^63", "sum -1", "live rows >= 4", "depth 64", "situation: backlog"} <= reached
+    assert "input 0" not in reached and "depth 256" in report.gaps
+    assert report.most_live_rows == 4
+    assert "gaps of the fuzzer" in report.line() and "batch sizes run 2:5" in report.line()
+    again = CoverageReport.from_json(report.to_json())
+    assert again == report
+    assert math.isclose(report.to_json()["reached"], len(reached))
