@@ -151,8 +151,10 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     stats = RunStats()
     machine = make_machine(server, spec, fuzz_settings, stats)
     left_out = machine.left_out
-    goals = goals_for(spec, strings=string_ids_allowed(spec, version), expiry=not any("idle expiry" in w for w in left_out))
     sizes_before = server.batch_sizes(spec.batcher) or {}
+    runs_before = server.executions_and_inferences(spec.batcher)
+    goals = goals_for(spec, strings=string_ids_allowed(spec, version), statistics=runs_before is not None,
+                      expiry=not any("idle expiry" in w for w in left_out))
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)
     started = time.monotonic()
@@ -164,6 +166,9 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
         sizes = server.batch_sizes(spec.batcher) or {}
         rows = tuple((b, n - sizes_before.get(b, 0)) for b, n in sorted(sizes.items()) if n > sizes_before.get(b, 0))
         stats.coverage.batch_sizes(rows, padded=spec.strategy == "direct" and spec.max_batch_size > 0)
+        runs = server.executions_and_inferences(spec.batcher)
+        if runs and runs_before:  # over the whole campaign: executions ran, and their mean live rows
+            stats.coverage.live_rows(runs[1] - runs_before[1], runs[0] - runs_before[0])
         counts = dict(
             model=model, spec=spec.describe(), triton_version=version, examples=stats.examples,
             steps=stats.steps, requests=stats.requests, wall_s=round(wall, 3),

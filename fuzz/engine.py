@@ -58,6 +58,12 @@ HISTORY_EXAMPLES = 8  # examples kept for a failure that needs what ran before i
 
 
 
+class NotPrompt(Exception):
+    """A request to be sent with others at once would not be answered at once (it would wait in
+    the backlog, or on an idle-timeout window): the generator never sends one so, and a replay
+    whose program no longer fits the server's state stops before sending it."""
+
+
 @attrs.define
 class Pending:
     request: Request
@@ -662,14 +668,25 @@ class Engine(CancelSteps, SharedSteps):
         self.check_held(self.send_held(reqs, action))
 
     def send_all(self, reqs, action: str) -> list:
+        """Sends every (client, request) on the clients' streams at once: all encoded first, then
+        handed over together (each client's in order). Returns (client, request, expectation,
+        box, action) for each, in the order given."""
         now = time.monotonic()
         self._collect_answers(before=now)
-        sent = []
-        for client, req in reqs:
-            self.going_out(req)
+        exps, by_client = [], {}
+        for i, (client, req) in enumerate(reqs):
             exp = self.model.expect(req, now)
-            sent.append((client, req, exp, self.streams[client].send(req), action))
-        return sent
+            if not isinstance(exp, (Answer, Refusal)):
+                raise NotPrompt(f"{req.describe()} would not be answered at once: {describe_expectation(exp)}")
+            self.going_out(req)
+            exps.append(exp)
+            by_client.setdefault(client, []).append(i)
+        staged = {c: self.streams[c].prepare([reqs[i][1] for i in at]) for c, at in by_client.items()}
+        boxes = {}
+        for c, (messages, client_boxes) in staged.items():
+            self.streams[c].push(messages)
+            boxes.update(zip(by_client[c], client_boxes))
+        return [(client, req, exp, boxes[i], action) for i, ((client, req), exp) in enumerate(zip(reqs, exps))]
 
     def proxied_idle(self) -> list[int]:
         return [c for c in self.proxied if c not in self.pending and c not in self.parked]

@@ -48,8 +48,9 @@ SIBLING_STEPS = st.one_of(
 # How an alias is made when its twin may be a string: the other type (5 and "5"), or a member of
 # one of edges.STRING_FAMILIES (case, surrounding space, Unicode look-alikes, an embedded NUL...).
 TWIN_FAMILIES = ("other type", "other type") + tuple(STRING_FAMILIES)
-# Requests each client of a `crowd` pipelines.
-CROWD_DEPTHS = st.integers(1, 16)
+# Requests each client of a `crowd` pipelines: as many for every client, so that their queues
+# stay full together (executions then carry a row of each) and drain together.
+CROWD_DEPTHS = st.integers(2, 24)
 # The per-request `timeout` (microseconds) on a request of a running sequence: Triton checks it
 # only while a sequence waits in the backlog, so a sequence that holds a slot answers it however
 # short it is (core r24.10: the direct batcher never reads it, the oldest strategy's dynamic
@@ -72,7 +73,10 @@ def id_strategy(spec: ModelSpec, version: str | None):
     strings; uint64 and string ids are distinct sequences, so both come up."""
     colliding = st.builds(lambda base, k, p: (base + k * 2**p) % 2**64 or 1,
                           st.integers(1, 8), st.integers(1, 3), st.sampled_from([8, 16, 32, 63]))
-    ints = st.one_of(st.integers(1, 12), st.sampled_from(SPECIAL_IDS), colliding, st.integers(1, 2**64 - 1))
+    # Past 2**53 a float64 no longer tells neighbours apart (an id through a JSON number): large ids
+    # come up as often as small ones, so twins there come up too.
+    ints = st.one_of(st.integers(1, 12), st.sampled_from(SPECIAL_IDS), colliding, st.integers(1, 2**64 - 1),
+                     st.integers(2**53, 2**64 - 1))
     if not string_ids_allowed(spec, version):
         return ints
     strings = st.text(ID_ALPHABET, min_size=1, max_size=MAX_STRING_ID)
@@ -145,6 +149,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     # The DELAY_SCHEDULER hook holds the direct strategy's batcher threads (the oldest strategy
     # batches through its own dynamic batcher); every client must be free to send a full batch.
     full_batch_ok = "full_batch" in faults and spec.strategy == "direct" and n_clients >= spec.capacity
+    crowd_max = max(2, spec.capacity)  # sequences in one crowd: up to every slot
 
     class SequenceBatcherMachine(Engine, RuleBasedStateMachine):
         def __init__(self):
@@ -686,29 +691,30 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         @only_if(not spec.iterations)  # an iterative model's sequences are single STARTs (burst)
         @rule(data=st.data())
         def crowd(self, data):
-            """Several clients at once, each pipelining a few requests of a sequence of its own (a
-            live one, or a fresh START where a slot is free), one of them sometimes restarting it
-            and the last sometimes ending it. The batcher's queues fill faster than it runs them,
-            so its executions carry several live rows with mixed flags, up to every slot at once,
-            which single requests on a fast model almost never make. Kept as HELD steps (a client
-            pipelines several), so a replay sends them at once again."""
-            size = data.draw(st.integers(2, n_clients), label="clients")
-            depths = [data.draw(CROWD_DEPTHS, label="requests") for _ in range(n_clients)]
-            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(n_clients)]
-            new = [data.draw(st.booleans(), label="a fresh sequence") for _ in range(n_clients)]
-            restart_at = [data.draw(st.integers(-8, 15), label="restart at") for _ in range(n_clients)]
-            ends = [data.draw(st.sampled_from([False, False, True]), label="end") for _ in range(n_clients)]
+            """Several sequences at once (live ones, or fresh STARTs where slots are free, up to
+            every slot), a few requests each, pipelined on the idle clients' streams (a client may
+            carry several sequences), one of them sometimes restarting and the last sometimes
+            ending it. The batcher's queues fill faster than it runs them, so its executions carry
+            several live rows with mixed flags, up to every slot at once, which single requests on
+            a fast model almost never make. Kept as HELD steps (a client pipelines several), so a
+            replay sends them at once again."""
+            size = data.draw(st.integers(2, crowd_max), label="sequences")
+            depth = data.draw(CROWD_DEPTHS, label="requests each")
+            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(crowd_max)]
+            new = [data.draw(st.booleans(), label="a fresh sequence") for _ in range(crowd_max)]
+            restart_at = [data.draw(st.integers(-8, 23), label="restart at") for _ in range(crowd_max)]
+            ends = [data.draw(st.sampled_from([False, False, True]), label="end") for _ in range(crowd_max)]
             seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
             scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
             self.collect()
             now = time.monotonic()
             self.model.settle(now)
-            plans = self._crowd_plans(size, depths, fresh, new, now)
+            plans = self._crowd_plans(size, depth, fresh, new, now)
             if len(plans) < 2:
-                return self._skip("crowd: fewer than two idle clients with a sequence each")
+                return self._skip("crowd: fewer than two sequences to send on")
             values, reqs = random.Random(seed), []
-            for (client, seq_id, total, begins, depth), at, end in zip(plans, restart_at, ends):
-                for j in range(depth):
+            for (client, seq_id, total, begins), at, end in zip(plans, restart_at, ends):
+                for j in range(depth):  # a sequence's requests in a block: the queues fill at once
                     start = (j == 0 and begins) or j == at
                     total = spec.initial_sum if start else total
                     value = self._fit(values.randint(-scale, scale), total)
@@ -718,25 +724,30 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             self.send_together(reqs, "crowd")
             after = server.executions_and_inferences(spec.batcher)
             if before and after:
-                self.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])
+                rows = self.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])
+                event(f"crowd: {len(plans)} sequences, some execution carried >= {rows} live rows")
 
-        def _crowd_plans(self, size, depths, fresh, new, now):
-            """(client, id, running sum, starts fresh, requests) for each client of a crowd: a
-            fresh START only where a slot is free for it (nothing may wait in the backlog), else a
-            live sequence well inside its idle timeout, each sequence once."""
+        def _crowd_plans(self, size, depth, fresh, new, now):
+            """(client, id, running sum, starts fresh) for each sequence of a crowd, the idle
+            clients taken in turn: a fresh START only where a slot is free for it (nothing may wait
+            in the backlog), else a live sequence well inside its idle timeout, each once."""
+            clients = self.idle_clients()
+            if not clients:
+                return []
             free = self.model.free_slots() if now >= self.backlog_settled_at else 0
-            spare = sum(depths) * 0.002 + settings.wire_s + 0.05  # ample time for all of it to run
+            spare = size * depth * 0.002 + settings.wire_s + 0.05  # ample time for all of it to run
             live = [k for k in self.live() if self.model.seqs[k].expiry.lo > now + spare]
             plans, taken = [], set()
-            for client, depth, seq_id, fresh_one in zip(self.idle_clients()[:size], depths, fresh, new):
-                key = key_of(seq_id)
-                if fresh_one and free and key not in taken and not self.blocked(seq_id) \
-                        and not self.model.is_live(key) and key not in self.model.ghosts:
+            for seq_id, fresh_one in zip(fresh[:size], new):
+                client, key = clients[len(plans) % len(clients)], key_of(seq_id)
+                can_start = free and key not in taken and not self.blocked(seq_id) \
+                    and not self.model.is_live(key) and key not in self.model.ghosts
+                if can_start and (fresh_one or not live):  # a fresh one where drawn, or where none is live
                     free -= 1
-                    plans.append((client, seq_id, spec.initial_sum, True, depth))
+                    plans.append((client, seq_id, spec.initial_sum, True))
                 elif live:
                     key = live.pop(0)
-                    plans.append((client, key[1], self.model.total(key), False, depth))
+                    plans.append((client, key[1], self.model.total(key), False))
                 else:
                     continue
                 taken.add(key)

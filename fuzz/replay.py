@@ -15,7 +15,7 @@ from .corpus import CorpusEntry
 from .divergences import KNOWN
 from .invariants import InvariantViolation
 from .model import key_of
-from .engine import Engine, FuzzSettings, Kind, Setup, StepRecord, go_silent
+from .engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
 from .spec import ModelSpec
 
 
@@ -57,15 +57,39 @@ def replay_steps(server, spec: ModelSpec, steps, settings: FuzzSettings = FuzzSe
     cuts = frozenset({"cut"}) if any(s.fault is not None and s.fault.name == "cut" for s in steps) else frozenset()
     engine = Engine(Setup.of(server, spec, attrs.evolve(settings, park=False, nemesis=settings.nemesis | cuts)), salt=1)
     try:
-        for step in steps:
-            _step(engine, step, spec, settings)
+        i = 0
+        while i < len(steps):
+            held = _held_run(steps, i)
+            if len(held) > 1:  # sent at once, as they were
+                _send_held(engine, held)
+            else:
+                _step(engine, steps[i], spec, settings)
             engine.check_alive()
+            i += max(1, len(held))
     except BaseException:
         engine.failed = True
         engine.finish()  # cleanup only
         raise
     engine.finish()  # drain: every answer and the statistics are checked
     return engine.log
+
+
+def _held_run(steps, i: int) -> list:
+    """The HELD steps from i on, up to the first step of another kind."""
+    run = []
+    while i + len(run) < len(steps) and steps[i + len(run)].kind is Kind.HELD:
+        run.append(steps[i + len(run)])
+    return run
+
+
+def _send_held(engine, held) -> None:
+    """HELD steps (a burst, a crowd, a held batch) sent at once; each answer step checks its own."""
+    try:
+        sent = engine.send_held([(s.client, s.request) for s in held], held[0].action)
+    except NotPrompt as err:  # e.g. a shortened program's START finds no free slot
+        raise ReplayDrift(f"step {held[0].index} ({held[0].action}): {err}") from None
+    for item in sent:
+        engine.held.setdefault(item[0], []).append(item)
 
 
 def _bound(engine, spec: ModelSpec, settings: FuzzSettings) -> float:
@@ -129,8 +153,8 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
     elif kind is Kind.SHARED_ANSWER:
         if engine.shared is not None:  # the first answer's step checks them all
             engine.check_shared(step.action.rsplit(" (", 1)[0])
-    elif kind is Kind.HELD:  # sent without waiting, with the HELD steps next to it (a client may pipeline several)
-        engine.held.setdefault(client, []).append(engine.send_held([(client, step.request)], step.action)[0])
+    elif kind is Kind.HELD:  # one alone: its neighbours are sent with it by replay_steps
+        _send_held(engine, [step])
     elif kind is Kind.HELD_ANSWER:
         if not engine.held.get(client):
             raise ReplayDrift(f"step {step.index} ({step.action}): client {client} holds no request")

@@ -2,6 +2,7 @@
 divergence included) is written to the corpus with its reproducer, unless the corpus already
 holds it or --no-corpus-write is given."""
 from fuzz import corpus
+from fuzz.coverage import BASIC_GOALS
 from fuzz.campaign import fuzz_model, violations_in
 from fuzz.plugin import reproduction
 from fuzz.server import stopping
@@ -16,6 +17,8 @@ def test_sequence_batcher(request, triton, fuzz_model_name, fuzz_options, fuzz_r
             fuzz_results.append(stop.partial_result)
         raise
     fuzz_results.append(result)
+    if error is None and not result.failures:
+        proof_of_work(result)
     saved = []  # the corpus entries of this model's new findings, for the report's last lines
     if fuzz_options.corpus_write and not stopping():  # nothing seen after a stop is a finding
         for f in result.failures:
@@ -35,3 +38,13 @@ def test_sequence_batcher(request, triton, fuzz_model_name, fuzz_options, fuzz_r
             last.args = (last.args[0] + "\n" + "\n".join(reproduction(request.config, triton, p) for p in saved),
                          *last.args[1:])
         raise error
+
+
+def proof_of_work(result):
+    """A campaign that passes must have tested something: examples ran, requests went out, and the
+    server ran them (its basic goals). Else a pass would say nothing."""
+    reached = {g.name for g in result.coverage.goals if g.reached}
+    missing = [g.name for g in result.coverage.goals if g.name in BASIC_GOALS and g.name not in reached]
+    assert result.examples >= 1 and result.requests >= 1 and not missing, (
+        f"{result.model}: the campaign passed without testing: {result.examples} examples, {result.requests} "
+        f"requests, basic goals not reached: {', '.join(missing) or 'none'}")

@@ -17,6 +17,10 @@ _TOTAL = "        total = (x + base).astype(self.dtype)\n"
 _CORRID_KEY = '            key = _scalar(request, "CORRID")\n'
 _RUN_COUNT = '        key = _scalar(request, "CORRID")\n        if _scalar(request, "START", 0):\n'
 _EXECUTE = "        responses = [self._one(position, request) for position, request in enumerate(requests)]\n"
+_START = '        start = bool(_scalar(request, "START", 0))\n'
+_STORE = "            self.sums[key] = total.reshape(-1)[0]\n"
+# The live (READY) requests of an execution, kept for _one: bugs of batch composition read them.
+_LIVE = "        self.live = [r for r in requests if _scalar(r, 'READY', 1)]\n" + _EXECUTE
 
 
 @attrs.frozen
@@ -30,10 +34,14 @@ class Bug:
     # derived by hand from the bug; the oracle-power table shows it beside the shrunk length.
     minimal: int = 2
     minimal_how: str = ""
+    more: tuple = ()  # further (find, replace) patches, applied after the first
 
     def source(self) -> str:
-        assert self.find in TEMPLATE, f"{self.name}: the template changed, re-point the patch"
-        return TEMPLATE.replace(self.find, self.replace, 1)
+        source = TEMPLATE
+        for find, replace in ((self.find, self.replace), *self.more):
+            assert find in source, f"{self.name}: the template changed, re-point the patch"
+            source = source.replace(find, replace, 1)
+        return source
 
 
 _CORRID = Variant("corrid", "direct", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"))
@@ -85,6 +93,67 @@ BUGS = (
         3, "START a, START b with a = b mod 2**32, then a request on a: it sums onto b's value"),
 )
 
+# Bugs of kinds the fuzzer had never been shown when they were written (issue 26: a dev campaign
+# caught 3 of these 12 before it explored batch composition, value edges and id families; see
+# benchmarks/results). Their bugs show only in what a campaign must reach on purpose: several
+# live rows in one execution, a sum on an edge of the dtype, a fraction, two ids of one family
+# live at once, a sequence past 256 requests.
+_CORRID4 = Variant("corrid", "direct", 4, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"))
+_OLDEST4 = Variant("corrid", "oldest", 4, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"))
+_SLOT4 = Variant("slot", "direct", 4, 1, "int32", controls=("START", "END", "READY"))
+_FP32 = Variant("corrid", "direct", 2, 1, "fp32", "uint64", ("START", "END", "READY", "CORRID"))
+_SECOND_CORRID = ("            rank = next(i for i, r in enumerate(self.live) if r is request)\n"
+                  "            key = _scalar(self.live[min(rank, 1)], 'CORRID')\n")
+_SENTINEL = ("        base = self.sums.get(key, {s}) if not start else {s}\n"
+             "        base = self.dtype.type(0) if base == {s} else self.dtype.type(base)\n")
+
+EXPLORE_BUGS = (
+    Bug("start_from_first_live_row", "START is read once per execution, from its first live row",
+        _EXECUTE, _LIVE, _SLOT4, 6,
+        "START a, START b (slots 0 and 1), then a's next request and b's restart in one execution: b keeps "
+        "its sum (a crowd: two lines sent at once, two answers)",
+        more=((_START, "        start = bool(_scalar(self.live[0], 'START', 0)) if self.live else False\n"),)),
+    Bug("third_live_row_takes_seconds_corrid", "an execution's CORRIDs are gathered in a buffer of two: "
+                                               "the third live row takes the second's (direct)",
+        _EXECUTE, _LIVE, _CORRID4, 7,
+        "three STARTs in one execution (a crowd: three lines sent at once, three answers), then the second's "
+        "next request: it sums onto the third's value", more=((_CORRID_KEY, _SECOND_CORRID),)),
+    Bug("oldest_third_request_takes_seconds_corrid", "a batch's CORRIDs are gathered in a buffer of two: the "
+                                                     "third request takes the second's (oldest)",
+        _EXECUTE, _LIVE, _OLDEST4, 7, "as third_live_row_takes_seconds_corrid, batched by the oldest strategy",
+        more=((_CORRID_KEY, _SECOND_CORRID),)),
+    Bug("full_batch_ignores_start", "an execution with every row live takes a path that ignores START",
+        _EXECUTE, _LIVE, _CORRID4, 9,
+        "START a, then a's restart and three fresh STARTs in one execution (a crowd of four: eight lines): "
+        "a's restart keeps its sum",
+        more=((_START, "        start = bool(_scalar(request, 'START', 0)) and len(self.live) < 4\n"),)),
+    Bug("min_is_no_sum", "INT32 min is the 'no sum yet' sentinel", _BASE, _SENTINEL.format(s="np.iinfo(np.int32).min"),
+        _CORRID, 2, "START with the dtype's minimum, then one more request: it starts from 0"),
+    Bug("minus_one_is_no_sum", "-1 is the 'no sum yet' sentinel", _BASE, _SENTINEL.format(s="-1"), _CORRID, 2,
+        "START with -1, then one more request: it starts from 0"),
+    Bug("max_taken_for_overflow", "a sum of exactly INT32 max is taken for an overflow and reset to 0",
+        _TOTAL, _TOTAL + "        if total.reshape(-1)[0] >= np.iinfo(np.int32).max:\n            total = total * 0\n",
+        _CORRID, 1, "one START with the dtype's maximum"),
+    Bug("fp32_state_drops_fraction", "an FP32 model keeps its running sum as a whole number",
+        _STORE, "            self.sums[key] = self.dtype.type(int(total.reshape(-1)[0]))\n", _FP32, 2,
+        "START with a fraction, then one more request: the fraction is gone"),
+    Bug("corrid_decimal_prefix", "state keyed by the CORRID's first 12 decimal digits",
+        _CORRID_KEY, '            key = str(_scalar(request, "CORRID"))[:12]\n', _CORRID, 3,
+        "START a, START b with the same 12 leading digits, then a request on a: it sums onto b's value"),
+    Bug("corrid_mod_1000", "state sharded by the CORRID modulo 1000",
+        _CORRID_KEY, '            key = int(_scalar(request, "CORRID")) % 1000\n', _CORRID, 3,
+        "START a, START b with a = b mod 1000, then a request on a: it sums onto b's value"),
+    Bug("corrid_as_float64", "the CORRID passes through a float64 (a JSON number)",
+        _CORRID_KEY, '            key = float(_scalar(request, "CORRID"))\n', _CORRID, 3,
+        "START a, START b, both past 2**53 and closer than a float64 tells apart, then a request on a"),
+    Bug("count_wraps_at_256", "a sequence's request counter is 8 bits: its wrap reads as a START",
+        _START, _START + "        self.n = self.__dict__.setdefault('n', {})\n"
+                         "        corrid = _scalar(request, 'CORRID')\n"
+                         "        self.n[corrid] = 0 if start else (self.n.get(corrid, 0) + 1) % 256\n"
+                         "        start = start or (self.n[corrid] == 0 and bool(_scalar(request, 'READY', 1)))\n",
+        _CORRID, 257, "START and 256 more requests of one sequence: the last answer is its own value"),
+)
+
 # Bugs the fuzzer does not catch reliably within test_broken_models' budget would be kept here, out
 # of that test and measured by the oracle benchmark only. corrid_truncated_to_32_bits was, until the
 # `alias` rule (two live ids equal modulo 2**k, then a request on the older one): before it, a dev
@@ -101,7 +170,7 @@ HARD_BUGS: tuple = (
         3, "two STARTs sent at once (a burst: two lines) and the answer that shows it: their executions "
            "interleave, in either order, and one of them gets too few or too many answers"),
 )
-ALL_BUGS = BUGS + HARD_BUGS
+ALL_BUGS = BUGS + HARD_BUGS + EXPLORE_BUGS
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
