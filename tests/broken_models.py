@@ -107,6 +107,14 @@ _SECOND_CORRID = ("            rank = next(i for i, r in enumerate(self.live) if
 _SENTINEL = ("        base = self.sums.get(key, {s}) if not start else {s}\n"
              "        base = self.dtype.type(0) if base == {s} else self.dtype.type(base)\n")
 
+
+
+def _keyed_by(name: str, summary: str, key: str, twins: str) -> Bug:
+    """A corrid model whose state is keyed by `key`, an expression that makes some ids one."""
+    return Bug(name, summary, _CORRID_KEY, f"            key = {key}\n", _CORRID, 3,
+               f"START a, START b ({twins}), then a request on a: it sums onto b's value")
+
+
 EXPLORE_BUGS = (
     Bug("start_from_first_live_row", "START is read once per execution, from its first live row",
         _EXECUTE, _LIVE, _SLOT4, 6,
@@ -137,15 +145,12 @@ EXPLORE_BUGS = (
     Bug("fp32_state_drops_fraction", "an FP32 model keeps its running sum as a whole number",
         _STORE, "            self.sums[key] = self.dtype.type(int(total.reshape(-1)[0]))\n", _FP32, 2,
         "START with a fraction, then one more request: the fraction is gone"),
-    Bug("corrid_decimal_prefix", "state keyed by the CORRID's first 12 decimal digits",
-        _CORRID_KEY, '            key = str(_scalar(request, "CORRID"))[:12]\n', _CORRID, 3,
-        "START a, START b with the same 12 leading digits, then a request on a: it sums onto b's value"),
-    Bug("corrid_mod_1000", "state sharded by the CORRID modulo 1000",
-        _CORRID_KEY, '            key = int(_scalar(request, "CORRID")) % 1000\n', _CORRID, 3,
-        "START a, START b with a = b mod 1000, then a request on a: it sums onto b's value"),
-    Bug("corrid_as_float64", "the CORRID passes through a float64 (a JSON number)",
-        _CORRID_KEY, '            key = float(_scalar(request, "CORRID"))\n', _CORRID, 3,
-        "START a, START b, both past 2**53 and closer than a float64 tells apart, then a request on a"),
+    _keyed_by("corrid_decimal_prefix", "state keyed by the CORRID's first 12 decimal digits",
+              'str(_scalar(request, "CORRID"))[:12]', "the same 12 leading digits"),
+    _keyed_by("corrid_mod_1000", "state sharded by the CORRID modulo 1000",
+              'int(_scalar(request, "CORRID")) % 1000', "a = b mod 1000"),
+    _keyed_by("corrid_as_float64", "the CORRID passes through a float64 (a JSON number)",
+              'float(_scalar(request, "CORRID"))', "both past 2**53 and closer than a float64 tells apart"),
     Bug("count_wraps_at_256", "a sequence's request counter is 8 bits: its wrap reads as a START",
         _START, _START + "        self.n = self.__dict__.setdefault('n', {})\n"
                          "        corrid = _scalar(request, 'CORRID')\n"

@@ -179,3 +179,38 @@ def test_a_request_on_an_id_whose_start_still_waits_is_a_drift_not_a_crash(trito
     shrunk = program[:2] + [attrs.evolve(program[5], index=3, client=0, via="grpc")]
     with pytest.raises(ReplayDrift, match="still waits for an answer"):
         check_entry(triton, must_pass(triton, ONE_SLOT, shrunk))
+
+
+def crowd_program(model):
+    """A crowd as the fuzzer logs it: HELD requests of three sequences sent at once, client 0
+    pipelining two of them on its one stream, then each answer in the order sent."""
+    sent = [(0, Request(model, 11, 1.0, start=True, dtype="FP32"), 1.0),
+            (0, Request(model, 11, 2.0, dtype="FP32"), 3.0),
+            (0, Request(model, 12, 5.0, start=True, dtype="FP32"), 5.0),
+            (0, Request(model, 12, 1.0, end=True, dtype="FP32"), 6.0),
+            (1, Request(model, 13, 7.0, start=True, dtype="FP32"), 7.0),
+            (1, Request(model, 13, 0.5, end=True, dtype="FP32"), 7.5)]
+    held = [StepRecord(1 + i, c, "crowd", r, via="stream", kind=Kind.HELD, expect=Answer(v))
+            for i, (c, r, v) in enumerate(sent)]
+    answers = [StepRecord(7 + i, c, "answer to crowd", r, via="stream", kind=Kind.HELD_ANSWER, expect=Answer(v))
+               for i, (c, r, v) in enumerate(sent)]
+    return held + answers
+
+
+def test_a_crowd_replays_at_once_in_both_replayers(triton, tmp_path):
+    """Several HELD requests per client (a crowd) replay in order, each answer to its own request."""
+    entry = must_pass(triton, CORRECT, crowd_program(CORRECT))
+    verdict = check_entry(triton, entry)
+    assert verdict.steps == 13  # and the teardown END of the sequence left running
+    path = corpus.write(tmp_path, entry)
+    out = subprocess.run([sys.executable, str(path.with_suffix(".py")), "--url", triton.grpc_url],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "no divergence: all 12 steps" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_held_start_that_would_wait_in_the_backlog_is_a_drift(triton):
+    """What a shrink can make of a crowd: its fresh STARTs outnumber the free slots now."""
+    program = [StepRecord(1 + i, i, "crowd", Request(ONE_SLOT, 21 + i, 1, start=True), via="stream",
+                          kind=Kind.HELD, expect=Answer(1)) for i in range(2)]
+    with pytest.raises(ReplayDrift, match="would not be answered at once"):
+        check_entry(triton, must_pass(triton, ONE_SLOT, program))

@@ -104,3 +104,17 @@ def test_the_tracker_reaches_goals_once_and_reports_the_rest_as_gaps():
     again = CoverageReport.from_json(report.to_json())
     assert again == report
     assert math.isclose(report.to_json()["reached"], len(reached))
+
+
+def test_a_campaigns_coverage_travels_with_its_result():
+    """How an xdist worker hands its results to the controller: through JSON."""
+    from fuzz.campaign import ModelResult
+
+    cover = Coverage(*INT32)
+    cover.answered(0)
+    report = cover.report(("sum 0", "sum max"), rows=((1, 3),))
+    result = ModelResult(model="m", spec="m: direct", triton_version="2.51.0", examples=1, steps=2, requests=3,
+                         wall_s=0.5, ambiguous_waits=0, failures=(), expected_divergences=(), guards=(),
+                         coverage=report)
+    again = ModelResult.from_json(result.to_json())
+    assert again.coverage == report and again.coverage.gaps == ("sum max",)
