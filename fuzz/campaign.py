@@ -15,7 +15,7 @@ from .depth import DepthSummary
 from .divergences import known_for
 from .invariants import InvariantViolation
 from .isolate import can_isolate, from_fresh_model, polish
-from .machine import FuzzSettings, RunStats, make_machine, string_ids_allowed
+from .machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
 from .progress import Progress, Snapshot
 from .replay import ReplayDrift, replay_steps
 from .server import Terminated, stopping
@@ -153,7 +153,8 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     left_out = machine.left_out
     sizes_before = server.batch_sizes(spec.batcher) or {}
     runs_before = server.executions_and_inferences(spec.batcher)
-    goals = goals_for(spec, strings=string_ids_allowed(spec, version), statistics=runs_before is not None,
+    goals = goals_for(spec, strings=string_ids_allowed(spec, version), families=twin_families(spec, version),
+                      statistics=runs_before is not None,
                       expiry=not any("idle expiry" in w for w in left_out))
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)

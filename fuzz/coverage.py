@@ -13,7 +13,7 @@ import time
 
 import attrs
 
-from .edges import FP32_GOALS, ID_EDGES, STRING_FAMILIES, VALUE_GOALS, id_edges, value_edges
+from .edges import FP32_GOALS, ID_EDGES, VALUE_GOALS, id_edges, value_edges
 
 DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
 SITUATIONS = {
@@ -77,21 +77,24 @@ def live_row_goals(spec) -> int:
     return max(1, min(spec.max_batch_size, spec.slots_per_instance))
 
 
-def goals_for(spec, *, strings: bool, expiry: bool, statistics: bool = True) -> tuple:
-    """Every goal this model can reach, in report order (live rows only where the server's
-    statistics can be read)."""
+def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statistics: bool = True) -> tuple:
+    """Every goal this model can reach, in report order: twins of the string `families` the
+    generator may make where `strings` are taken, live rows only where the server's statistics
+    can be read."""
     edges = VALUE_GOALS + (FP32_GOALS if spec.dtype == "FP32" else ())
     goals = [f"input {e}" for e in edges]
     if not spec.iterations:  # an iterative START's sums are multiples of its value
         goals += [f"sum {e}" for e in edges]
-        goals += ["twins live: 2^k apart", "twins live: neighbours", "twins live: 10^k apart"]
-        if strings:
-            goals += ["twins live: other type"] + [f"twins live: {f}" for f in STRING_FAMILIES]
+        if spec.capacity > 1:  # two sequences hold slots at once
+            goals += ["twins live: 2^k apart", "twins live: neighbours", "twins live: 10^k apart"]
+            if strings:
+                goals += ["twins live: other type"] + [f"twins live: {f}" for f in families]
         goals += [f"depth {d}" for d in DEPTHS]
     goals += [f"id~2^{k}" for k in ID_EDGES if k <= 32 or spec.id_bits == 64]
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
     situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart"])
-    goals += [f"situation: {s}" for s in situations + (["expiry reuse"] if expiry else [])]
+    # an iterative sequence ends itself: none is left to idle out
+    goals += [f"situation: {s}" for s in situations + (["expiry reuse"] if expiry and not spec.iterations else [])]
     return tuple(goals)
 
 
@@ -103,11 +106,6 @@ class Coverage:
     started: float = attrs.Factory(time.monotonic)
     reached: dict = attrs.Factory(dict)  # goal -> seconds into the campaign when first reached
     most_live_rows: int = 0
-
-    @classmethod
-    def of(cls, spec) -> "Coverage":
-        lo, hi = spec.value_range
-        return cls(lo, hi)
 
     def hit(self, goal: str) -> None:
         if goal not in self.reached:

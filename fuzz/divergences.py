@@ -38,6 +38,7 @@ class KnownDivergence:
     signatures: tuple = ()  # texts one of which the observed answer contains, where the invariant is too broad
     guard: str = ""  # set when the fuzzer must not generate it (it would take the server down)
     no_string_ids: bool = False  # the guard: the fuzzer sends this model integer ids only
+    no_nul_ids: bool = False  # the guard: no string id with an embedded NUL
 
     def applies(self, model, version: str | None) -> bool:
         return version in self.versions and self.affects(model)
@@ -143,6 +144,19 @@ KNOWN = KNOWN + (
         affects=lambda m: True, invariant="valid_is_accepted",
         guard="the request after a cancel goes over unary gRPC or HTTP, never a stream (and cancel_pipelined "
               "is left out for a decoupled model, which takes streams only)"),
+)
+
+KNOWN = KNOWN + (
+    KnownDivergence(
+        "string-id-cut-at-nul",
+        "A string sequence_id with an embedded NUL is cut at the NUL, over gRPC, gRPC streams and HTTP "
+        "alike: 'a\\0x' is the sequence 'a' (a START on it restarts 'a', and 'a' goes on with its sum). "
+        "The frontends hand the id to the core as a C string. Found by the fuzzer's string-id families "
+        "(issue 26); 2.39 and 2.41 take no string ids on these models at all (string-ids-refused).",
+        versions=("2.51.0",),
+        symptom="the id before the NUL answers with the sum of the one with it (two sequences are one)",
+        affects=lambda m: _corrid_type(m) in (None, "STRING"), invariant="sums_match",
+        guard="no string id with an embedded NUL is sent (this build cuts string ids at the NUL)", no_nul_ids=True),
 )
 
 

@@ -45,9 +45,6 @@ ID_CHOICES = ("fresh", "reuse", "sibling")
 SIBLING_STEPS = st.one_of(
     st.builds(lambda k, p: k * 2**p, st.sampled_from([1, 3]), st.sampled_from([3, 8, 16, 32, 32, 63, 63])),
     st.sampled_from([1, 2, 10**3, 10**6, 10**9]))
-# How an alias is made when its twin may be a string: the other type (5 and "5"), or a member of
-# one of edges.STRING_FAMILIES (case, surrounding space, Unicode look-alikes, an embedded NUL...).
-TWIN_FAMILIES = ("other type", "other type") + tuple(STRING_FAMILIES)
 # Requests each client of a `crowd` pipelines: as many for every client, so that their queues
 # stay full together (executions then carry a row of each) and drain together.
 CROWD_DEPTHS = st.integers(2, 24)
@@ -107,6 +104,15 @@ def _twin(seq_id, family: str):
     return string_twin(str(seq_id), family)
 
 
+def twin_families(spec: ModelSpec, version: str | None) -> tuple:
+    """The string-id families `alias` may make twins of on this model and build: none where string
+    ids are guarded, and no embedded NUL where the build cuts ids there."""
+    if not string_ids_allowed(spec, version):
+        return ()
+    nul = any(d.no_nul_ids for d in known_for(spec, version))
+    return tuple(f for f in STRING_FAMILIES if not (nul and f == "embedded NUL"))
+
+
 def string_ids_allowed(spec: ModelSpec, version: str | None) -> bool:
     return not any(d.no_string_ids for d in known_for(spec, version))
 
@@ -126,6 +132,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     version = getattr(server, "version", None)
     ids = id_strategy(spec, version)
     strings_ok = string_ids_allowed(spec, version)
+    families = ("other type", "other type") + twin_families(spec, version)
     vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url and not spec.decoupled else [])
     # Never a stream: there the error of a request swept up with a cancel is lost (divergences.py).
     after_cancel_vias = ["grpc"] + (["http"] if server.http_url else [])
@@ -425,7 +432,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             key = self._pick(data, self.live(), "sequence")
             fresh = self._fresh(data.draw(ids, label="id"))
             other_type = strings_ok and data.draw(st.booleans(), label="other-typed twin")
-            family = data.draw(st.sampled_from(TWIN_FAMILIES), label="twin family") if other_type else ""
+            family = data.draw(st.sampled_from(families), label="twin family") if other_type else ""
             step = data.draw(SIBLING_STEPS, label="sibling step")
             values = [self._value(data) for _ in range(3)]
             via = self._via(data)

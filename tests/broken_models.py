@@ -70,7 +70,8 @@ BUGS = (
         3, "START a, START b (slot 1), then a request on b alone: batch position 0 holds a's sum"),
     Bug("reverse_batch_order", "responses go back in reverse batch order (a batch's sums are swapped)",
         _EXECUTE, "        responses = [self._one(p, r) for p, r in enumerate(requests)][::-1]\n", _CORRID,
-        2, "two requests of two sequences in one batch (a burst): each gets the other's sum"),
+        3, "two requests of two sequences sent at once (a burst or a crowd: two lines) that run in one batch, "
+           "then the first answer: it is the other's sum"),
     Bug("forgets_after_12", "a sequence's state is dropped after its 12th request (a fixed-size cache)",
         _TOTAL, "        self.n = self.__dict__.setdefault('n', {})\n"
                 "        self.n[key] = 1 if start else self.n.get(key, 0) + 1\n"

@@ -114,3 +114,26 @@ def test_the_python_backends_missing_state_is_known_under_the_promise_that_meets
     drops = next(d for d in KNOWN if d.key == "python-backend-drops-implicit-state")
     assert drops.explains("sums_match", "") and drops.explains("order_kept", "")
     assert not drops.explains("start_is_required", "")
+
+
+@pytest.mark.parametrize("via", ["grpc", "stream", "http"])
+def test_a_string_id_is_cut_at_an_embedded_nul(triton, via):
+    """Found by the fuzzer's string-id families: 'a\\0x' is the sequence 'a' on 2.51, whatever the
+    transport (what 'a' answers after a START of 'a\\0x' shows which sequence that START was)."""
+    from fuzz.client import HttpClient
+    from fuzz.machine import string_ids_allowed
+
+    model = "py_slot_direct_s2_i2_fp32_cser"  # takes string ids, keeps its sums per slot
+    spec = ModelSpec.fetch(triton, model)
+    if not string_ids_allowed(spec, triton.version):
+        pytest.skip("this build takes no string ids on this model (string-ids-refused)")
+    applies = divergence("string-id-cut-at-nul").applies(spec, triton.version)
+    client = {"grpc": GrpcClient, "stream": StreamClient}.get(via, lambda u: HttpClient(triton.http_url))(triton.grpc_url)
+    base = f"nul-{via}"
+    req = lambda seq_id, value, **f: Request(model, seq_id, value, dtype="FP32", **f)  # noqa: E731
+    assert client.infer(req(base, 1.0, start=True)).value == 1.0
+    assert client.infer(req(base + "\x00x", 10.0, start=True)).value == 10.0
+    after = client.infer(req(base, 100.0, end=True))
+    # Two sequences: 101. One, restarted by the twin's START: 110.
+    assert after.value == (110.0 if applies else 101.0), after
+    client.infer(req(base + "\x00x", 0.0, end=True))
