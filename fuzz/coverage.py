@@ -66,11 +66,6 @@ class CoverageReport:
                    d.get("most_live_rows", 0))
 
 
-# What every campaign that sent anything reaches: its requests ran on the server. A passing
-# campaign test asserts them (fuzz/test_fuzz.py), so a campaign that tested nothing cannot pass.
-BASIC_GOALS = ("live rows >= 1",)
-
-
 def live_row_goals(spec) -> int:
     """The most live rows one execution can carry: a slot per row under direct, one request per
     candidate sequence under oldest, within max_batch_size (1 without a batch dimension)."""
