@@ -155,7 +155,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     runs_before = server.executions_and_inferences(spec.batcher)
     goals = goals_for(spec, strings=string_ids_allowed(spec, version), families=twin_families(spec, version),
                       statistics=runs_before is not None,
-                      expiry=not any("idle expiry" in w for w in left_out))
+                      expiry=machine.expiry_ok)
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)
     started = time.monotonic()

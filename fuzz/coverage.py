@@ -16,13 +16,10 @@ import attrs
 from .edges import FP32_GOALS, ID_EDGES, VALUE_GOALS, id_edges, value_edges
 
 DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
-SITUATIONS = {
-    "backlog": "a START waited in the backlog",
-    "admitted": "a backlogged START was let in when a slot freed",
-    "restart": "a START on a live id restarted its sequence",
-    "refused": "a request without START was refused",
-    "expiry reuse": "a slot a sequence idled out of was taken by a new one",
-}
+# Situations (goals "situation: NAME"): backlog, a START waited in the backlog; admitted, a
+# backlogged START was let in when a slot freed; restart, a START on a live id restarted its
+# sequence; refused, a request without START was refused; expiry reuse, a slot a sequence idled
+# out of was taken by a new one.
 
 
 @attrs.frozen

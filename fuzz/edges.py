@@ -1,16 +1,17 @@
 """Where careless implementations break, as values: the edges of a model's dtype that sums and
 inputs should reach, and the families of ids that a careless key would make one.
 
-Pure: the generator draws from these, the coverage tracker (coverage.py) classifies what was sent
+Pure (only the server's id limit comes from the reference model): the generator draws from these, the coverage tracker (coverage.py) classifies what was sent
 and answered with them, and the unit tests check both without a server.
 """
 from __future__ import annotations
 
 import math
 
+from .model import MAX_STRING_ID, too_long
+
 # Fractions an FP32 sum keeps exactly while it stays within FRACTION_LIMIT: multiples of a
 # quarter (two bits below the point) up to 2**21 use 23 of float32's 24 significant bits.
-QUARTER = 0.25
 FRACTION_LIMIT = 2**21
 
 
@@ -96,8 +97,6 @@ def id_edges(seq_id) -> tuple:
     return tuple(f"id~2^{k}" for k in ID_EDGES if abs(seq_id - 2**k) <= 2 or (k == 64 and seq_id >= 2**64 - 2))
 
 
-ID_BYTES = 128  # the server's limit on a string id, in UTF-8 bytes
-
 # Families of string ids a careless implementation makes one key: each a function of an id that
 # gives a different id in the same family, or None where it has none.
 def _case(s):
@@ -131,7 +130,7 @@ STRING_FAMILIES = {
     "embedded NUL": _with_nul,
     "long shared prefix": _long_prefix,
     "shared suffix": lambda s: ("z" + s)[:128] if s[:1] != "z" else ("y" + s)[:128],
-    "length 128": lambda s: s + "#" * (ID_BYTES - len(s.encode())) if len(s.encode()) < ID_BYTES else None,
+    "length 128": lambda s: s + "#" * (MAX_STRING_ID - len(s.encode())) if len(s.encode()) < MAX_STRING_ID else None,
 }
 
 
@@ -139,6 +138,6 @@ def string_twin(seq_id: str, family: str) -> str | None:
     """A member of `seq_id`'s `family` other than itself (None where it has none); never longer
     than the server's limit of 128 UTF-8 bytes."""
     twin = STRING_FAMILIES[family](seq_id)
-    if twin is None or twin == seq_id or not twin or len(twin.encode()) > ID_BYTES:
+    if twin is None or twin == seq_id or not twin or too_long(twin):
         return None
     return twin

@@ -882,6 +882,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         raise TypeError(f"machine rules shadow engine methods: {', '.join(shadowed)}")
     SequenceBatcherMachine.__name__ = f"Machine_{spec.name}"
     SequenceBatcherMachine.left_out = setup.left_out()  # for the summary
+    SequenceBatcherMachine.expiry_ok = setup.expiry_ok  # for the coverage goals
     # Every model's machine has the same source, so Hypothesis would file all their examples under
     # one database key; this keeps each model's saved failures apart (a shared --fuzz-db).
     SequenceBatcherMachine._hypothesis_internal_add_digest = spec.name.encode()

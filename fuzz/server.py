@@ -226,12 +226,18 @@ class _Base:
         """How many batches the server has run for `model` (None when it will not say)."""
         return self._statistic(model, "execution_count")
 
+    def _model_stats(self, model: str) -> list | None:
+        """The statistics extension's model_stats of `model` (None when they cannot be read)."""
+        try:
+            return list(self.client().get_inference_statistics(model).model_stats)
+        except Exception:
+            return None
+
     def batch_sizes(self, model: str) -> dict | None:
         """How many executions the server has run for `model` at each batch size (its batch_stats;
         None when it will not say)."""
-        try:
-            stats = self.client().get_inference_statistics(model).model_stats
-        except Exception:
+        stats = self._model_stats(model)
+        if stats is None:
             return None
         sizes: dict = {}
         for m in stats:
@@ -241,16 +247,14 @@ class _Base:
 
     def executions_and_inferences(self, model: str) -> tuple | None:
         """(execution_count, inference_count) of `model`, read at once (None when unreadable)."""
-        try:
-            stats = self.client().get_inference_statistics(model).model_stats
-        except Exception:
+        stats = self._model_stats(model)
+        if stats is None:
             return None
         return sum(m.execution_count for m in stats), sum(m.inference_count for m in stats)
 
     def _statistic(self, model: str, field: str) -> int | None:
-        try:
-            stats = self.client().get_inference_statistics(model).model_stats
-        except Exception:
+        stats = self._model_stats(model)
+        if stats is None:
             return None
         return sum(getattr(m, field) for m in stats)
 
