@@ -12,7 +12,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from .coverage import CoverageReport, goals_for
 from .depth import DepthSummary
-from .divergences import known_for
+from .divergences import by_key, known_for
 from .invariants import InvariantViolation
 from .isolate import can_isolate, from_fresh_model, polish
 from .machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
@@ -33,6 +33,7 @@ class Failure:
     flaky: bool = False  # Hypothesis could not replay it exactly (server history, timing): real, not shrunk
     shrink_stopped: bool = False  # shrinking stopped at the budget: the shortest program seen by then
     records: tuple = attrs.field(default=(), repr=False)  # the program as StepRecords (for the corpus)
+    accepted: tuple = ()  # known divergences the reference took as built when it was found (FuzzSettings.accept)
 
     def to_json(self) -> dict:
         return attrs.asdict(self, filter=lambda a, _: a.name != "records")
@@ -59,6 +60,8 @@ class ModelResult:
     left_out: tuple = ()  # what this model's campaign does not fuzz, and why (e.g. a long idle timeout)
     interrupted: str = ""  # why the campaign stopped early (Ctrl-C, SIGTERM); its counts are what it did
     coverage: CoverageReport = CoverageReport()  # goals reached and the fuzzer's gaps (fuzz/coverage.py)
+    # Known divergences the campaign saw and then fuzzed on past, its reference taking them as built.
+    accepted: tuple = ()
     model_spec: ModelSpec | None = attrs.field(default=None, repr=False)
 
     @property
@@ -159,8 +162,6 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)
     started = time.monotonic()
-    error = None
-    rounds = 0
 
     def result_so_far(wall: float, **verdict) -> ModelResult:
         """The campaign's counts; `verdict` adds its failures, or why it was stopped."""
@@ -185,72 +186,110 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     snapshot = lambda: Snapshot(stats.examples, stats.steps, stats.requests,  # noqa: E731
                                 int(stats.first_failure_s is not None))
     per_round = _round_settings(hypothesis_settings, budget_s)
+    failures, unknown, accept = [], None, frozenset(fuzz_settings.accept)
     with Progress(f"fuzz {model}", snapshot):
-        while True:
-            rounds += 1
-            try:
-                run_state_machine_as_test(machine, settings=per_round)
-            except Exception as err:  # noqa: BLE001 - classified below, re-raised if not known
-                error = err
+        while True:  # a phase: until a failure, the budget or the examples run out
+            error = _rounds(machine, per_round, budget_s, started, partial)
+            if error is None:
                 break
-            except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: what was done so far, no verdict
-                stop.partial_result = partial(stop)
-                raise
-            if stopping() or budget_s is None or time.monotonic() - started > budget_s:
+            found, unknown = _judge(server, spec, error, stats, expected, attrs.evolve(fuzz_settings, accept=accept),
+                                    time.monotonic() - started, partial)
+            failures += found
+            more = _fuzz_on_past(found) - accept
+            if unknown is not None or not more or stopping() or \
+                    budget_s is not None and time.monotonic() - started > budget_s:
                 break
+            # Every failure is a known divergence the reference can take as built: fuzz on past it.
+            accept |= more
+            stats.first_failure_s, stats.shortest, stats.first, stats.shrink_stopped = None, {}, {}, False
+            machine = make_machine(server, spec, attrs.evolve(fuzz_settings, accept=accept), stats)
+            if seed is not None:
+                machine = hypothesis_seed(seed)(machine)
     if stopping():  # told to stop, though the signal's exception was lost: nothing seen since counts
         stop = Terminated("the run was told to stop")
         stop.partial_result = partial(stop)
         raise stop
-    wall = time.monotonic() - started
-    failures, unknown = [], None
-    if error is not None:
-        violations = violations_in(error)
-        # Past the shrink budget even Hypothesis's final replay is turned away, which it reports
-        # as Flaky: that is a stopped shrink, not an unreplayable failure.
-        flaky = isinstance(error, Flaky) and not stats.shrink_stopped
-        if (stats.shrink_stopped or not violations) and stats.shortest:
-            # Shrinking stopped at the budget, or Hypothesis could not replay the failure (the
-            # server's history differed): report the shortest program that broke each promise.
-            violations, flaky = list(stats.shortest.values()), flaky or not stats.shrink_stopped
-        if "server_alive" in stats.shortest:  # the program the server died under, not a shrink against its corpse
-            violations = [stats.shortest["server_alive"] if v.invariant == "server_alive" else v for v in violations]
-        if not violations:
-            unknown = error
-        replayable, unreplayable = {}, set()
-        ours = {id(v) for v in violations if v.invariant != "server_alive" and _known(expected, v) is None}
-        try:
-            if not (flaky or stats.shrink_stopped):
-                # Hypothesis's last replay of a failure that needs what ran before it (a count
-                # across examples) can pass by luck: one more replay says if it stands on its own.
-                unreplayable = {id(v) for v in violations
-                                if id(v) in ours and not _replays_alone(server, spec, v, fuzz_settings)}
-            if can_isolate(server):
-                replayable = _shrink_further(server, spec, violations, ours, stats, fuzz_settings,
-                                             cut_short=flaky or stats.shrink_stopped, unreplayable=unreplayable)
-        except Terminated as stop:
-            stop.partial_result = partial(stop)
-            raise
-        for v in violations:
-            match = _known(expected, v)
-            if match is None and unknown is None:
-                # The violation itself (its message holds the program), not Hypothesis's Flaky or
-                # FlakyStrategyDefinition, which is all it reports once shrinking was cut short.
-                unknown = v if _cut_short(error) or id(v) in replayable else error
-                if unknown is not error:  # the summary says it was not fully shrunk; no chained traceback
-                    unknown.__cause__, unknown.__suppress_context__ = None, True
-            program = tuple(r.describe() for r in getattr(v, "program", []))
-            failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
-                                    len(program), program, match,
-                                    flaky=(flaky or id(v) in unreplayable) and id(v) not in replayable,
-                                    shrink_stopped=stats.shrink_stopped,
-                                    records=tuple(getattr(v, "program", []))))
+    left_out += tuple(f"everything past the known divergence {f.expected_divergence}: the reference has no model of "
+                      f"it as built, so the campaign stopped there" for f in failures
+                      if f.expected_divergence and not by_key(f.expected_divergence).as_built)
     seen = {f.expected_divergence for f in failures}
     # The wall time includes shrinking from a fresh model.
     result = result_so_far(time.monotonic() - started, failures=tuple(failures),
                            expected_divergences=tuple(d.key for d in expected),
-                           unexpected_pass=tuple(d.key for d in expected if d.key not in seen))
+                           unexpected_pass=tuple(d.key for d in expected if d.key not in seen),
+                           accepted=tuple(sorted(accept - set(fuzz_settings.accept))), left_out=left_out)
     return result, unknown
+
+
+def _rounds(machine, per_round: hsettings, budget_s: float | None, started: float, partial) -> BaseException | None:
+    """Rounds of examples until one fails (its error), the budget is spent or the examples ran out."""
+    while True:
+        try:
+            run_state_machine_as_test(machine, settings=per_round)
+        except Exception as err:  # noqa: BLE001 - classified by _judge, re-raised if not known
+            return err
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: what was done so far, no verdict
+            stop.partial_result = partial(stop)
+            raise
+        if stopping() or budget_s is None or time.monotonic() - started > budget_s:
+            return None
+
+
+def _fuzz_on_past(found: list) -> frozenset:
+    """The keys of the known divergences `found` shows, when the reference can take every one of
+    them as built (else none: the campaign stops there)."""
+    keys = {f.expected_divergence for f in found}
+    if None in keys or not all(by_key(k).as_built for k in keys):
+        return frozenset()
+    return frozenset(keys)
+
+
+def _judge(server, spec: ModelSpec, error: BaseException, stats: RunStats, expected, fuzz_settings: FuzzSettings,
+           wall: float, partial) -> tuple[list, BaseException | None]:
+    """A phase's error as Failures (shrunk further where the server allows), and the error to
+    re-raise (None when every failure is a known divergence of this build)."""
+    failures, unknown = [], None
+    violations = violations_in(error)
+    # Past the shrink budget even Hypothesis's final replay is turned away, which it reports
+    # as Flaky: that is a stopped shrink, not an unreplayable failure.
+    flaky = isinstance(error, Flaky) and not stats.shrink_stopped
+    if (stats.shrink_stopped or not violations) and stats.shortest:
+        # Shrinking stopped at the budget, or Hypothesis could not replay the failure (the
+        # server's history differed): report the shortest program that broke each promise.
+        violations, flaky = list(stats.shortest.values()), flaky or not stats.shrink_stopped
+    if "server_alive" in stats.shortest:  # the program the server died under, not a shrink against its corpse
+        violations = [stats.shortest["server_alive"] if v.invariant == "server_alive" else v for v in violations]
+    if not violations:
+        unknown = error
+    replayable, unreplayable = {}, set()
+    ours = {id(v) for v in violations if v.invariant != "server_alive" and _known(expected, v) is None}
+    try:
+        if not (flaky or stats.shrink_stopped):
+            # Hypothesis's last replay of a failure that needs what ran before it (a count
+            # across examples) can pass by luck: one more replay says if it stands on its own.
+            unreplayable = {id(v) for v in violations
+                            if id(v) in ours and not _replays_alone(server, spec, v, fuzz_settings)}
+        if can_isolate(server):
+            replayable = _shrink_further(server, spec, violations, ours, stats, fuzz_settings,
+                                         cut_short=flaky or stats.shrink_stopped, unreplayable=unreplayable)
+    except Terminated as stop:
+        stop.partial_result = partial(stop)
+        raise
+    for v in violations:
+        match = _known(expected, v)
+        if match is None and unknown is None:
+            # The violation itself (its message holds the program), not Hypothesis's Flaky or
+            # FlakyStrategyDefinition, which is all it reports once shrinking was cut short.
+            unknown = v if _cut_short(error) or id(v) in replayable else error
+            if unknown is not error:  # the summary says it was not fully shrunk; no chained traceback
+                unknown.__cause__, unknown.__suppress_context__ = None, True
+        program = tuple(r.describe() for r in getattr(v, "program", []))
+        failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
+                                len(program), program, match,
+                                flaky=(flaky or id(v) in unreplayable) and id(v) not in replayable,
+                                shrink_stopped=stats.shrink_stopped,
+                                records=tuple(getattr(v, "program", [])), accepted=tuple(sorted(fuzz_settings.accept))))
+    return failures, unknown
 
 
 def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats: RunStats,

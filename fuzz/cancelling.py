@@ -129,7 +129,7 @@ class CancelSteps:
         g = self.group
         if check.violation is None:
             return check, False
-        after_others = {v + req.value for v in self._any_sum(without=req)}
+        after_others = {self.model.then(v, req.value) for v in self._any_sum(without=req)}
         if not (self._refused_with_it(got, req) or got.ok and got.value in after_others):
             return check, False
         g.overtaken = True
@@ -142,7 +142,8 @@ class CancelSteps:
         ended the sequence. Its sum with the cancelled request: that one ran first, the sequence
         goes on. Its sum without: the cancelled one was not there yet (or never came)."""
         g = self.group
-        with_behind, without = exp.value, exp.value - self._behind_value()
+        with_behind = exp.value
+        without = exp.value - self._behind_value() if self.model.carries_state else exp.value
         check = attrs.evolve(check, expected=f"{check.expected}, or OUTPUT={without!r} (the one behind not there "
                                              f"yet), or CANCELLED with it")
         if g.overtaken:
@@ -168,7 +169,7 @@ class CancelSteps:
         sums = {self.group.base}
         for r in [a[0] for a in self.group.asides] + [r for r, _ in self.group.behind]:
             if r is not without:
-                sums |= {s + r.value for s in sums}
+                sums |= {self.model.then(s, r.value) for s in sums}
         return frozenset(sums)
 
     def _refused_with_it(self, got: Outcome, req: Request) -> bool:
@@ -193,7 +194,7 @@ class CancelSteps:
                                           "the cancelled request ran first" if g.ended is False else "idled out"))
             return self.check(client, req, exp, got, via, action, kind=Kind.AFTER_CANCEL)
         ended = self._refused_with_it(got, req)
-        go_on = sorted(s + req.value for s in g.sums) if isinstance(exp, Answer) and not g.ended else []
+        go_on = sorted({self.model.then(s, req.value) for s in g.sums}) if isinstance(exp, Answer) and not g.ended else []
         expected = "the START-flag error, or CANCELLED (the sequence ended with its cancelled request)"
         if go_on:
             expected += "; or, had the cancelled request not been queued before, OUTPUT=" + \

@@ -59,6 +59,9 @@ class CorpusEntry:
     found: str = ""  # UTC time of recording, ISO 8601
     note: str = ""
     format_version: int = FORMAT_VERSION
+    # Known divergences the reference took as built when the program was found (a campaign that
+    # fuzzed on past them): a replay takes them so too, on the builds that have them.
+    accepts: tuple = ()
 
     def __attrs_post_init__(self):
         if self.status not in STATUSES:
@@ -98,7 +101,7 @@ class CorpusEntry:
             "model": self.model,
             "spec": _spec_to_json(self.spec),
             "steps": [_step_to_json(s) for s in self.steps],
-        }
+        } | ({"accepts": list(self.accepts)} if self.accepts else {})
 
     @classmethod
     def from_json(cls, data, path="<memory>") -> "CorpusEntry":
@@ -116,7 +119,8 @@ class CorpusEntry:
                 steps=tuple(_step_from_json(s, i, version) for i, s in enumerate(_get(data, "steps", list))),
                 divergence=data.get("divergence"),
                 divergence_versions=tuple(_get(data, "divergence_versions", list)),
-                found=data.get("found", ""), note=data.get("note", ""))
+                found=data.get("found", ""), note=data.get("note", ""),
+                accepts=tuple(_get(data, "accepts", list)) if "accepts" in data else ())
         except CorpusError:
             raise
         except (KeyError, TypeError, ValueError) as err:
@@ -371,14 +375,15 @@ def entry_name(model: str, invariant: str, steps) -> str:
 
 
 def make_entry(spec: ModelSpec, version: str, invariant: str, detail: str, steps, *,
-               divergence: str | None = None, note: str = "") -> CorpusEntry:
+               divergence: str | None = None, note: str = "", accepts: tuple = ()) -> CorpusEntry:
     steps = tuple(steps)
     return CorpusEntry(
         name=entry_name(spec.name, invariant, steps),
         status="known-divergence" if divergence else "new", model=spec.name, spec=spec,
         triton_version=version, invariant=invariant, detail=detail, steps=steps, divergence=divergence,
         divergence_versions=(version,) if divergence else (),
-        found=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), note=note)
+        found=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), note=note,
+        accepts=tuple(accepts))
 
 
 def write(directory, entry: CorpusEntry) -> Path:

@@ -39,6 +39,10 @@ class KnownDivergence:
     guard: str = ""  # set when the fuzzer must not generate it (it would take the server down)
     no_string_ids: bool = False  # the guard: the fuzzer sends this model integer ids only
     no_nul_ids: bool = False  # the guard: no string id with an embedded NUL
+    # Once a campaign has seen it, the reference may take the build's behaviour as given and fuzz
+    # on (FuzzSettings.accept): the name of that behaviour in the reference model (AS_BUILT), or ""
+    # where none is modelled (the campaign then stops at it).
+    as_built: str = ""
 
     def applies(self, model, version: str | None) -> bool:
         return version in self.versions and self.affects(model)
@@ -57,7 +61,7 @@ KNOWN = (
         "INPUT_STATE and OUTPUT_STATE is dropped, so OUTPUT is INPUT instead of the running sum.",
         versions=("2.39.0", "2.41.0", "2.51.0"), symptom="OUTPUT equals the request's own INPUT",
         # share_sequence's answers are then no running sums of any arrival order
-        affects=_python_implicit, invariant="sums_match", also_under=("order_kept",)),
+        affects=_python_implicit, invariant="sums_match", also_under=("order_kept",), as_built="carries_no_state"),
     KnownDivergence(
         "string-corrid-control-rejected",
         "A model whose CORRID control is TYPE_STRING fails every sequence request, string or integer "
@@ -162,3 +166,23 @@ KNOWN = KNOWN + (
 
 def known_for(model, version: str | None) -> list[KnownDivergence]:
     return [d for d in KNOWN if d.applies(model, version)]
+
+
+# What the reference model can take as built, each with what it then expects.
+AS_BUILT = {
+    "carries_no_state": "every answer is the initial sum plus the request's own value (BatcherModel.carries_state)",
+}
+
+
+def accepted(keys, behaviour: str) -> bool:
+    """Whether one of the accepted divergences `keys` is the built behaviour `behaviour`."""
+    return any(d.as_built == behaviour for d in KNOWN if d.key in keys)
+
+
+def by_key(key: str) -> KnownDivergence:
+    return next(d for d in KNOWN if d.key == key)
+
+
+def as_built_of(key: str) -> str:
+    """What the reference expects once it takes the divergence `key` as built."""
+    return AS_BUILT[by_key(key).as_built]

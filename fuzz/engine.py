@@ -22,7 +22,7 @@ from .events import event
 from .client import GrpcClient, HttpClient, StreamClient
 from .coverage import Coverage
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
-from .divergences import known_for
+from .divergences import accepted, known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
 from .model import (Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins, key_of, refused_for_start,
                     too_long)
@@ -49,6 +49,9 @@ class FuzzSettings:
     # the late margin). Rules that must wait out a longer one are left out, and the summary says
     # so: on a model with a long timeout, every example would otherwise idle for seconds at its end.
     max_wait_s: float = 2.0
+    # Keys of known divergences (fuzz/divergences.py) this campaign has seen on its build and whose
+    # behaviour the reference now takes as built (their `as_built`), so that it fuzzes on past them.
+    accept: frozenset = attrs.field(default=frozenset(), converter=frozenset)
 
 
 # Answers that mean the connection went, not that the server answered.
@@ -196,7 +199,8 @@ class Engine(CancelSteps, SharedSteps):
         self.salt = salt  # fresh ids differ per example: no state leaks between them
         self.nemesis = nemesis.Nemesis(self.server, self.spec.batcher)  # an ensemble: reload its step
         self.teardown_client = self.n_clients  # past the stream clients: ends what is left, on unary gRPC
-        self.model = BatcherModel(self.spec, margin_s=self.margin, prompt_s=self.settings.prompt_s, late_s=self.late)
+        self.model = BatcherModel(self.spec, margin_s=self.margin, prompt_s=self.settings.prompt_s, late_s=self.late,
+                                  carries_state=not accepted(self.settings.accept, "carries_no_state"))
         self.proxy = None
         self.connect()
         self.pending: dict[int, Pending] = {}

@@ -128,8 +128,11 @@ class Seq:
 
 class BatcherModel:
     def __init__(self, spec: ModelSpec, margin_s: float, prompt_s: float = 5.0, late_s: float | None = None,
-                 order_s: float = 1.0):
+                 order_s: float = 1.0, carries_state: bool = True):
         self.spec = spec
+        # False: the reference takes as built a build that carries no state between requests (a
+        # known divergence the campaign has seen): every answer is the initial sum plus its value.
+        self.carries_state = carries_state
         # Two STARTs queued this close together (on different connections: a client with a START
         # in the backlog sends nothing else) may reach the server in either order; a client that
         # waits a little after queueing one makes the send order likely, not certain.
@@ -172,6 +175,10 @@ class BatcherModel:
         other request of that sequence may be sent before its answer comes."""
         seq = self.seqs.get(key)
         return seq is not None and (not seq.running or key in self.awaiting)
+
+    def then(self, total: float, value: float) -> float:
+        """A sequence's sum after a request of `value` runs on `total`."""
+        return (total if self.carries_state else self.spec.initial_sum) + value
 
     def free_slots(self) -> int:
         """Slots a START would take at once (none while the backlog waits)."""
@@ -247,7 +254,7 @@ class BatcherModel:
             if seq is None:
                 return Refusal("INVALID_ARGUMENT", batcher_error(self.spec, START_ERROR, id=req.seq_id),
                                "start_is_required")
-            seq.total += req.value
+            seq.total = self.then(seq.total, req.value)
             seq.requests += 1
             return self._ran(seq, req, now)
 
@@ -367,7 +374,7 @@ class BatcherModel:
             seq = self.seqs[key]
         else:
             return None
-        seq.total += value
+        seq.total = self.then(seq.total, value)
         seq.requests += 1
         seq.last_arrival = sent
         seq.expiry = self._expiry(sent)

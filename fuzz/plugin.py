@@ -15,6 +15,7 @@ import pytest
 
 from . import profiles  # noqa: F401  (registers ci / dev / long)
 from . import leftovers, progress, xdist_support
+from .divergences import as_built_of
 from .files import atomic_write
 from .machine import FuzzSettings
 from .releases import triton_version_of
@@ -445,6 +446,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             what = f"known divergence {f.expected_divergence}" if f.expected_divergence else "FAILURE"
             tr.write_line(f"      {what}: [{f.invariant}] {f.detail} (first seen after {f.seconds_to_first_failure:.1f} s, "
                           f"shrunk to {f.shrunk_steps} steps)")
+        for key in r.accepted:
+            tr.write_line(f"      fuzzed on past {key}, taking it as built: {as_built_of(key)}")
         if r.faults:
             tr.write_line("      nemesis: " + ", ".join(f"{name} x{count}" for name, count in r.faults))
         for why in r.left_out:

@@ -12,7 +12,7 @@ import attrs
 
 from . import nemesis
 from .corpus import CorpusEntry
-from .divergences import KNOWN
+from .divergences import KNOWN, by_key
 from .invariants import InvariantViolation
 from .model import key_of
 from .engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
@@ -47,7 +47,9 @@ def replay(server, entry: CorpusEntry, settings: FuzzSettings = FuzzSettings()) 
     why = nemesis.unsupported(faults & set(REPLAYED_FAULTS), server)
     if why:
         raise ReplayNeeds(f"{entry.name}: {why}")
-    return replay_steps(server, spec, entry.steps, settings)
+    version = getattr(server, "version", None)
+    accepts = {k for k in entry.accepts if by_key(k).applies(spec, version)}
+    return replay_steps(server, spec, entry.steps, attrs.evolve(settings, accept=settings.accept | accepts))
 
 
 def replay_steps(server, spec: ModelSpec, steps, settings: FuzzSettings = FuzzSettings()) -> list[StepRecord]:

@@ -10,6 +10,7 @@ can show again; its check is the same.
 from __future__ import annotations
 
 import itertools
+import operator
 import time
 
 import attrs
@@ -27,13 +28,13 @@ class Shared:
     sent: list = attrs.Factory(list)  # (client, request, box, via)
 
 
-def an_order(base: float, values: list, answers: list) -> list[int] | None:
+def an_order(base: float, values: list, answers: list, then=operator.add) -> list[int] | None:
     """Positions of `values` in an order whose running sums from `base` are `answers` (answer i
-    belongs to value i), or None if there is none."""
+    belongs to value i), or None if there is none. `then`: the sum after a value (the model's)."""
     for order in itertools.permutations(range(len(values))):
         total, fits = base, True
         for i in order:
-            total += values[i]
+            total = then(total, values[i])
             if answers[i] != total:
                 fits = False
                 break
@@ -42,9 +43,10 @@ def an_order(base: float, values: list, answers: list) -> list[int] | None:
     return None
 
 
-def possible(base: float, values: list, i: int) -> tuple:
-    """Every answer request i can get in some arrival order: its value plus any of the others'."""
-    others = values[:i] + values[i + 1:]
+def possible(base: float, values: list, i: int, carried: bool = True) -> tuple:
+    """Every answer request i can get in some arrival order: its value plus any of the others'
+    (only its own where the build carries no state, see BatcherModel.carries_state)."""
+    others = values[:i] + values[i + 1:] if carried else []
     sums = {base + values[i] + sum(c) for r in range(len(others) + 1) for c in itertools.combinations(others, r)}
     return tuple(sorted(sums))
 
@@ -79,10 +81,11 @@ class SharedSteps:
         got = [StreamClient.wait(box, self.settings.prompt_s) for _, _, box, _ in g.sent]
         values = [req.value for _, req, _, _ in g.sent]
         self.successes += sum(o.ok for o in got)
-        order = an_order(g.base, values, [o.value if o.ok else None for o in got]) if all(o.ok for o in got) else None
+        order = an_order(g.base, values, [o.value if o.ok else None for o in got], self.model.then) \
+            if all(o.ok for o in got) else None
         recs = []
         for i, ((client, req, _, via), outcome) in enumerate(zip(g.sent, got)):
-            sums = possible(g.base, values, i)
+            sums = possible(g.base, values, i, self.model.carries_state)
             recs.append(self.record(client=client, action=f"{action} ({i + 1} of {len(g.sent)})",
                                     kind=Kind.SHARED_ANSWER, request=req, via=via,
                                     expected="a running sum in some arrival order: " + " or ".join(map(repr, sums)),

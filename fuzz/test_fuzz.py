@@ -26,7 +26,7 @@ def test_sequence_batcher(request, triton, fuzz_model_name, fuzz_options, fuzz_r
                         "OOM killer, looks the same)" if f.invariant == "server_alive" else
                         "Hypothesis could not replay it exactly (timing): not fully shrunk" if f.flaky else "")
                 entry = corpus.make_entry(result.model_spec, result.triton_version, f.invariant, f.detail,
-                                          f.records, divergence=f.expected_divergence, note=note)
+                                          f.records, divergence=f.expected_divergence, note=note, accepts=f.accepted)
                 corpus_written.append(corpus.record(fuzz_options.corpus_dir, entry))
                 if f.expected_divergence is None:
                     saved.append(corpus_written[-1][0])

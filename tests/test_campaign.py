@@ -5,6 +5,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from fuzz.campaign import fuzz_model
+from fuzz.engine import FuzzSettings
 from fuzz.server import ExternalTriton
 from fuzz.spec import ContractError
 
@@ -48,3 +49,18 @@ def test_expected_divergence_passes_and_stays_visible(triton):
     # answers); a shrink stopped at its budget reports the shortest program seen by then.
     limit = 30 if failure.shrink_stopped else 4
     assert failure.invariant == "sums_match" and failure.shrunk_steps <= limit, failure.program
+
+
+def test_past_a_divergence_taken_as_built_the_campaign_fuzzes_on(triton):
+    """The Python backend drops implicit state on every build: once the campaign has seen that,
+    its reference takes it as built (each answer the initial sum plus its own value) and every
+    other promise is still held; taken so from the start, a campaign keeps them all."""
+    key = "python-backend-drops-implicit-state"
+    result, error = fuzz_model(triton, "py_implicit_direct_s4_i2_fp32_cser", settings(TINY, max_examples=5,
+                               stateful_step_count=30), fuzz_settings=FuzzSettings(accept={key}), seed=1)
+    assert error is None, error
+    assert result.failures == () and result.requests > 20, result
+    seen, error = fuzz_model(triton, "py_implicit_direct_s1_i1_int32_csr",
+                             settings(TINY, max_examples=5, stateful_step_count=20), seed=1)
+    assert error is None, error
+    assert [f.expected_divergence for f in seen.failures] == [key] and seen.accepted == (key,)

@@ -56,6 +56,12 @@ def test_round_trip_keeps_uint64_and_string_ids_apart(tmp_path):
         "no temp files left"
 
 
+def test_what_a_program_took_as_built_round_trips_and_is_left_out_when_nothing(tmp_path):
+    e = entry(accepts=("python-backend-drops-implicit-state",))
+    assert corpus.load(corpus.write(tmp_path, e)) == e
+    assert "accepts" not in entry().to_json()
+
+
 def test_a_request_without_a_batch_dimension_round_trips_and_older_entries_have_one(tmp_path):
     nb = attrs.evolve(SPEC, max_batch_size=0)
     step = StepRecord(1, 0, "misuse (batch 2)", nb.request(7, 1, batch=2), via="grpc",

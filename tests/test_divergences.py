@@ -6,7 +6,7 @@ import time
 import pytest
 
 from fuzz.client import GrpcClient, Request, StreamClient
-from fuzz.divergences import KNOWN, known_for
+from fuzz.divergences import AS_BUILT, KNOWN, accepted, known_for
 from fuzz.model import START_ERROR
 from fuzz.server import EmbeddedTriton, ServerDied
 from fuzz.spec import ModelSpec
@@ -106,6 +106,9 @@ def test_every_known_divergence_names_a_build_and_a_symptom():
         assert d.versions and d.symptom and d.summary
         assert d.guard or d.invariant
     assert known_for(Variant("slot", "direct", 1, 1), "0.0.0") == []
+    assert all(d.as_built in AS_BUILT for d in KNOWN if d.as_built), "an as-built behaviour the model lacks"
+    assert accepted({"python-backend-drops-implicit-state"}, "carries_no_state")
+    assert not accepted({"string-corrid-control-rejected"}, "carries_no_state")
 
 
 def test_the_python_backends_missing_state_is_known_under_the_promise_that_meets_it_first():

@@ -1,4 +1,5 @@
 """The reference model, rule by rule, without a server. Time is passed in explicitly."""
+import attrs
 import pytest
 
 from fuzz.client import Request
@@ -33,6 +34,17 @@ def test_running_sum_since_start(model):
     assert model.expect(R(7, 3, start=True), 0.0) == Answer(3)
     assert model.expect(R(7, 4), 0.1) == Answer(7)
     assert model.expect(R(7, -10), 0.2) == Answer(-3)
+
+
+def test_a_build_taken_as_carrying_no_state_answers_each_value_on_the_initial_sum():
+    """A known divergence taken as built (FuzzSettings.accept): no sum carries over, everything
+    else (STARTs, slots, refusals) is as before."""
+    m = BatcherModel(attrs.evolve(spec(capacity=1), initial_sum=100), margin_s=MARGIN, prompt_s=1.0,
+                     carries_state=False)
+    assert m.expect(R(7, 3, start=True), 0.0) == Answer(103)
+    assert m.expect(R(7, 4), 0.1) == Answer(104)
+    assert m.expect(R(8, 1, start=True), 0.2) == Queued(101)
+    assert m.expect(R(9, 1), 0.3).invariant == "start_is_required"
 
 
 def test_start_is_required_for_unknown_ended_and_expired_ids(model):
