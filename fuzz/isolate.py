@@ -11,7 +11,8 @@ ran before it; the first that fails is cut down one chunk of steps at a time (de
 and the result starts with the reload, so its replay from the corpus strikes it again.
 
 A reload takes ~1.4 s (Triton starts a new Python backend stub), so this is for the failures
-Hypothesis could not replay, within a budget of its own. A failure that does replay is polished
+Hypothesis could not replay, within a budget of its own, and plain replays cut such a failure
+down first where they fail too (`_cut_quickly`). A failure that does replay is polished
 instead (`polish`): cut down with plain replays, and checked from a fresh model once at the end.
 """
 from __future__ import annotations
@@ -32,6 +33,12 @@ RELOAD = StepRecord(index=1, client=None, action="the model is reloaded (a fresh
                     kind=Kind.FAULT, fault=Fault("reload"))
 # How many earlier examples a failing program is tried with, in this order.
 EXAMPLES_BACK = tuple(n for n in (0, 1, 2, 4, 8) if n <= HISTORY_EXAMPLES)
+# How many times a plain replay of a failure Hypothesis could not replay is tried before it counts
+# as passing: seen live, a crowd's batch-composition failure came back in 3 of 5 replays.
+FLAKY_TRIES = 3
+# Steps that make a plain replay slow (an idle timeout waited out, a restart or reload): a
+# program with one is not cut with plain replays first.
+SLOW_STEPS = (Kind.GO_SILENT, Kind.LEAVE_TO_EXPIRE, Kind.PAUSE, Kind.FAULT)
 # A polish try's ids move by its number times this (odd: the low bits differ from try to try).
 POLISH_STRIDE = 0x9E3779B97F4A7C15
 _POLISH_TRIES = itertools.count(1)
@@ -58,6 +65,9 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     history = tuple(getattr(violation, "history", ()))
     failing = tuple(violation.program)
     try:
+        quick = _cut_quickly(server, spec, violation, settings, deadline)
+        if quick is not None:
+            return _shrink(server, spec, quick, settings, deadline)
         for back in EXAMPLES_BACK:
             if back > len(history) or time.monotonic() > deadline:
                 return None
@@ -68,6 +78,31 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     except ServerGone:
         return None  # the run reports the death itself
     return None
+
+
+def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
+                 deadline: float) -> InvariantViolation | None:
+    """`found` cut down with plain replays, ids moved (ms a try, where a reload takes 1.4 s; up to
+    FLAKY_TRIES each), for up to a third of the time left, as long as they fail too; what they leave,
+    replayed from a fresh model (its program starts with the reload), or None when plain replays
+    do not fail or a fresh model does not. A failure that Hypothesis could not replay, or did not
+    finish shrinking, often needs no history at all, only a batch that the server does not compose
+    the same way every time (a crowd's): a reload per try would leave it long."""
+    body = _body(found)
+    if any(s.kind in SLOW_STEPS for s in body):
+        return None  # every plain try would take seconds too
+
+    share = time.monotonic() + (deadline - time.monotonic()) / 3
+
+    def moved(steps):  # a try that fails only now and then (a batch composed otherwise) gets three
+        return next((v for v in (_moved(server, spec, steps, found.invariant, settings)
+                                 for _ in range(FLAKY_TRIES) if time.monotonic() < share) if v is not None), None)
+    start = moved(body)
+    if start is None:
+        return None
+    shortest = shrink.ddmin(start, moved, lambda v: list(v.program), spec, share).program
+    return next((v for v in (_try(server, spec, shortest, found.invariant, settings) for _ in range(2))
+                 if v is not None), None)
 
 
 def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,

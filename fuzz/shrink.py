@@ -33,11 +33,12 @@ Body = Callable[[InvariantViolation], list]
 
 def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
           deadline: float) -> InvariantViolation:
-    """First every request after a START at once (one try: bugs of slots and STARTs need none of
-    them, and every later try replays a shorter program), then whole sequences (every step
-    naming one id), then every request of a sequence after its START (a long run whose START
-    the bug needs, not its middle), then single steps."""
-    for units_of in (every_continuation, by_sequence, continuations, single_steps):
+    """First every wait for an idle timeout at once (most bugs need none, and each costs every
+    later try a second or more), then every request after a START at once (one try: bugs of
+    slots and STARTs need none of them, and every later try replays a shorter program), then
+    whole sequences (every step naming one id), then every request of a sequence after its
+    START (a long run whose START the bug needs, not its middle), then single steps."""
+    for units_of in (every_wait, every_continuation, by_sequence, continuations, single_steps):
         found = _ddmin(found, try_, body, spec, deadline, units_of)
     return found
 
@@ -167,6 +168,12 @@ def continuations(steps) -> list[list[int]]:
         if s.request is not None and not s.request.start:
             groups.setdefault(s.request.seq_id, []).append(i)
     return list(groups.values())
+
+
+def every_wait(steps) -> list[list[int]]:
+    """Every step that waits out an idle timeout (or a recorded silence), as one unit."""
+    unit = [i for i, s in enumerate(steps) if s.kind in (Kind.GO_SILENT, Kind.LEAVE_TO_EXPIRE, Kind.PAUSE)]
+    return [unit] if unit else []
 
 
 def every_continuation(steps) -> list[list[int]]:
