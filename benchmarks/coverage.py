@@ -78,7 +78,9 @@ def main(argv=None) -> int:
         f"Written by `python -m benchmarks.coverage` against Triton {version}: each model of the default "
         "repository gets one `dev` campaign (10 examples x 100 steps, randomized), and each goal the model "
         "can reach (fuzz/coverage.py, README's \"Coverage\") is reached or a gap of the fuzzer. A campaign "
-        "that meets a known divergence of this build stops there, which its gaps show.", "",
+        "that meets a known divergence of this build fuzzes on past it where the reference can take it as "
+        "built (python-backend-drops-implicit-state), and stops there where it cannot "
+        "(string-corrid-control-rejected: every request that runs fails), which its gaps show.", "",
         table(results), "", "## By goal", "", goal_table(results), ""])
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "coverage.md").write_text(text)

@@ -38,7 +38,7 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     slots and STARTs need none of them, and every later try replays a shorter program), then
     whole sequences (every step naming one id), then every request of a sequence after its
     START (a long run whose START the bug needs, not its middle), then single steps."""
-    for units_of in (every_wait, every_continuation, by_sequence, continuations, single_steps):
+    for units_of in DDMIN_PASSES:
         found = _ddmin(found, try_, body, spec, deadline, units_of)
     return found
 
@@ -184,3 +184,6 @@ def every_continuation(steps) -> list[list[int]]:
 
 def single_steps(steps) -> list[list[int]]:
     return [[i] for i in range(len(steps))]
+
+
+DDMIN_PASSES = (every_wait, every_continuation, by_sequence, continuations, single_steps)  # ddmin's, in order

@@ -3,7 +3,7 @@ folded sums, moved ids. The live part (polishing a failure against a broken mode
 tests/test_broken_models.py."""
 import attrs
 
-from fuzz.shrink import shifted, without
+from fuzz.shrink import DDMIN_PASSES, every_wait, shifted, without
 from fuzz.spec import ModelSpec
 from fuzz.values import Kind, Outcome, Request, StepRecord
 
@@ -88,3 +88,13 @@ def test_a_held_request_and_its_answer_go_together():
     assert [s.index for s in without(steps, {2}, SPEC)] == [2, 4, 5]  # 0's answer: 0's request too
     assert [s.index for s in without(steps, {1}, SPEC)] == [1, 3, 5]  # 1's request: its answer too
     assert [s.index for s in without(steps, {4}, SPEC)] == [1, 2, 3, 4]
+
+
+def test_every_wait_for_an_idle_timeout_is_one_unit_and_goes_first():
+    """Most bugs need no wait, and each costs every later try a second or more."""
+    wait = StepRecord(index=2, client=None, action="leave 1 sequence(s) to expire", kind=Kind.LEAVE_TO_EXPIRE)
+    silent = StepRecord(index=4, client=None, action="go silent", kind=Kind.GO_SILENT)
+    steps = [req(1, 5, 1, start=True), wait, req(3, 6, 1, start=True), silent, req(5, 5, 2)]
+    assert every_wait(steps) == [[1, 3]]
+    assert every_wait(steps[:1]) == []
+    assert DDMIN_PASSES[0] is every_wait
