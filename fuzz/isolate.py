@@ -11,8 +11,9 @@ ran before it; the first that fails is cut down one chunk of steps at a time (de
 and the result starts with the reload, so its replay from the corpus strikes it again.
 
 A reload takes ~1.4 s (Triton starts a new Python backend stub), so this is for the failures
-Hypothesis could not replay, within a budget of its own, and plain replays cut such a failure
-down first where they fail too (`_cut_quickly`). A failure that does replay is polished
+Hypothesis could not replay, within a budget of its own. One that fails alone from a fresh model
+is cut down with plain replays first, where they fail too, and what they leave is checked from a
+fresh model again (`_cut_quickly`). A failure that does replay is polished
 instead (`polish`): cut down with plain replays, and checked from a fresh model once at the end.
 """
 from __future__ import annotations
@@ -65,16 +66,15 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     history = tuple(getattr(violation, "history", ()))
     failing = tuple(violation.program)
     try:
-        quick = _cut_quickly(server, spec, violation, settings, deadline)
-        if quick is not None:
-            return _shrink(server, spec, quick, settings, deadline)
         for back in EXAMPLES_BACK:
             if back > len(history) or time.monotonic() > deadline:
                 return None
             before = [step for example in history[len(history) - back:] for step in example]
             found = _try(server, spec, before + list(failing), violation.invariant, settings)
             if found is not None:
-                return _shrink(server, spec, found, settings, deadline)
+                # One that fails alone from a fresh model may fail alone without one too.
+                quick = _cut_quickly(server, spec, found, settings, deadline) if back == 0 else None
+                return _shrink(server, spec, quick or found, settings, deadline)
     except ServerGone:
         return None  # the run reports the death itself
     return None
@@ -82,12 +82,13 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
 
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
                  deadline: float) -> InvariantViolation | None:
-    """`found` cut down with plain replays, ids moved (ms a try, where a reload takes 1.4 s; up to
-    FLAKY_TRIES each), for up to a third of the time left, as long as they fail too; what they leave,
-    replayed from a fresh model (its program starts with the reload), or None when plain replays
-    do not fail or a fresh model does not. A failure that Hypothesis could not replay, or did not
-    finish shrinking, often needs no history at all, only a batch that the server does not compose
-    the same way every time (a crowd's): a reload per try would leave it long."""
+    """`found` (it failed alone from a fresh model) cut down with plain replays, ids moved (ms a
+    try, where a reload takes 1.4 s; up to FLAKY_TRIES each), for up to a third of the time left,
+    as long as they fail too; what they leave, replayed from a fresh model (its program starts
+    with the reload), or None when plain replays do not fail or a fresh model does not. A failure
+    that Hypothesis could not replay, or did not finish shrinking, often needs no history at all,
+    only a batch that the server does not compose the same way every time (a crowd's): a reload
+    per try would leave it long."""
     body = _body(found)
     if any(s.kind in SLOW_STEPS for s in body):
         return None  # every plain try would take seconds too
