@@ -443,10 +443,6 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return self._skip("alias: no idle client")
             base = key[1] if key is not None else fresh
             twin = _twin(base, family) if other_type else sibling(base, step, spec.id_bits)
-            if twin is None and other_type:  # the live id has no member of the family (no letter to
-                # change case, no number to name): a fresh pair that has one
-                key, base = None, fresh if _twin(fresh, family) is not None else clip_id(f"k{fresh}")
-                twin = _twin(base, family)
             if twin is None or self.blocked(twin) or self.model.is_live(key_of(twin)) \
                     or (key is None and self.blocked(base)):
                 return self._skip("alias: no twin, or it is busy")
@@ -454,13 +450,11 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # backlog is `start`'s case. With every slot held, another live sequence ends first
             # to make room (on a small model the slots are full most of the time).
             self.model.settle(time.monotonic())
-            short = max(0, (1 if key is not None else 2) - self.model.free_slots())
-            room = [k for k in self.live() if k != key][:short]
+            room = [k for k in self.live() if k != key] if key is not None and not self.model.free_slots() else []
             if room and not self.model.backlog:
-                for other in room:
-                    end = spec.request(other[1], self._fit(values[0], self.model.total(other)), end=True)
-                    if not isinstance(self.send(client, end, via, "end another sequence to make room"), Answer):
-                        return self._skip("alias: the sequence it would end is at its idle timeout")
+                end = spec.request(room[0][1], self._fit(values[0], self.model.total(room[0])), end=True)
+                if not isinstance(self.send(client, end, via, "end another sequence to make room"), Answer):
+                    return self._skip("alias: the sequence it would end is at its idle timeout")
             if self.model.free_slots() < (1 if key is not None else 2) or (key is not None and key not in self.live()):
                 return self._skip("alias: no free slot for both")
             if key is None:
