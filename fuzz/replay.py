@@ -16,6 +16,7 @@ from .divergences import KNOWN, by_key
 from .invariants import InvariantViolation
 from .model import key_of
 from .engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
+from .sharing import NotAnswered
 from .spec import ModelSpec
 
 
@@ -161,7 +162,11 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
             engine.after_cancel(client, step.request, via, step.action)
     elif kind is Kind.SHARED:
         engine.collect()
-        if not engine.send_shared(client, step.request, step.action, step.via):
+        try:
+            sent = engine.send_shared(client, step.request, step.action, step.via)
+        except NotAnswered:
+            sent = False
+        if not sent:
             raise ReplayDrift(f"step {step.index} ({step.action}): {step.request.seq_id!r} is not answered at once "
                               f"at replay")
     elif kind is Kind.SHARED_ANSWER:

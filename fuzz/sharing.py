@@ -22,6 +22,11 @@ from .model import Answer, key_of
 from .values import AnyOrder, Kind, Outcome, Request
 
 
+class NotAnswered(ValueError):
+    """A request of a shared group the model would not answer at once, the first one was: a bug of
+    the generator, or a replayed program that no longer fits the server's state (a shrunk one)."""
+
+
 @attrs.define
 class Shared:
     base: float  # the sequence's sum before them
@@ -65,7 +70,7 @@ class SharedSteps:
         if not isinstance(exp, Answer):
             if self.shared is None:
                 return False
-            raise ValueError(f"generator error: {req.describe()} beside another of its sequence expects {exp!r}")
+            raise NotAnswered(f"generator error: {req.describe()} beside another of its sequence expects {exp!r}")
         if self.shared is None:
             self.shared = Shared(exp.value - req.value)
         self.going_out(req)

@@ -12,7 +12,7 @@ from fuzz import corpus
 from fuzz.corpus import _step_from_json, _step_to_json
 from fuzz.engine import Engine, Setup
 from fuzz.invariants import InvariantViolation
-from fuzz.replay import replay_steps
+from fuzz.replay import ReplayDrift, replay_steps
 from fuzz.sharing import an_order, possible
 from fuzz.spec import ModelSpec
 from fuzz.values import AnyOrder, Kind, Outcome
@@ -60,6 +60,22 @@ def test_requests_of_one_sequence_sent_at_once_keep_an_order(triton, tmp_path):
     out = subprocess.run([sys.executable, str(script), "--url", triton.grpc_url], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_shrunk_program_whose_shared_requests_no_longer_fit_is_a_drift(triton):
+    """Delta debugging can leave a shared group whose first request ends its sequence (an END
+    folded into it): the replay of that candidate drifts, it is no generator error."""
+    spec = ModelSpec.fetch(triton, MODEL)
+    e = Engine(Setup.of(triton, spec), salt=40_000 + time.monotonic_ns() % 10_000)
+    seq_id = e.salt * 2**40
+    e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
+    assert e.send_at_once([(c, spec.request(seq_id, 2.0), "stream") for c in (1, 2)], "at once")
+    e.finish()
+    steps = [s for s in e.log if s.action != "end (teardown)"]
+    first = next(i for i, s in enumerate(steps) if s.kind is Kind.SHARED)
+    steps[first] = attrs.evolve(steps[first], request=attrs.evolve(steps[first].request, end=True))
+    with pytest.raises(ReplayDrift, match="not answered at once"):
+        replay_steps(triton, spec, steps)
 
 
 def test_answers_in_no_order_break_order_kept(triton):
