@@ -201,7 +201,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                 break
             # Every failure is a known divergence the reference can take as built: fuzz on past it.
             accept |= more
-            stats.first_failure_s, stats.shortest, stats.first, stats.shrink_stopped = None, {}, {}, False
+            stats.forget_failures()
             machine = make_machine(server, spec, attrs.evolve(fuzz_settings, accept=accept), stats)
             if seed is not None:
                 machine = hypothesis_seed(seed)(machine)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import attrs
 
+from .divergences import KNOWN
 from .files import atomic_write
 from .model import too_long
 from .spec import ModelSpec
@@ -66,6 +67,9 @@ class CorpusEntry:
     def __attrs_post_init__(self):
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        unknown = [k for k in self.accepts if k not in {d.key for d in KNOWN}]
+        if unknown:
+            raise ValueError(f"accepts names no known divergence: {', '.join(unknown)}")
         if self.status == "known-divergence" and not self.divergence_versions:
             raise ValueError("a known-divergence entry must name the Triton versions it diverges on")
 

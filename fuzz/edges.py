@@ -1,8 +1,9 @@
 """Where careless implementations break, as values: the edges of a model's dtype that sums and
 inputs should reach, and the families of ids that a careless key would make one.
 
-Pure (only the server's id limit comes from the reference model): the generator draws from these, the coverage tracker (coverage.py) classifies what was sent
-and answered with them, and the unit tests check both without a server.
+Pure (only the server's id limit comes from the reference model): the generator draws from
+these, the coverage tracker (coverage.py) classifies what was sent and answered with them, and the
+unit tests check both without a server.
 """
 from __future__ import annotations
 

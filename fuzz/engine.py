@@ -118,6 +118,11 @@ class RunStats:
     history: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=HISTORY_EXAMPLES))
     coverage: Coverage = attrs.Factory(Coverage)  # goals reached (fuzz/coverage.py); Setup.of sizes it to the model
 
+    def forget_failures(self) -> None:
+        """A new phase of the campaign (past a known divergence): its failures are its own, the
+        counts and the coverage go on."""
+        self.first_failure_s, self.shortest, self.first, self.shrink_stopped = None, {}, {}, False
+
 
 def go_silent(seconds: float) -> float:
     """Every client stays silent for `seconds`; returns the time actually slept."""

@@ -39,7 +39,7 @@ EXAMPLES_BACK = tuple(n for n in (0, 1, 2, 4, 8) if n <= HISTORY_EXAMPLES)
 FLAKY_TRIES = 3
 # Steps that make a plain replay slow (an idle timeout waited out, a restart or reload): a
 # program with one is not cut with plain replays first.
-SLOW_STEPS = (Kind.GO_SILENT, Kind.LEAVE_TO_EXPIRE, Kind.PAUSE, Kind.FAULT)
+SLOW_STEPS = (*shrink.WAITS, Kind.FAULT)
 # A polish try's ids move by its number times this (odd: the low bits differ from try to try).
 POLISH_STRIDE = 0x9E3779B97F4A7C15
 _POLISH_TRIES = itertools.count(1)
@@ -96,14 +96,23 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     share = time.monotonic() + (deadline - time.monotonic()) / 3
 
     def moved(steps):  # a try that fails only now and then (a batch composed otherwise) gets three
-        return next((v for v in (_moved(server, spec, steps, found.invariant, settings)
-                                 for _ in range(FLAKY_TRIES) if time.monotonic() < share) if v is not None), None)
+        return _first_failure(lambda: _moved(server, spec, steps, found.invariant, settings), FLAKY_TRIES, share)
     start = moved(body)
     if start is None:
         return None
     shortest = shrink.ddmin(start, moved, lambda v: list(v.program), spec, share).program
-    return next((v for v in (_try(server, spec, shortest, found.invariant, settings) for _ in range(2))
-                 if v is not None), None)
+    return _first_failure(lambda: _try(server, spec, shortest, found.invariant, settings), 2)
+
+
+def _first_failure(attempt, times: int, until: float = float("inf")) -> InvariantViolation | None:
+    """The first of up to `times` calls of `attempt` (started before `until`) that fails, or None."""
+    for _ in range(times):
+        if time.monotonic() >= until:
+            break
+        found = attempt()
+        if found is not None:
+            return found
+    return None
 
 
 def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,

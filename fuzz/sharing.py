@@ -48,12 +48,13 @@ def an_order(base: float, values: list, answers: list, then=operator.add) -> lis
     return None
 
 
-def possible(base: float, values: list, i: int, carried: bool = True) -> tuple:
-    """Every answer request i can get in some arrival order: its value plus any of the others'
-    (only its own where the build carries no state, see BatcherModel.carries_state)."""
-    others = values[:i] + values[i + 1:] if carried else []
-    sums = {base + values[i] + sum(c) for r in range(len(others) + 1) for c in itertools.combinations(others, r)}
-    return tuple(sorted(sums))
+def possible(base: float, values: list, i: int, then=operator.add) -> tuple:
+    """Every answer request i can get in some arrival order: after any of the others, its value.
+    `then`: the sum after a value (the model's; a build that carries no state gives one answer)."""
+    before = {base}
+    for other in values[:i] + values[i + 1:]:
+        before |= {then(s, other) for s in before}
+    return tuple(sorted({then(s, values[i]) for s in before}))
 
 
 class SharedSteps:
@@ -90,7 +91,7 @@ class SharedSteps:
             if all(o.ok for o in got) else None
         recs = []
         for i, ((client, req, _, via), outcome) in enumerate(zip(g.sent, got)):
-            sums = possible(g.base, values, i, self.model.carries_state)
+            sums = possible(g.base, values, i, self.model.then)
             recs.append(self.record(client=client, action=f"{action} ({i + 1} of {len(g.sent)})",
                                     kind=Kind.SHARED_ANSWER, request=req, via=via,
                                     expected="a running sum in some arrival order: " + " or ".join(map(repr, sums)),

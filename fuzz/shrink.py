@@ -23,6 +23,8 @@ from .model import clip_id, key_of, too_long
 from .spec import ModelSpec
 from .values import Kind, StepRecord
 
+# Steps that wait out an idle timeout (or a recorded silence): a second or more each.
+WAITS = (Kind.GO_SILENT, Kind.LEAVE_TO_EXPIRE, Kind.PAUSE)
 # cancel_pipelined's and share_sequence's steps with a request (fuzz/cancelling.py, sharing.py)
 CANCEL_GROUP = (Kind.ASIDE, Kind.BEHIND, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.SHARED, Kind.SHARED_ANSWER)
 # Replays a candidate program: the violation when it broke the same promise again, else None.
@@ -172,7 +174,7 @@ def continuations(steps) -> list[list[int]]:
 
 def every_wait(steps) -> list[list[int]]:
     """Every step that waits out an idle timeout (or a recorded silence), as one unit."""
-    unit = [i for i, s in enumerate(steps) if s.kind in (Kind.GO_SILENT, Kind.LEAVE_TO_EXPIRE, Kind.PAUSE)]
+    unit = [i for i, s in enumerate(steps) if s.kind in WAITS]
     return [unit] if unit else []
 
 

@@ -99,6 +99,7 @@ def test_record_does_not_write_a_finding_twice(tmp_path):
     (lambda d: d["steps"][0]["request"]["id"].update(value=2**64), "uint64 id out of range"),
     (lambda d: d.update(name="other"), "does not match the file name"),
     (lambda d: d.update(status="known-divergence", divergence_versions=[]), "must name the Triton versions"),
+    (lambda d: d.update(accepts=["no-such-divergence"]), "accepts names no known divergence: no-such-divergence"),
 ])
 def test_a_bad_file_is_reported_with_its_name(tmp_path, mutate, message):
     e = entry()

@@ -34,7 +34,7 @@ def test_without_state_carried_each_answer_is_its_own_value_on_the_base():
     own = lambda total, value: 10 + value  # noqa: E731 - BatcherModel.then of a build that carries none
     assert an_order(10, [1, 2, 4], [11, 12, 14], then=own) is not None
     assert an_order(10, [1, 2, 4], [11, 13, 14], then=own) is None
-    assert possible(10, [1, 2, 4], 2, carried=False) == (14,)
+    assert possible(10, [1, 2, 4], 2, then=own) == (14,)
 
 
 def test_requests_of_one_sequence_sent_at_once_keep_an_order(triton, tmp_path):
