@@ -43,12 +43,16 @@ def test_expected_divergence_passes_and_stays_visible(triton):
                                settings(TINY, max_examples=5, stateful_step_count=20), seed=1)
     assert error is None, error
     assert result.verdict == "expected divergence"
-    (failure,) = result.failures
-    assert failure.expected_divergence == "python-backend-drops-implicit-state"
-    # A finished shrink gets the divergence down to a START and one more request (plus the
-    # answers); a shrink stopped at its budget reports the shortest program seen by then.
-    limit = 30 if failure.shrink_stopped else 4
-    assert failure.invariant == "sums_match" and failure.shrunk_steps <= limit, failure.program
+    # The divergence breaks a wrong-sum promise: sums_match, and order_kept too where requests of
+    # one sequence were sent at once (how the server timed a seeded program decides which came up).
+    assert result.failures, result
+    for failure in result.failures:
+        assert failure.expected_divergence == "python-backend-drops-implicit-state"
+        assert failure.invariant in ("sums_match", "order_kept"), failure.program
+        # A finished shrink gets the divergence down to a START and one more request (plus the
+        # answers); a shrink stopped at its budget reports the shortest program seen by then.
+        limit = 30 if failure.shrink_stopped else 4 if failure.invariant == "sums_match" else 10
+        assert failure.shrunk_steps <= limit, failure.program
 
 
 def test_past_a_divergence_taken_as_built_the_campaign_fuzzes_on(triton):
@@ -63,4 +67,4 @@ def test_past_a_divergence_taken_as_built_the_campaign_fuzzes_on(triton):
     seen, error = fuzz_model(triton, "py_implicit_direct_s1_i1_int32_csr",
                              settings(TINY, max_examples=5, stateful_step_count=20), seed=1)
     assert error is None, error
-    assert [f.expected_divergence for f in seen.failures] == [key] and seen.accepted == (key,)
+    assert seen.failures and {f.expected_divergence for f in seen.failures} == {key} and seen.accepted == (key,)
