@@ -144,6 +144,8 @@ def test_backlog_delay_hook_waits_for_a_full_backlog(tmp_path):
         outcomes = burst(server, one_slot.name, [1, 2, 3], gap_s=0.05)
         assert [o.value for o in outcomes] == [1, 2, 3], outcomes
         # Answered at send time + latency: the first when the backlog filled, the others only
-        # once the first idled out (0.5 s), in the order they queued.
+        # once the first idled out (0.5 s), in the order they queued. Measured from the first
+        # answer, not from the send: a loaded machine once answered the first only at 0.36 s.
         answered = [i * 0.05 + o.latency_s for i, o in enumerate(outcomes)]
-        assert answered[0] < 0.3 and min(answered[1:]) > 0.35 and answered[1] <= answered[2] + 0.02, outcomes
+        assert answered[0] < 1.0 and min(answered[1:]) > answered[0] + 0.3, outcomes
+        assert answered[1] <= answered[2] + 0.02, outcomes
