@@ -98,8 +98,15 @@ class Coverage:
     started: float = attrs.Factory(time.monotonic)
     reached: dict = attrs.Factory(dict)  # goal -> seconds into the campaign when first reached
     most_live_rows: int = 0
+    # Goals the running example reached: what steering (fuzz/steering.py) aims past. The example's
+    # own, so that a replay of it makes the same choices whatever else the campaign reached.
+    here: set = attrs.Factory(set)
+
+    def new_example(self) -> None:
+        self.here = set()
 
     def hit(self, goal: str) -> None:
+        self.here.add(goal)
         if goal not in self.reached:
             self.reached[goal] = round(time.monotonic() - self.started, 3)
 
@@ -143,6 +150,7 @@ class Coverage:
 
     def depths(self, lengths) -> None:
         deepest = max(lengths, default=0)
+        self.here.update(f"depth {d}" for d in DEPTHS if deepest >= d)
         for d in DEPTHS:
             if deepest >= d:
                 self.hit(f"depth {d}")

@@ -202,6 +202,7 @@ class Engine(CancelSteps, SharedSteps):
         self.margin, self.late, self.n_clients, self.proxied = setup.margin, setup.late, setup.n_clients, setup.proxied
         self.as_value, self.lingering_guard = setup.as_value, setup.lingering_guard
         self.salt = salt  # fresh ids differ per example: no state leaks between them
+        self.stats.coverage.new_example()  # steering aims at what this example has not reached
         self.nemesis = nemesis.Nemesis(self.server, self.spec.batcher)  # an ensemble: reload its step
         self.teardown_client = self.n_clients  # past the stream clients: ends what is left, on unary gRPC
         self.model = BatcherModel(self.spec, margin_s=self.margin, prompt_s=self.settings.prompt_s, late_s=self.late,

@@ -19,6 +19,7 @@ from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, cor
                     string_twin)
 from .client import StreamClient
 from .coverage import sibling_family
+from .steering import STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, choose, open_depth, open_sums, open_twins
 from .divergences import known_for
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .engine import Engine, Fault, Kind, Setup, event
@@ -63,6 +64,15 @@ START_MORE = st.integers(0, 24)
 # shrink the twin's turns away: a bug that only needs one deep sequence then shrinks to it (plus
 # the twin's START), not to two interleaved ones it cannot turn into a `start`.
 TURNS = st.sampled_from(("older", "both", "both"))
+# Steering (fuzz/steering.py): a flag and an index drawn beside a choice; the flag's top value
+# (1 in 4, or 1 in 8 for a run's length: a deep run costs hundreds of requests) takes the open
+# choice the index names. Both shrink to 0: an unsteered choice.
+STEER_TOP, STEER_DEPTH_TOP = 3, 7
+STEER = st.integers(0, STEER_TOP)
+STEER_DEPTH = st.integers(0, STEER_DEPTH_TOP)
+STEER_INDEX = st.integers(0, STEERED_RANGE - 1)
+# Further twins one `alias` starts after the first, each of another family, on the same sequence.
+MORE_TWINS = st.integers(0, 4)
 
 
 def id_strategy(spec: ModelSpec, version: str | None):
@@ -149,6 +159,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     if fp32:
         values.append(st.integers(-400, 400).map(lambda q: q * 0.25))
     value_draws = st.one_of(*values)
+    sum_targets = core_targets(lo_sum, hi_sum, fp32) + power_targets(lo_sum, hi_sum)
+    twin_kinds = TWIN_STEP_FAMILIES + (families if strings_ok else ())
     faults = settings.nemesis
     why_not = nemesis.unsupported(faults, server)
     if why_not:
@@ -173,8 +185,15 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             Engine.__init__(self, setup, salt=stats.examples)
 
         def _value(self, data):
-            """Drawn from a fixed range (see the rules' note); _fit keeps the running sum in range."""
+            """Drawn from a fixed range (see the rules' note); _fit keeps the running sum in range.
+            Steered: a sum target on an edge of the dtype this example's sums or inputs have not
+            stood on yet."""
             value = data.draw(value_draws, label="value")
+            steer, index = data.draw(STEER, label="steer value"), data.draw(STEER_INDEX, label="steered value")
+            aim = choose(open_sums(sum_targets, self.stats.coverage.here, lo_sum, hi_sum), index) \
+                if steer == STEER_TOP else None
+            if aim is not None:
+                return target(aim - spec.initial_sum)
             return value if isinstance(value, (SumTarget, FloatTarget)) else as_value(value)
 
         def _fit(self, value, total):
@@ -309,8 +328,12 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
             scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
             end = data.draw(st.sampled_from([False, False, True]), label="end at the last")
+            deeper = data.draw(STEER_DEPTH, label="steer depth") == STEER_DEPTH_TOP
             if client is None:
                 return self._skip("run: no idle client")
+            if deeper:  # as deep as the shallowest depth goal this example has not reached
+                current = self.model.seqs[key].requests if key is not None and not fresh else 0
+                k = open_depth(self._deepest(), current) or k
             if fresh or key is None:
                 if self.blocked(seq_id):
                     return self._skip("run: id busy")
@@ -327,6 +350,10 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if isinstance(exp, Answer):  # else queued in the backlog, parked, or refused: it stops here
                 self._go_on(client, seq_id, exp.value, k - 1, values, scale, end, time.monotonic() - began,
                             action="run", numbered=(1, k))
+
+        def _deepest(self) -> int:
+            """The most requests one sequence of this example has had, ended or live."""
+            return max([*self.model.depth.lengths, *(self.model.seqs[k].requests for k in self.live())], default=0)
 
         def _go_on(self, client, seq_id, total, n, values, scale, end, latency, action, numbered=(0, 0)):
             """Sends the next n requests of a sequence pipelined on the client's stream, a chunk at
@@ -422,18 +449,20 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         @only_if(not spec.iterations)  # it goes on with sequences an iterative START has ended
         @rule(data=st.data())
         def alias(self, data):
-            """A client starts a sequence whose id aliases a live one: its twin of the other type
-            (5 and "5") or an integer equal to it modulo a power of two (what a truncated or
-            hashed id makes one key); then a client sends on the older one, and goes on with
-            both in turn for a few more rounds. They are distinct sequences: each keeps its own
-            sum. With no live sequence, a fresh one is started first, so the rule alone is the
-            whole collision (START a, START b, a's next), which is what it shrinks to."""
+            """A client starts a sequence whose id aliases a live one, a twin of one family: its
+            other-typed twin (5 and "5"), an integer equal to it modulo a power of two, a neighbour
+            or 10**k away (what a truncated, hashed or float id makes one key), or a string id's
+            case variant, look-alike, ... (edges.STRING_FAMILIES); then a client sends on the older
+            one, sometimes starts more twins of it of other families, one after another, and goes
+            on with the older one and the last twin in turn for a few more rounds. They are
+            distinct sequences: each keeps its own sum. Where no live sequence has a twin of the
+            family, a fresh one is started first, so the rule alone is the whole collision (START
+            a, START b, a's next), which is what it shrinks to."""
             client = self._client(data)
             key = self._pick(data, self.live(), "sequence")
             fresh = self._fresh(data.draw(ids, label="id"))
-            other_type = strings_ok and data.draw(st.booleans(), label="other-typed twin")
-            family = data.draw(st.sampled_from(families), label="twin family") if other_type else ""
-            step = data.draw(SIBLING_STEPS, label="sibling step")
+            first = self._twin_draw(data)
+            more = [self._twin_draw(data) for _ in range(data.draw(MORE_TWINS, label="more twins"))]
             values = [self._value(data) for _ in range(3)]
             via = self._via(data)
             rounds = data.draw(START_MORE, label="more rounds")
@@ -441,43 +470,111 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             seed = data.draw(st.integers(0, 255), label="values seed") if rounds else 0
             if client is None:
                 return self._skip("alias: no idle client")
-            base = key[1] if key is not None else fresh
-            twin = _twin(base, family) if other_type else sibling(base, step, spec.id_bits)
-            if twin is None or self.blocked(twin) or self.model.is_live(key_of(twin)) \
-                    or (key is None and self.blocked(base)):
-                return self._skip("alias: no twin, or it is busy")
+            kind, step = self._twin_kind(first)
+            found = self._alias_base(key, fresh, kind, step)
+            if found is None:
+                return self._skip(f"alias: no id with a free twin ({kind})")
+            base, twin = found
+            older = key_of(base)
             # Both must hold slots at once for their states to meet; a START queued behind the
-            # backlog is `start`'s case. With every slot held, another live sequence ends first
-            # to make room (on a small model the slots are full most of the time).
-            self.model.settle(time.monotonic())
-            room = [k for k in self.live() if k != key] if key is not None and not self.model.free_slots() else []
-            if room and not self.model.backlog:
-                end = spec.request(room[0][1], self._fit(values[0], self.model.total(room[0])), end=True)
-                if not isinstance(self.send(client, end, via, "end another sequence to make room"), Answer):
-                    return self._skip("alias: the sequence it would end is at its idle timeout")
-            if self.model.free_slots() < (1 if key is not None else 2) or (key is not None and key not in self.live()):
+            # backlog is `start`'s case. Live sequences end first to make room (on a small model
+            # the slots are full most of the time).
+            if not self._make_room(client, via, older, values[0], 1 if self.model.is_live(older) else 2):
                 return self._skip("alias: no free slot for both")
-            if key is None:
-                first = spec.request(base, values[0], start=True)
-                if not isinstance(self.send(client, first, via, "start"), Answer):
+            if not self.model.is_live(older):
+                if not isinstance(self.send(client, spec.request(base, values[0], start=True), via, "start"), Answer):
                     return
-            action = ("start the other-typed twin" if family == "other type" else f"start its twin ({family})") \
-                if other_type else "start an id equal modulo 2**k"
+            if not self._start_twin(client, via, base, twin, kind, values[1], values[2]):
+                return
+            for raw in more:
+                kind, step = self._twin_kind(raw)
+                other = self._twin_of(base, kind, step)
+                if other is None or not self._free(other):
+                    continue
+                if not self.model.free_slots():  # the last twin makes room for the next
+                    last = key_of(twin)
+                    end = spec.request(twin, self._fit(values[0], self.model.total(last)), end=True)
+                    if last not in self.live() or not isinstance(self.send(client, end, via, "end the twin"), Answer):
+                        return
+                    self.model.settle(time.monotonic())
+                    if not self.model.free_slots():
+                        return
+                if not self._start_twin(client, via, base, other, kind, values[1], values[2]):
+                    return
+                twin = other
+            self._take_turns(client, via, twin, base, turns, random.Random(seed))
+
+        def _twin_draw(self, data) -> tuple:
+            """What names a twin family, drawn in the same shape whatever is open: an other-typed or
+            string twin or not, which string family, which integer step, and the steering."""
+            other_type = strings_ok and data.draw(st.booleans(), label="other-typed twin")
+            family = data.draw(st.sampled_from(families), label="twin family") if other_type else ""
+            step = data.draw(SIBLING_STEPS, label="sibling step")
+            return family, step, data.draw(STEER, label="steer twin"), data.draw(STEER_INDEX, label="steered twin")
+
+        def _twin_kind(self, raw) -> tuple:
+            """(family, integer step) for a drawn twin: steered, a family this example has not had
+            live at once yet, as often as there is one (an integer family's step from the index)."""
+            family, step, steer, index = raw
+            aim = choose(open_twins(twin_kinds, self.stats.coverage.here), index) if steer == STEER_TOP else None
+            if aim in TWIN_STEPS:  # a step that stays below the model's id width
+                steps = [s for s in TWIN_STEPS[aim] if s < 2**spec.id_bits]
+                return aim, choose(steps, index // len(twin_kinds))
+            if aim is not None:
+                return aim, step
+            return family or sibling_family(step), step
+
+        def _twin_of(self, base, kind: str, step: int):
+            return sibling(base, step, spec.id_bits) if kind in TWIN_STEPS else _twin(base, kind)
+
+        def _free(self, seq_id) -> bool:
+            """No sequence of `seq_id` live or on its way: a START on it would begin a new one."""
+            key = key_of(seq_id)
+            return not self.blocked(seq_id) and not self.model.is_live(key) and key not in self.model.ghosts
+
+        def _alias_base(self, key, fresh, kind: str, step: int):
+            """(id, its twin of `kind`): the live sequence's id where it has a free twin, else a
+            fresh id that has one (drawn, or a string or an integer made for it: "5" has no case
+            variant, a string no integer twin)."""
+            for base in ([key[1]] if key is not None else []) + [fresh, self._fresh("Seq"), self._fresh(5)]:
+                twin = self._twin_of(base, kind, step)
+                if twin is None or key_of(twin) == key_of(base) or not self._free(twin):
+                    continue
+                if (key is not None and base == key[1]) or self._free(base):
+                    return base, twin
+            return None
+
+        def _make_room(self, client, via, keep, value, needed: int) -> bool:
+            """Ends live sequences other than `keep` until `needed` slots are free; False where it
+            cannot (the backlog waits, nothing else to end, or an END is not answered at once)."""
+            self.model.settle(time.monotonic())
+            while self.model.free_slots() < needed:
+                others = [k for k in self.live() if k != keep]
+                if self.model.backlog or not others:
+                    return False
+                end = spec.request(others[0][1], self._fit(value, self.model.total(others[0])), end=True)
+                if not isinstance(self.send(client, end, via, "end another sequence to make room"), Answer):
+                    return False
+                self.model.settle(time.monotonic())
+            return True
+
+        def _start_twin(self, client, via, base, twin, kind: str, value, next_value) -> bool:
+            """START `twin` while `base` is live, then the next request of `base`: True where both
+            were answered at once and `base` is still live."""
             older = key_of(base)
             # The twin starts from a sum the older one does not have, so a mix-up of the two always
             # shows, whatever the values shrink to (with both at 0 it would not, and Hypothesis
             # could not drop a step that made them differ).
-            value = values[1]
+            value = self._fit(value, spec.initial_sum) if isinstance(value, (SumTarget, FloatTarget)) else value
             if spec.initial_sum + value == self.model.total(older):
                 value = as_value(value - 1 if value > 0 else value + 1)  # toward 0: stays in range
+            action = {"other type": "start the other-typed twin"}.get(kind, f"start its twin ({kind})")
             second = spec.request(twin, value, start=True)
             if not isinstance(self.send(client, second, via, action), Answer) or older not in self.live():
-                return
-            self.stats.coverage.twins(family or sibling_family(step))
-            req = spec.request(base, self._fit(values[2], self.model.total(older)))
-            if not isinstance(self.send(client, req, via, "continue the aliased sequence"), Answer):
-                return
-            self._take_turns(client, via, twin, base, turns, random.Random(seed))
+                return False
+            self.stats.coverage.twins(kind)
+            req = spec.request(base, self._fit(next_value, self.model.total(older)))
+            return isinstance(self.send(client, req, via, "continue the aliased sequence"), Answer)
 
         def _take_turns(self, client, via, twin, base, turns, values):
             """The alias and the aliased sequence, one request each per round (or the older one
@@ -491,6 +588,41 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                     req = spec.request(seq_id, self._fit(values.randint(-100, 100), self.model.total(key)))
                     if not isinstance(self.send(client, req, via, f"continue {whose} ({i + 1} of {rounds})"), Answer):
                         return
+
+        @only_if(not spec.iterations)  # an iterative START ends its own sequence
+        @rule(data=st.data())
+        def queue_behind_full(self, data):
+            """Fresh STARTs take every free slot, one more START waits in the backlog, then a
+            client ends one of the live sequences: the slot it frees must go to the waiting START,
+            which must be answered with its own sum (the backlog drains as slots free). Where the
+            slots are full already, it is the one START and the END."""
+            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity + 1)]
+            values = [self._value(data) for _ in range(spec.capacity + 2)]
+            which = data.draw(st.integers(0, 15), label="which sequence ends")
+            self.collect()
+            clients = self.idle_clients()
+            self.model.settle(time.monotonic())
+            if len(clients) < 2 or self.pending or self.model.backlog:
+                return self._skip("queue behind full: fewer than two idle clients, or the backlog waits")
+            new = [i for n, i in enumerate(fresh) if self._free(i) and key_of(i) not in map(key_of, fresh[:n])]
+            fill, queued = new[:self.model.free_slots()], new[self.model.free_slots():][:1]
+            if not queued or not (self.live() or fill):
+                return self._skip("queue behind full: no fresh id left to queue, or nothing to end")
+            for seq_id, value in zip(fill, values):
+                if not isinstance(self.send(clients[0], spec.request(seq_id, value, start=True), "stream",
+                                            "start (to fill every slot)"), Answer):
+                    return
+            self.model.settle(time.monotonic())
+            if self.model.free_slots():
+                return self._skip("queue behind full: a slot is still free")
+            self.send(clients[-1], spec.request(queued[0], values[-2], start=True), "stream",
+                      "start (every slot held: into the backlog)")
+            live = self.live()
+            if not live:
+                return  # the START waits for a sequence left to expire
+            key = live[which % len(live)]
+            self.send(clients[0], spec.request(key[1], self._fit(values[-1], self.model.total(key)), end=True),
+                      "stream", "end a sequence (its slot goes to the backlog)")
 
         @rule(data=st.data())
         def abandon_stream(self, data):

@@ -121,3 +121,53 @@ def test_a_campaigns_coverage_travels_with_its_result():
                          coverage=report)
     again = ModelResult.from_json(result.to_json())
     assert again.coverage == report and again.coverage.gaps == ("sum max",)
+
+
+# -- steering (fuzz/steering.py) -----------------------------------------------------------------
+from fuzz.steering import TWIN_STEPS, choose, open_depth, open_sums, open_twins  # noqa: E402
+
+
+def test_steering_chooses_among_what_is_open_and_nothing_when_all_is_reached():
+    assert choose((), 5) is None
+    assert choose(("a", "b", "c"), 4) == "b"
+
+
+def test_open_sums_are_the_targets_whose_edges_the_example_has_not_reached():
+    lo, hi = INT32
+    targets = core_targets(lo, hi, fp32=False)
+    # every target on an edge is open at first (2**31 - 2, beside the max, stands on none)
+    assert set(open_sums(targets, set(), lo, hi)) == {t for t in targets if value_edges(t, lo, hi)} != set()
+    reached = {f"{where} {e}" for where in ("sum", "input") for e in ("min", "2^k", "0", "max", "2^k-1")}
+    still = open_sums(targets, reached, lo, hi)
+    assert 0 not in still and lo not in still and hi not in still
+    assert 1 in still and -1 in still  # "+1" and "-1" are still open
+    # an edge reached as a sum but never as an input is still open
+    assert 0 in open_sums(targets, reached - {"input 0"}, lo, hi)
+
+
+def test_open_twins_are_the_families_not_yet_live_at_once_each_once():
+    families = ("2^k apart", "neighbours", "other type", "other type", "case")
+    assert open_twins(families, set()) == ("2^k apart", "neighbours", "other type", "case")
+    assert open_twins(families, {"twins live: other type", "twins live: 2^k apart"}) == ("neighbours", "case")
+
+
+def test_every_steered_integer_step_makes_twins_of_its_family():
+    for family, steps in TWIN_STEPS.items():
+        assert {sibling_family(s) for s in steps} == {family}
+
+
+def test_a_steered_run_goes_as_deep_as_the_shallowest_open_depth_goal():
+    assert open_depth(deepest=0, current=0) == 8
+    assert open_depth(deepest=10, current=3) == 61  # 3 + 61 = 64 requests
+    assert open_depth(deepest=70, current=0) == 256
+    assert open_depth(deepest=300, current=0) is None
+    assert open_depth(deepest=63, current=200) == 1  # already past it: one more request
+
+
+def test_the_tracker_keeps_each_examples_own_goals_apart_from_the_campaigns():
+    c = Coverage()
+    c.hit("input 0")
+    c.depths([70])
+    assert {"input 0", "depth 8", "depth 64"} <= c.here
+    c.new_example()
+    assert c.here == set() and "input 0" in c.reached and "depth 64" in c.reached
