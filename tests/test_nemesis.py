@@ -69,11 +69,12 @@ def test_server_faults_strike_and_every_promise_holds(slow_server):
     # A restart takes ~3 s and a reload ~1.5 s: a small budget per seed, one fault at a time, and
     # seeds until it has struck (which seed draws which rule changes with the rules: with all three
     # at once, seeds 1-5 drew 88 reloads and no restart once three rules were added); every
-    # campaign must pass. Seed 5 first: with 8 steps it struck with each fault but full_batch
-    # (62 s for the test, against 227 s for seeds 1-5 at 15 steps).
+    # campaign must pass. Each fault's first seed is one that struck with it at 8 steps in a scan
+    # of seeds 1-10 (once steering came, seed 5 first took 133 s for the test, these ~40 s).
     struck: dict = {}
+    first = {"restart": 10, "reload": 10, "full_batch": 7}
     for fault in ("restart", "reload", "full_batch"):
-        for seed in (5, 1, 2, 3, 4, 6, 7, 8):
+        for seed in (first[fault], 2, 4, 1, 3, 5, 6, 8):
             struck[fault] = struck.get(fault, 0) + campaign(
                 slow_server, SLOW.name, {fault}, seed=seed,
                 budget=settings(CAMPAIGN, max_examples=3, stateful_step_count=8)).get(fault, 0)
