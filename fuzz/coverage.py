@@ -150,7 +150,6 @@ class Coverage:
 
     def depths(self, lengths) -> None:
         deepest = max(lengths, default=0)
-        self.here.update(f"depth {d}" for d in DEPTHS if deepest >= d)
         for d in DEPTHS:
             if deepest >= d:
                 self.hit(f"depth {d}")

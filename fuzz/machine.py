@@ -352,7 +352,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                             action="run", numbered=(1, k))
 
         def _deepest(self) -> int:
-            """The most requests one sequence of this example has had, ended or live."""
+            """The most requests one sequence of this example has had: ended, or live and free to send on."""
             return max([*self.model.depth.lengths, *(self.model.seqs[k].requests for k in self.live())], default=0)
 
         def _go_on(self, client, seq_id, total, n, values, scale, end, latency, action, numbered=(0, 0)):
@@ -564,7 +564,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             older = key_of(base)
             # The twin starts from a sum the older one does not have, so a mix-up of the two always
             # shows, whatever the values shrink to (with both at 0 it would not, and Hypothesis
-            # could not drop a step that made them differ).
+            # could not drop a step that made them differ). A sum target is fitted first: with a
+            # non-zero initial sum its value alone can lie past the model's range.
             value = self._fit(value, spec.initial_sum) if isinstance(value, (SumTarget, FloatTarget)) else value
             if spec.initial_sum + value == self.model.total(older):
                 value = as_value(value - 1 if value > 0 else value + 1)  # toward 0: stays in range
@@ -605,7 +606,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if len(clients) < 2 or self.pending or self.model.backlog:
                 return self._skip("queue behind full: fewer than two idle clients, or the backlog waits")
             new = [i for n, i in enumerate(fresh) if self._free(i) and key_of(i) not in map(key_of, fresh[:n])]
-            fill, queued = new[:self.model.free_slots()], new[self.model.free_slots():][:1]
+            free = self.model.free_slots()
+            fill, queued = new[:free], new[free:][:1]
             if not queued or not (self.live() or fill):
                 return self._skip("queue behind full: no fresh id left to queue, or nothing to end")
             for seq_id, value in zip(fill, values):
@@ -879,8 +881,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             plans, taken = [], set()
             for seq_id, fresh_one in zip(fresh[:size], new):
                 client, key = clients[len(plans) % len(clients)], key_of(seq_id)
-                can_start = free and key not in taken and not self.blocked(seq_id) \
-                    and not self.model.is_live(key) and key not in self.model.ghosts
+                can_start = free and key not in taken and self._free(seq_id)
                 if can_start and (fresh_one or not live):  # a fresh one where drawn, or where none is live
                     free -= 1
                     plans.append((client, seq_id, spec.initial_sum, True))

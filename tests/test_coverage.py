@@ -5,6 +5,7 @@ from fuzz.coverage import Coverage, CoverageReport, goals_for, live_row_goals, s
 from fuzz.edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, core_targets, exact_range, id_edges,
                         is_fraction, power_targets, string_twin, value_edges)
 from fuzz.spec import ModelSpec
+from fuzz.steering import TWIN_STEPS, choose, open_depth, open_sums, open_twins
 from fuzz.values import Request
 
 INT32 = (-(2**31), 2**31 - 1)
@@ -124,7 +125,6 @@ def test_a_campaigns_coverage_travels_with_its_result():
 
 
 # -- steering (fuzz/steering.py) -----------------------------------------------------------------
-from fuzz.steering import TWIN_STEPS, choose, open_depth, open_sums, open_twins  # noqa: E402
 
 
 def test_steering_chooses_among_what_is_open_and_nothing_when_all_is_reached():
