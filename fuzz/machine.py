@@ -206,6 +206,10 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             lo, hi = exact_range(lo_sum, hi_sum, is_fraction(value) or is_fraction(total))
             return as_value(min(max(value, lo, lo - total), hi, hi - total))
 
+        def _next_of(self, key, value, **flags):
+            """The next request of the live sequence `key`: `value` fitted to its running sum."""
+            return spec.request(key[1], self._fit(value, self.model.total(key)), **flags)
+
         # Requests whose order the server picks (or which a cancel may leave out) can make any sum
         # of a few of them: small values (|v| <= 100), on a sum at least 400 from the dtype's
         # edges, keep every such sum exact.
@@ -552,7 +556,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 others = [k for k in self.live() if k != keep]
                 if self.model.backlog or not others:
                     return False
-                end = spec.request(others[0][1], self._fit(value, self.model.total(others[0])), end=True)
+                end = self._next_of(others[0], value, end=True)
                 if not isinstance(self.send(client, end, via, "end another sequence to make room"), Answer):
                     return False
                 self.model.settle(time.monotonic())
@@ -623,7 +627,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if not live:
                 return  # the START waits for a sequence left to expire
             key = live[which % len(live)]
-            self.send(clients[0], spec.request(key[1], self._fit(values[-1], self.model.total(key)), end=True),
+            self.send(clients[0], self._next_of(key, values[-1], end=True),
                       "stream", "end a sequence (its slot goes to the backlog)")
 
         @rule(data=st.data())
@@ -753,7 +757,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 req = spec.request(new_id, value, start=True, end=end)
                 self.park(client, req, "start after timeout", until, context="refill")
             else:
-                self.park(client, spec.request(key[1], self._fit(value, self.model.total(key)), end=end),
+                self.park(client, self._next_of(key, value, end=end),
                           "send after its idle timeout", until)
 
         @rule(data=st.data(), fraction=st.sampled_from([0.05, 0.2]))
@@ -773,7 +777,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return self._skip("pause: the sequence is near its idle timeout")
             # The value is fitted to the sum when the request is drawn; nothing else touches
             # this sequence while it is parked, so the sum is the same when it goes.
-            req = spec.request(key[1], self._fit(value, self.model.total(key)), end=end)
+            req = self._next_of(key, value, end=end)
             self.park(client, req, "continue after a pause", until)
 
         @only_if(setup.expiry_ok)
@@ -813,7 +817,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             sends = list(zip(self.idle_clients(), keys, ends, values))[:size]
             if len(sends) < 2:
                 return self._skip("burst: fewer than two idle clients with live sequences")
-            reqs = [(client, spec.request(key[1], self._fit(value, self.model.total(key)), end=end))
+            reqs = [(client, self._next_of(key, value, end=end))
                     for client, key, end, value in sends]
             self.send_together(reqs, "burst")
 
@@ -924,7 +928,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 arrival = window.hi + settings.wire_s  # never inside the idle-timeout window
             if arrival - now > settings.max_wait_s:
                 return self._skip("stall: the hold would outlast max_wait_s")
-            req = spec.request(key[1], self._fit(value, self.model.total(key)), end=end)
+            req = self._next_of(key, value, end=end)
             self.going_out(req)
             exp = self.model.expect(req, arrival)  # what the server must do when it arrives
             box = self.nemesis.hold(self.proxy, self.streams[client], req, arrival)
