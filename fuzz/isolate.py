@@ -6,12 +6,15 @@ its sequence idled out) then fails on a replay that would pass on a fresh model,
 one that would fail: Hypothesis calls it flaky, and the program it keeps does not replay.
 
 Here the model is reloaded before every try (a new copy, nothing remembered), so a try's verdict
-depends on its program alone: first the failing program by itself, then with the examples that
-ran before it; the first that fails is cut down one chunk of steps at a time (delta debugging),
+depends on its program alone: first the failing program by itself (up to three times: a
+crowd's batch is not composed the same way in every replay), then with the examples that ran
+before it; the first that fails is cut down one chunk of steps at a time (delta debugging),
 and the result starts with the reload, so its replay from the corpus strikes it again.
 
 A reload takes ~1.4 s (Triton starts a new Python backend stub), so this is for the failures
-Hypothesis could not replay, within a budget of its own. One that fails alone from a fresh model
+Hypothesis could not replay, within a budget of its own, and its tries run on fresh copies of
+the model loaded ahead, several at a time (fuzz/fresh.py: a try then waits for no load); what
+they show is kept only once the model itself shows it after a reload (`_try`). One that fails alone from a fresh model
 is cut down with plain replays first, where they fail too, and what they leave is checked from a
 fresh model again (`_cut_quickly`). A failure that does replay is polished
 instead (`polish`): cut down with plain replays, and checked from a fresh model once at the end.
@@ -25,6 +28,7 @@ import attrs
 
 from . import nemesis, shrink
 from .engine import HISTORY_EXAMPLES, FuzzSettings
+from .fresh import FreshCopies, renamed, replayable_on_copy
 from .invariants import InvariantViolation
 from .replay import ReplayDrift, replay_steps
 from .spec import ModelSpec
@@ -37,6 +41,8 @@ EXAMPLES_BACK = tuple(n for n in (0, 1, 2, 4, 8) if n <= HISTORY_EXAMPLES)
 # How many times a plain replay of a failure Hypothesis could not replay is tried before it counts
 # as passing: seen live, a crowd's batch-composition failure came back in 3 of 5 replays.
 FLAKY_TRIES = 3
+# How many times a failing program is tried alone from a fresh model before history is added to it.
+ALONE_TRIES = FLAKY_TRIES
 # Steps that make a plain replay slow (an idle timeout waited out, a restart or reload): a
 # program with one is not cut with plain replays first.
 SLOW_STEPS = (*shrink.WAITS, Kind.FAULT)
@@ -61,22 +67,31 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     """The violation again, from a freshly loaded model and shrunk, its program starting with the
     reload; None when no try broke the same promise within the budget. The reload stays: such a
     failure needs what ran before it, and plain replays that fail could share a lucky phase of a
-    count across requests."""
+    count across requests. A shrink's tries run on fresh copies loaded ahead (fuzz/fresh.py)
+    where the model can be copied, and what fails on one again on the model after a reload."""
     deadline = time.monotonic() + budget_s
     history = tuple(getattr(violation, "history", ()))
     failing = tuple(violation.program)
+    fresh = FreshCopies.of(server, spec)
     try:
         for back in EXAMPLES_BACK:
             if back > len(history) or time.monotonic() > deadline:
                 return None
             before = [step for example in history[len(history) - back:] for step in example]
-            found = _try(server, spec, before + list(failing), violation.invariant, settings)
+            # On the model itself: what is found here is the shrink's fallback, shown as it is kept.
+            # Alone, up to ALONE_TRIES times: a crowd's batch shows a bug in some replays only, and
+            # a program with history is hundreds of steps longer.
+            found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant, settings),
+                                   ALONE_TRIES if back == 0 else 1)
             if found is not None:
                 # One that fails alone from a fresh model may fail alone without one too.
                 quick = _cut_quickly(server, spec, found, settings, deadline) if back == 0 else None
-                return _shrink(server, spec, quick or found, settings, deadline)
+                return _shrink(server, spec, quick or found, settings, deadline, fresh)
     except ServerGone:
         return None  # the run reports the death itself
+    finally:
+        if fresh is not None:
+            fresh.close()
     return None
 
 
@@ -160,15 +175,34 @@ def _without_reload(server, spec: ModelSpec, fresh: InvariantViolation, settings
 
 def _program(steps) -> list[StepRecord]:
     """The reload, then the steps, numbered from 1."""
-    return [attrs.evolve(s, index=i) for i, s in enumerate([RELOAD, *steps], start=1)]
+    return _numbered([RELOAD, *steps])
+
+
+def _numbered(steps) -> list[StepRecord]:
+    return [attrs.evolve(s, index=i) for i, s in enumerate(steps, start=1)]
 
 
 def _try(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings, *,
-         reload: bool = True) -> InvariantViolation | None:
+         reload: bool = True, fresh: FreshCopies | None = None) -> InvariantViolation | None:
     """Replays the steps after a reload (or, `reload=False`, as they are); the violation if it
     broke `invariant`, else None (it kept every promise, broke another, or could not be
-    replayed as recorded)."""
-    program = _program(steps) if reload else [attrs.evolve(s, index=i) for i, s in enumerate(steps, start=1)]
+    replayed as recorded). Given `fresh` copies, a program with no fault of its own is tried on
+    a copy first, and only if it fails there (most tries of a shrink pass) on the model itself
+    after a reload, up to FLAKY_TRIES times: the copy showed that it can."""
+    if reload and fresh is not None and replayable_on_copy(steps):
+        copy = fresh.take()
+        if copy is not None:
+            try:
+                if _replay(server, copy, _numbered(renamed(steps, copy.name)), invariant, settings) is None:
+                    return None
+            finally:
+                fresh.done(copy)
+            return _first_failure(lambda: _try(server, spec, steps, invariant, settings), FLAKY_TRIES)
+    steps = renamed(steps, spec.name)
+    return _replay(server, spec, _program(steps) if reload else _numbered(steps), invariant, settings)
+
+
+def _replay(server, spec: ModelSpec, program, invariant: str, settings: FuzzSettings) -> InvariantViolation | None:
     try:
         replay_steps(server, spec, program, settings)
     except InvariantViolation as v:
@@ -181,10 +215,10 @@ def _try(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings,
 
 
 def _shrink(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
-            deadline: float) -> InvariantViolation:
-    """Delta debugging (fuzz/shrink.py), each try replayed from a fresh model."""
-    return shrink.ddmin(found, lambda steps: _try(server, spec, steps, found.invariant, settings), _body, spec,
-                        deadline)
+            deadline: float, fresh: FreshCopies | None = None) -> InvariantViolation:
+    """Delta debugging (fuzz/shrink.py), each try replayed from a fresh model (or copy first)."""
+    return shrink.ddmin(found, lambda steps: _try(server, spec, steps, found.invariant, settings, fresh=fresh),
+                        _body, spec, deadline)
 
 
 def _body(v: InvariantViolation) -> list[StepRecord]:

@@ -3,15 +3,17 @@ and replaying the entry strikes the fault again (restart and reload; a cut or a 
 the replay with ReplayDrift)."""
 import subprocess
 import sys
+import time
 
 import attrs
 import pytest
 from hypothesis import HealthCheck, settings
 
-from fuzz import corpus, nemesis
+from fuzz import corpus, isolate, nemesis
 from fuzz.campaign import fuzz_model
 from fuzz.client import GrpcClient, Request
 from fuzz.engine import Fault, FuzzSettings, Kind, StepRecord
+from fuzz.fresh import FreshCopies, renamed
 from fuzz.isolate import RELOAD
 from fuzz.values import Answer
 from fuzz.invariants import InvariantViolation
@@ -148,3 +150,62 @@ def test_a_full_batch_in_a_corpus_entry_restarts_the_server_with_its_hook_and_ho
         assert again.value.program[0].fault == hook
     finally:
         server.restart()  # without the hook: it would hold every later request of this module
+
+
+def _start_on(model: str, index: int = 1) -> StepRecord:
+    return StepRecord(index, 0, "start", Request(model, 7, 15, start=True, end=True), via="stream",
+                      expected="OUTPUT=15", got="OUTPUT=16", expect=Answer(15))
+
+
+def test_fresh_copies_are_fresh_models_of_their_own_and_leave_nothing_behind(server):
+    """A copy (fuzz/fresh.py) serves under its own name as a newly loaded model (the bug's first
+    answer shows on it while the model itself is warm), the repository is not written to, and
+    closing unloads every copy, those still loading included."""
+    spec = ModelSpec.fetch(server, MODEL)
+    files_before = sorted(p.relative_to(server.model_repository) for p in server.model_repository.rglob("*"))
+    client = server.client()
+    warm(server)
+    with FreshCopies.of(server, spec) as fresh:
+        copies = [fresh.take(), fresh.take()]
+        assert [c.name for c in copies] != [MODEL, MODEL] and len({c.name for c in copies}) == 2
+        for copy in copies:
+            assert attrs.evolve(copy, name=MODEL) == spec
+            assert GrpcClient(server.grpc_url).infer(Request(copy.name, 7, 15, start=True, end=True)).value == 16
+        assert GrpcClient(server.grpc_url).infer(Request(MODEL, 7, 15, start=True, end=True)).value == 15
+        fresh.done(copies[0])
+        names = [c.name for c in copies] + [name for name, _ in fresh._loading]
+    for name in names:
+        assert not client.is_model_ready(name), name
+    assert sorted(p.relative_to(server.model_repository) for p in server.model_repository.rglob("*")) == files_before
+
+
+def test_no_copies_of_an_ensemble_or_of_a_server_this_harness_did_not_start(server):
+    spec = ModelSpec.fetch(server, MODEL)
+    assert FreshCopies.of(ExternalTriton(server.grpc_url, server.http_url), spec) is None
+    assert FreshCopies.of(server, attrs.evolve(spec, step="its_stateful_step")) is None
+
+
+def test_a_failure_a_copy_shows_is_kept_only_as_the_model_itself_shows_it_after_a_reload(server):
+    """Shrinking from a fresh model tries on a copy first; what fails there is replayed on the
+    model after a reload, and that is what is kept: its program starts with the reload and every
+    request names the model. What keeps the promise on a copy is not tried on the model."""
+    spec = ModelSpec.fetch(server, MODEL)
+    reloads = []
+    with FreshCopies.of(server, spec) as fresh:
+        original = server.reload_model
+        server.reload_model = lambda *a, **k: (reloads.append(a), original(*a, **k))[1]
+        try:
+            warm(server)
+            kept = isolate._try(server, spec, [_start_on(MODEL)], "sums_match", FuzzSettings(), fresh=fresh)
+            # Every first answer of a copy is wrong: as another promise's try, it passes there.
+            passing = isolate._try(server, spec, [_start_on(MODEL)], "order_kept", FuzzSettings(), fresh=fresh)
+        finally:
+            del server.reload_model
+    assert kept is not None and kept.program[0].fault == Fault("reload")
+    assert {s.request.model for s in kept.program if s.request is not None} == {MODEL}
+    assert passing is None and len(reloads) == 1, reloads
+
+
+def test_renamed_sends_every_request_to_the_named_model():
+    steps = [RELOAD, _start_on("a", 2), _start_on("b", 3)]
+    assert [s.request and s.request.model for s in renamed(steps, "c")] == [None, "c", "c"]

@@ -54,7 +54,7 @@ def test_shrinking_keeps_only_strictly_shorter_programs(monkeypatch):
     failing replay appends a teardown step, so a removal can fail again at the same length."""
     tries = []
 
-    def fails(server, spec, steps, invariant, settings):
+    def fails(server, spec, steps, invariant, settings, fresh=None):
         tries.append(len(steps))
         ids = {s.request.seq_id for s in steps if s.request is not None and s.request.start}
         if not {5, 6} <= ids:
