@@ -86,6 +86,11 @@ def test_the_standalone_reproducer_reloads_the_model_where_its_program_starts_fr
     assert "expected OUTPUT=15\n       got      OUTPUT=16   <-- DIVERGES" in out.stdout, out.stdout
 
 
+# Seeds each fault's campaign tries in turn: in a scan of seeds 1-8 each found the bug, and these
+# fastest with a failure that replays (full_batch seeds 1 and 6 found one inside the held batch).
+SEEDS = {"reload": (1, 2, 3), "restart": (4, 5, 8), "full_batch": (2, 3, 4, 7)}
+
+
 @pytest.mark.parametrize("fault", ["reload", "restart", "full_batch"])
 def test_a_failure_the_fuzzer_finds_under_a_server_fault_replays_from_its_corpus_entry(server, tmp_path, fault):
     """Found by fuzzing with `--nemesis FAULT` on a model whose bug shows only after a load: the
@@ -93,12 +98,19 @@ def test_a_failure_the_fuzzer_finds_under_a_server_fault_replays_from_its_corpus
     its shrinking from a fresh model started with), and its corpus entry breaks the same promise
     when replayed on a warmed model."""
     warm(server)
-    # Short examples: a derandomized run's first examples strike the fault at every step (seconds each).
-    budget = settings(max_examples=40, stateful_step_count=6, derandomize=True, database=None, deadline=None,
+    # Short examples, and seeds until the fault has struck and shown the bug: which seed draws the
+    # fault where it can strike (no client waiting) changes with the rules and the server's timing
+    # (a derandomized run stopped striking full_batch once the rules' source changed).
+    budget = settings(max_examples=40, stateful_step_count=6, derandomize=False, database=None, deadline=None,
                       suppress_health_check=list(HealthCheck))
-    result, error = fuzz_model(server, MODEL, budget, fuzz_settings=FuzzSettings(nemesis={fault}))
-    failure = next((f for f in result.failures if f.invariant == "sums_match"), None)
-    assert failure is not None and error is not None, result
+    # A failure inside the held batch itself keeps the full_batch in its program, which a replay
+    # cannot strike from a fresh model (ReplayDrift): it is reported flaky, and the next seed runs.
+    for seed in SEEDS[fault]:
+        result, error = fuzz_model(server, MODEL, budget, fuzz_settings=FuzzSettings(nemesis={fault}), seed=seed)
+        failure = next((f for f in result.failures if f.invariant == "sums_match"), None)
+        if failure is not None and not failure.flaky:
+            break
+    assert failure is not None and error is not None, (result.faults, result.fault_s, result.examples, result.failures)
     assert not failure.flaky, "\n".join(failure.program)
     spec = ModelSpec.fetch(server, MODEL)
     entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, failure.invariant,
