@@ -13,6 +13,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from .coverage import CoverageReport, goals_for
 from .depth import DepthSummary
 from .divergences import by_key, known_for
+from .engine import BudgetSpent
 from .invariants import InvariantViolation
 from .isolate import can_isolate, from_fresh_model, polish
 from .machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
@@ -56,6 +57,7 @@ class ModelResult:
     # replays its entry (a strict xfail), which fails when a build really stops showing it.
     unexpected_pass: tuple = ()
     faults: tuple = ()  # (nemesis rule, times it struck)
+    fault_s: tuple = ()  # (server fault, seconds its strikes took)
     depth: DepthSummary = DepthSummary()  # sequence lengths and expiry -> reuse cycles
     left_out: tuple = ()  # what this model's campaign does not fuzz, and why (e.g. a long idle timeout)
     interrupted: str = ""  # why the campaign stopped early (Ctrl-C, SIGTERM); its counts are what it did
@@ -162,6 +164,8 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)
     started = time.monotonic()
+    if budget_s is not None:
+        stats.stop_at = started + budget_s
 
     def result_so_far(wall: float, **verdict) -> ModelResult:
         """The campaign's counts; `verdict` adds its failures, or why it was stopped."""
@@ -176,6 +180,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             steps=stats.steps, requests=stats.requests, wall_s=round(wall, 3),
             ambiguous_waits=stats.ambiguous_waits, failures=(), expected_divergences=(),
             guards=tuple(d.guard for d in known if d.guard), faults=tuple(sorted(stats.faults.items())),
+            fault_s=tuple(sorted((k, round(v, 2)) for k, v in stats.fault_s.items())),
             depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,
             coverage=stats.coverage.report(goals, rows), model_spec=spec)
         return ModelResult(**{**counts, **verdict})
@@ -228,6 +233,8 @@ def _rounds(machine, per_round: hsettings, budget_s: float | None, started: floa
             run_state_machine_as_test(machine, settings=per_round)
         except Exception as err:  # noqa: BLE001 - classified by _judge, re-raised if not known
             return err
+        except BudgetSpent:  # inside an example: it was drained, and nothing it saw failed
+            return None
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: what was done so far, no verdict
             stop.partial_result = partial(stop)
             raise

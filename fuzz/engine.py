@@ -112,16 +112,26 @@ class RunStats:
     first: dict = attrs.Factory(dict)
     shrink_stopped: bool = False  # the shrink budget ran out
     faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
+    fault_s: dict = attrs.Factory(dict)  # server fault -> seconds its strikes took (restarts, reloads)
     lengths: list = attrs.Factory(list)  # requests per sequence, over every example (fuzz/depth.py)
     reuse_cycles: int = 0  # expiry -> slot-reuse cycles, over every example
     # The last examples' programs, oldest first: what ran before a failure (fuzz/isolate.py).
     history: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=HISTORY_EXAMPLES))
     coverage: Coverage = attrs.Factory(Coverage)  # goals reached (fuzz/coverage.py); Setup.of sizes it to the model
+    # When the campaign's budget ends (time.monotonic()): no step starts after it, unless a
+    # failure is being shrunk (fuzz/campaign.py sets it; a replay's engine has none).
+    stop_at: float = float("inf")
 
     def forget_failures(self) -> None:
         """A new phase of the campaign (past a known divergence): its failures are its own, the
         counts and the coverage go on."""
         self.first_failure_s, self.shortest, self.first, self.shrink_stopped = None, {}, {}, False
+
+
+class BudgetSpent(KeyboardInterrupt):
+    """The campaign's budget is spent: the example ends after the step that ran past it (its
+    teardown drains and checks as usual) and no new one starts. A KeyboardInterrupt, so that
+    Hypothesis stops on it instead of taking it for a failure to shrink."""
 
 
 def go_silent(seconds: float) -> float:
@@ -244,14 +254,17 @@ class Engine(CancelSteps, SharedSteps):
             time.sleep(0.02)
 
     def check_alive(self) -> None:
-        """After every step: the server still runs, and the run was not told to stop (a signal's
+        """After every step: the server still runs, the run was not told to stop (a signal's
         exception can be lost, e.g. inside a garbage collector's callback, and a round of
-        examples can be long)."""
+        examples can be long), and the campaign's budget is not spent (an example of a fault
+        campaign can take minutes)."""
         if server_module.stopping():
             raise server_module.Terminated(server_module.stop_reason() or "the run was told to stop")
         died = self.death()
         if died is not None:
             self.fail(died, self.log[-1] if self.log else None)
+        if self.stats.first_failure_s is None and time.monotonic() >= self.stats.stop_at:
+            raise BudgetSpent("the campaign's budget is spent")
 
     def finish(self) -> None:
         """Drains (unless the example failed) and cleans up, whatever happens; once."""
@@ -723,12 +736,15 @@ class Engine(CancelSteps, SharedSteps):
         if self.pending or self.parked:
             event(f"skipped: {fault.name}: a client waits on the backlog or holds a request back")
             return False
+        began = time.monotonic()
         try:
             self._strike_disconnected(fault)
         except Exception as err:  # noqa: BLE001 - a server that does not come back is a finding
             self.fail(InvariantViolation("server_alive", f"{action}: it did not come back: {err}"),
                        self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
                                    got=f"{type(err).__name__}: {err}"))
+        finally:
+            self.stats.fault_s[fault.name] = self.stats.fault_s.get(fault.name, 0.0) + time.monotonic() - began
         self.struck(fault.name)
         self.record(client=None, action=action, kind=Kind.FAULT, fault=fault)
         return True

@@ -73,6 +73,9 @@ STEER_DEPTH = st.integers(0, STEER_DEPTH_TOP)
 STEER_INDEX = st.integers(0, STEERED_RANGE - 1)
 # Further twins one `alias` starts after the first, each of another family, on the same sequence.
 MORE_TWINS = st.integers(0, 4)
+# A server fault (a restart or a reload: seconds each) is skipped while the campaign's server
+# faults so far took more than this share of its wall time: between them it fuzzes at its rate.
+FAULT_SHARE = 0.25
 
 
 def id_strategy(spec: ModelSpec, version: str | None):
@@ -280,6 +283,10 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
         def _skip(self, why: str):
             event(f"skipped: {why}")
+
+        def _faults_had_their_share(self) -> bool:
+            spent = sum(self.stats.fault_s.values())
+            return spent > FAULT_SHARE * (time.monotonic() - self.stats.started)
 
         @rule(data=st.data())
         def start(self, data):
@@ -941,6 +948,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def restart_server(self, graceful):
             """The server restarts mid-campaign (SIGTERM, or SIGKILL: a crash): every live sequence
             is gone, so a request without START is refused and every slot is free."""
+            if self._faults_had_their_share():
+                return self._skip("restart: server faults took their share of the campaign so far")
             self.server_fault(Fault("restart", graceful=graceful),
                               f"the server restarts ({'SIGTERM' if graceful else 'SIGKILL'})")
 
@@ -948,6 +957,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         @rule()
         def reload_model(self):
             """The model is reloaded through the repository API: its sequences are gone."""
+            if self._faults_had_their_share():
+                return self._skip("reload: server faults took their share of the campaign so far")
             self.server_fault(Fault("reload"), "the model is reloaded")
 
         @only_if(full_batch_ok)
@@ -965,6 +976,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             self.collect()
             if self.pending or self.parked:
                 return self._skip("full batch: a client waits on the backlog or holds a request back")
+            if self._faults_had_their_share():
+                return self._skip("full batch: server faults took their share of the campaign so far")
             backlog = min(wanted, n_clients - spec.capacity)
             fresh = fresh[:spec.capacity + backlog]
             if len({key_of(i) for i in fresh}) < len(fresh):

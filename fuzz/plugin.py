@@ -449,7 +449,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for key in r.accepted:
             tr.write_line(f"      fuzzed on past {key}, taking it as built: {as_built_of(key)}")
         if r.faults:
-            tr.write_line("      nemesis: " + ", ".join(f"{name} x{count}" for name, count in r.faults))
+            took = dict(r.fault_s)
+            tr.write_line("      nemesis: " + ", ".join(
+                f"{name} x{count}" + (f" ({took[name]:.1f} s)" if name in took else "") for name, count in r.faults)
+                + (f"; server faults took {sum(took.values()) / r.wall_s:.0%} of the wall time" if took and r.wall_s else ""))
         for why in r.left_out:
             tr.write_line(f"      not fuzzed: {why}")
     guarded: dict = {}  # a build's guards once, with how many models each kept safe

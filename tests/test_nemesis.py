@@ -150,3 +150,21 @@ def test_backlog_delay_hook_waits_for_a_full_backlog(tmp_path):
         answered = [i * 0.05 + o.latency_s for i, o in enumerate(outcomes)]
         assert answered[0] < 1.0 and min(answered[1:]) > answered[0] + 0.3, outcomes
         assert answered[1] <= answered[2] + 0.02, outcomes
+
+
+@pytest.mark.parametrize("faults", [frozenset(), nemesis.parse("all")], ids=["no faults", "every fault"])
+def test_a_budget_is_kept_inside_an_example_with_or_without_faults(slow_server, faults):
+    """A campaign of long examples (each could take minutes: 100 steps, faults of seconds) ends
+    soon after its budget: the step that runs past it is the example's last, and it is drained
+    and checked as any other. The bound is generous (a restart in progress, a drain waiting out
+    idle windows, a loaded machine); before, the budget was looked at between rounds only."""
+    budget_s = 8.0
+    long_examples = settings(CAMPAIGN, max_examples=1000, stateful_step_count=100)
+    started = time.monotonic()
+    result, error = fuzz_model(slow_server, SLOW.name, long_examples, budget_s=budget_s,
+                               fuzz_settings=FuzzSettings(nemesis=faults))
+    wall = time.monotonic() - started
+    assert error is None, f"{error}\n{result.failures}"
+    assert result.verdict == "pass" and not result.interrupted, result
+    assert result.requests > 0 and result.examples >= 1, result
+    assert wall < budget_s + 40, f"{wall:.1f} s for a budget of {budget_s} s"
