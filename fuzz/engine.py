@@ -263,8 +263,13 @@ class Engine(CancelSteps, SharedSteps):
         died = self.death()
         if died is not None:
             self.fail(died, self.log[-1] if self.log else None)
-        if self.stats.first_failure_s is None and time.monotonic() >= self.stats.stop_at:
+        if self.budget_spent():
             raise BudgetSpent("the campaign's budget is spent")
+
+    def budget_spent(self) -> bool:
+        """The campaign's budget has run out (never while a failure is being shrunk): a long
+        step (a deep run on a slow model takes a minute) stops sending more."""
+        return self.stats.first_failure_s is None and time.monotonic() >= self.stats.stop_at
 
     def finish(self) -> None:
         """Drains (unless the example failed) and cleans up, whatever happens; once."""

@@ -386,6 +386,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             chunk = max(1, min(RUN_CHUNK, int(0.2 * spec.idle_s / latency)))
             i = 0
             while i < n:
+                if i and self.budget_spent():
+                    return event(f"{action}: stopped after {i} of {n}, the campaign's budget is spent")
                 self.collect()
                 sent = []
                 for j in range(i, min(n, i + chunk)):
