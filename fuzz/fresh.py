@@ -32,10 +32,9 @@ class FreshCopies:
     """Copies of one model, `AHEAD` of them loading at any time. `take` gives a loaded one's
     spec (the model's, renamed); `close` unloads them all."""
 
-    def __init__(self, server, spec: ModelSpec, config: dict, files: dict):
-        self.server, self.spec = server, spec
-        self._config, self._files = config, files
-        self._client = server.client()
+    def __init__(self, client, spec: ModelSpec, config: dict, files: dict):
+        self.spec = spec
+        self._client, self._config, self._files = client, config, files
         self._loader = ThreadPoolExecutor(AHEAD, thread_name_prefix="fresh-copy")
         self._loading: deque[tuple[str, Future]] = deque()
         self._loaded: list[str] = []
@@ -47,14 +46,16 @@ class FreshCopies:
         """Copies of `spec`'s model, or None when it cannot be copied: not a model of its own
         (an ensemble's copy would still send to the same stateful step), or its files are not in
         a local repository (a server this harness did not start)."""
-        root = Path(getattr(server, "model_repository", "")) / spec.name if hasattr(server, "model_repository") else None
+        repository = getattr(server, "model_repository", None)
+        root = Path(repository) / spec.name if repository is not None else None
         if spec.step or root is None or not (root / "config.pbtxt").is_file():
             return None
+        client = server.client()
         try:
-            config = server.client().get_model_config(spec.name, as_json=True)["config"]
+            config = client.get_model_config(spec.name, as_json=True)["config"]
         except Exception:  # noqa: BLE001 - no copies; the caller reloads instead
             return None
-        return cls(server, spec, config, _files(root))
+        return cls(client, spec, config, _files(root))
 
     def take(self) -> ModelSpec | None:
         """A fresh copy's spec, loaded and never sent to; None when it failed to load."""

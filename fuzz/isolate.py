@@ -179,6 +179,7 @@ def _program(steps) -> list[StepRecord]:
 
 
 def _numbered(steps) -> list[StepRecord]:
+    """The steps numbered from 1."""
     return [attrs.evolve(s, index=i) for i, s in enumerate(steps, start=1)]
 
 
