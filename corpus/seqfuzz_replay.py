@@ -208,8 +208,7 @@ class Stream:
             return
         if cancel_requests:
             call.cancel()
-        else:
-            self.outbox.put(None)
+        self.outbox.put(None)  # always: else gRPC's request thread waits in the iterator forever
         self.reader.join(timeout_s)
         self._fail_pending("CANCELLED" if cancel_requests else "CLIENT_TIMEOUT", "stream closed before the response")
 

@@ -298,8 +298,9 @@ class StreamClient:
             return
         if cancel_requests:
             call.cancel()
-        else:
-            self._outbox.put(None)
+        # Always: gRPC's thread that reads the request iterator waits in it for the next message
+        # and would wait forever after a cancel (a thread per cancelled stream, 1 GB an hour).
+        self._outbox.put(None)
         self._reader.join(timeout_s)
         self._fail_pending("CANCELLED" if cancel_requests else "CLIENT_TIMEOUT",
                            "stream closed before the response came")

@@ -7,6 +7,9 @@ nothing here decides a verdict.
 """
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
+
 import attrs
 
 # Histogram buckets by requests per sequence: 1, 2-3, 4-7, ... , 128+.
@@ -52,14 +55,25 @@ class DepthSummary:
 
     @classmethod
     def of(cls, lengths, reuse_cycles: int, wall_s: float) -> "DepthSummary":
-        xs = sorted(lengths)
+        """`lengths`: every sequence's length, or how many sequences had each length (a Counter:
+        what a long campaign keeps, its size bounded by the distinct lengths, not the sequences)."""
+        tally = lengths if isinstance(lengths, Mapping) else Counter(lengths)
+        ordered = sorted((x, c) for x, c in tally.items() if c > 0)
+        n = sum(c for _, c in ordered)
+
+        def nth(i: int) -> int:  # the i-th smallest length, from 0
+            for x, c in ordered:
+                if i < c:
+                    return x
+                i -= c
+            raise IndexError(i)
+
         counts = [0] * len(BUCKETS)
-        for x in xs:
-            counts[max(i for i, lo in enumerate(BUCKETS) if x >= lo)] += 1
-        n = len(xs)
-        median = 0.0 if not n else (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
-        return cls(sequences=n, median=median, p90=xs[min(n - 1, int(0.9 * n))] if n else 0,
-                   longest=xs[-1] if n else 0,
+        for x, c in ordered:
+            counts[max(i for i, lo in enumerate(BUCKETS) if x >= lo)] += c
+        median = 0.0 if not n else (nth(n // 2) if n % 2 else (nth(n // 2 - 1) + nth(n // 2)) / 2)
+        return cls(sequences=n, median=median, p90=nth(min(n - 1, int(0.9 * n))) if n else 0,
+                   longest=ordered[-1][0] if n else 0,
                    histogram=tuple((bucket_label(i), c) for i, c in enumerate(counts)),
                    reuse_cycles=reuse_cycles,
                    cycles_per_min=round(60 * reuse_cycles / wall_s, 1) if wall_s > 0 else 0.0)

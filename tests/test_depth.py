@@ -1,4 +1,9 @@
 """How deep a program went (fuzz/depth.py), counted by the reference model: pure, no server."""
+from collections import Counter
+
+import hypothesis.strategies as st
+from hypothesis import given
+
 from fuzz.depth import DepthSummary
 from fuzz.model import Answer, BatcherModel, Queued
 
@@ -52,3 +57,15 @@ def test_summary_median_tail_and_histogram():
                                  "128+": 1}
     assert DepthSummary.of([], 0, 0.0).line().startswith("sequence lengths: median 0")
     assert DepthSummary.from_json(__import__("attrs").asdict(d)) == d
+
+
+@given(st.lists(st.integers(1, 300), max_size=60))
+def test_a_tally_of_lengths_summarises_as_the_sorted_lengths_say(lengths):
+    # A campaign keeps a Counter (bounded by the distinct lengths), read here against the plain
+    # definitions on the sorted list.
+    d, xs, n = DepthSummary.of(Counter(lengths), 0, 1.0), sorted(lengths), len(lengths)
+    median = 0 if not n else xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    assert (d.sequences, d.median, d.p90, d.longest) == (n, median, xs[min(n - 1, int(0.9 * n))] if n else 0,
+                                                        max(xs, default=0))
+    assert sum(c for _, c in d.histogram) == n
+    assert dict(d.histogram)["1"] == xs.count(1) and dict(d.histogram)["128+"] == sum(x >= 128 for x in xs)

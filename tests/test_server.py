@@ -163,6 +163,23 @@ def test_first_request_without_start_gets_the_exact_error(triton):
     assert (outcome.status, outcome.message) == ("INVALID_ARGUMENT", START_ERROR.format(id=987654321, model=model))
 
 
+@pytest.mark.parametrize("cancel", [False, True], ids=["half-closed", "cancelled"])
+def test_a_closed_stream_leaves_no_thread_behind(triton, cancel):
+    # gRPC reads a stream's requests on a thread of its own; after a cancel it waited in the
+    # request iterator forever (about two threads an example of a long campaign, and their memory).
+    import threading
+    before = threading.active_count()
+    streams = [StreamClient(triton.grpc_url) for _ in range(5)]
+    for i, stream in enumerate(streams):  # as an example's clients do: answered, then closed
+        got = stream.infer(Request("py_slot_direct_s1_i1_int32_csr", 424_242 + i, 1, start=True, end=True))
+        assert got.ok, got
+        stream.close(cancel_requests=cancel, timeout_s=5.0)
+    deadline = time.monotonic() + 5.0
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() <= before, [t.name for t in threading.enumerate()]
+
+
 def test_external_server_wraps_a_running_triton(triton):
     external = ExternalTriton(triton.grpc_url, triton.http_url)
     assert external.version == triton.server_version()
