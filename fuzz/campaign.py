@@ -35,6 +35,7 @@ class Failure:
     shrink_stopped: bool = False  # shrinking stopped at the budget: the shortest program seen by then
     records: tuple = attrs.field(default=(), repr=False)  # the program as StepRecords (for the corpus)
     accepted: tuple = ()  # known divergences the reference took as built when it was found (FuzzSettings.accept)
+    shrink_s: float = 0.0  # from the first failure to the shrunk program: Hypothesis's shrink, then ours
 
     def to_json(self) -> dict:
         return attrs.asdict(self, filter=lambda a, _: a.name != "records")
@@ -58,6 +59,7 @@ class ModelResult:
     unexpected_pass: tuple = ()
     faults: tuple = ()  # (nemesis rule, times it struck)
     fault_s: tuple = ()  # (server fault, seconds its strikes took)
+    wait_s: float = 0.0  # seconds the ends of examples waited out idle windows and pauses
     depth: DepthSummary = DepthSummary()  # sequence lengths and expiry -> reuse cycles
     left_out: tuple = ()  # what this model's campaign does not fuzz, and why (e.g. a long idle timeout)
     interrupted: str = ""  # why the campaign stopped early (Ctrl-C, SIGTERM); its counts are what it did
@@ -181,6 +183,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             ambiguous_waits=stats.ambiguous_waits, failures=(), expected_divergences=(),
             guards=tuple(d.guard for d in known if d.guard), faults=tuple(sorted(stats.faults.items())),
             fault_s=tuple(sorted((k, round(v, 2)) for k, v in stats.fault_s.items())),
+            wait_s=round(stats.wait_s, 2),
             depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,
             coverage=stats.coverage.report(goals, rows), model_spec=spec)
         return ModelResult(**{**counts, **verdict})
@@ -255,7 +258,7 @@ def _judge(server, spec: ModelSpec, error: BaseException, stats: RunStats, expec
            wall: float, partial) -> tuple[list, BaseException | None]:
     """A phase's error as Failures (shrunk further where the server allows), and the error to
     re-raise (None when every failure is a known divergence of this build)."""
-    failures, unknown = [], None
+    failures, unknown, began = [], None, time.monotonic()
     violations = violations_in(error)
     # Past the shrink budget even Hypothesis's final replay is turned away, which it reports
     # as Flaky: that is a stopped shrink, not an unreplayable failure.
@@ -295,7 +298,8 @@ def _judge(server, spec: ModelSpec, error: BaseException, stats: RunStats, expec
                                 len(program), program, match,
                                 flaky=(flaky or id(v) in unreplayable) and id(v) not in replayable,
                                 shrink_stopped=stats.shrink_stopped,
-                                records=tuple(getattr(v, "program", [])), accepted=tuple(sorted(fuzz_settings.accept))))
+                                records=tuple(getattr(v, "program", [])), accepted=tuple(sorted(fuzz_settings.accept)),
+                                shrink_s=round(wall + time.monotonic() - began - (stats.first_failure_s or wall), 2)))
     return failures, unknown
 
 

@@ -45,10 +45,13 @@ class FuzzSettings:
     # window has passed, while the other clients go on (fuzzing). False: the whole engine waits
     # (corpus replay, which re-sends a recorded program in its recorded order).
     park: bool = True
-    # The longest one client may be held for an idle-timeout window (the model's idle timeout plus
-    # the late margin). Rules that must wait out a longer one are left out, and the summary says
-    # so: on a model with a long timeout, every example would otherwise idle for seconds at its end.
+    # How long one client may be held for an idle-timeout window (the model's idle timeout plus
+    # the late margin) in any example. An example whose client waits out a longer one idles for
+    # seconds at its end, so such waits (up to longest_wait_s) are taken only while the ends of
+    # examples spent waiting took under WAIT_SHARE of the campaign (the first is always taken);
+    # rules that must wait out a window longer still are left out, and the summary says so.
     max_wait_s: float = 2.0
+    longest_wait_s: float = 20.0
     # Keys of known divergences (fuzz/divergences.py) this campaign has seen on its build and whose
     # behaviour the reference now takes as built (their `as_built`), so that it fuzzes on past them.
     accept: frozenset = attrs.field(default=frozenset(), converter=frozenset)
@@ -113,7 +116,10 @@ class RunStats:
     shrink_stopped: bool = False  # the shrink budget ran out
     faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
     fault_s: dict = attrs.Factory(dict)  # server fault -> seconds its strikes took (restarts, reloads)
-    lengths: list = attrs.Factory(list)  # requests per sequence, over every example (fuzz/depth.py)
+    wait_s: float = 0.0  # seconds the ends of examples waited for parked requests (idle windows, pauses)
+    # How many sequences had each length (requests), over every example (fuzz/depth.py): a
+    # tally, not a list, so that a campaign of hours keeps it as small as one of seconds.
+    lengths: collections.Counter = attrs.Factory(collections.Counter)
     reuse_cycles: int = 0  # expiry -> slot-reuse cycles, over every example
     # The last examples' programs, oldest first: what ran before a failure (fuzz/isolate.py).
     history: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=HISTORY_EXAMPLES))
@@ -180,7 +186,12 @@ class Setup:
 
     @property
     def expiry_ok(self) -> bool:
-        return self.expiry_wait_s <= self.settings.max_wait_s
+        return self.expiry_wait_s <= self.settings.longest_wait_s
+
+    @property
+    def expiry_rationed(self) -> bool:
+        """Waiting out an idle window costs an example seconds at its end: taken within a share."""
+        return self.expiry_wait_s > self.settings.max_wait_s
 
     @property
     def cancel_pipelined_guard(self) -> str:
@@ -197,7 +208,7 @@ class Setup:
         """What this model's campaign does not fuzz, and why: one line each."""
         out = () if self.expiry_ok else (
             f"idle expiry (let_expire, refill_after_timeout): waiting out the idle timeout takes "
-            f"{self.expiry_wait_s:.1f} s, over max_wait_s {self.settings.max_wait_s:g} s; "
+            f"{self.expiry_wait_s:.1f} s, over longest_wait_s {self.settings.longest_wait_s:g} s; "
             f"fuzz a model with a shorter max_sequence_idle_microseconds for it",)
         return out + ((self.cancel_pipelined_guard,) if self.cancel_pipelined_guard else ())
 
@@ -282,7 +293,7 @@ class Engine(CancelSteps, SharedSteps):
             if not self.failed:
                 self._drain()
         finally:
-            self.stats.lengths.extend(self.model.depth.lengths)
+            self.stats.lengths.update(self.model.depth.lengths)
             if self.log:
                 self.stats.history.append(tuple(self.log))
             self.stats.reuse_cycles += self.model.depth.reuse_cycles
@@ -777,8 +788,12 @@ class Engine(CancelSteps, SharedSteps):
             self.check_shared("answer to the requests sent at once")
         window = self.spec.idle_s + self.margin + self.late
         deadline = time.monotonic() + self.settings.prompt_s + (len(self.pending) + len(self.parked) + 2) * window
+        waiting_since = time.monotonic() if self.parked else None
         while time.monotonic() < deadline:
             self.collect()
+            if waiting_since is not None and not self.parked:
+                self.stats.wait_s += time.monotonic() - waiting_since
+                waiting_since = None
             self.model.settle(time.monotonic())
             # Every live sequence is ended: the example is over, and waiting out idle windows
             # would idle the machine. Not one a parked request goes to, and not those left to

@@ -76,6 +76,9 @@ MORE_TWINS = st.integers(0, 4)
 # A server fault (a restart or a reload: seconds each) is skipped while the campaign's server
 # faults so far took more than this share of its wall time: between them it fuzzes at its rate.
 FAULT_SHARE = 0.25
+# Waits for idle windows longer than FuzzSettings.max_wait_s end their examples with seconds of
+# idling: they are taken while such ends took at most this share of the campaign's wall time.
+WAIT_SHARE = 0.1
 
 
 def id_strategy(spec: ModelSpec, version: str | None):
@@ -287,6 +290,11 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def _faults_had_their_share(self) -> bool:
             spent = sum(self.stats.fault_s.values())
             return spent > FAULT_SHARE * (time.monotonic() - self.stats.started)
+
+        def _waits_had_their_share(self) -> bool:
+            """A long idle window is waited out at the example's end (the others have finished)."""
+            return setup.expiry_rationed and \
+                self.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.stats.started)
 
         @rule(data=st.data())
         def start(self, data):
@@ -749,6 +757,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             new = data.draw(st.booleans(), label="a new sequence comes instead")
             if key is None:
                 return self._skip("let expire: no live sequence")
+            if self._waits_had_their_share():
+                return self._skip("let expire: waits for long idle windows took their share of the campaign")
             keys = [key] + [k for k in self.live() if k != key and everyone]
             if spec.capacity > 1:
                 # An idle timeout outlasts an example's steps: sequences left to expire hold their
@@ -800,6 +810,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             idle = self.idle_clients()
             if len(idle) <= spec.capacity:
                 return self._skip("refill: fewer idle clients than slots + 1")
+            if self._waits_had_their_share():
+                return self._skip("refill: waits for long idle windows took their share of the campaign")
             keys = self.live()
             self.leave_to_expire(keys)
             until = max([self.model.seqs[k].expiry.hi for k in keys] + [time.monotonic()]) + 0.005

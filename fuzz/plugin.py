@@ -445,7 +445,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for f in r.failures:
             what = f"known divergence {f.expected_divergence}" if f.expected_divergence else "FAILURE"
             tr.write_line(f"      {what}: [{f.invariant}] {f.detail} (first seen after {f.seconds_to_first_failure:.1f} s, "
-                          f"shrunk to {f.shrunk_steps} steps)")
+                          f"shrunk to {f.shrunk_steps} steps in {f.shrink_s:.1f} s)")
         for key in r.accepted:
             tr.write_line(f"      fuzzed on past {key}, taking it as built: {as_built_of(key)}")
         if r.faults:
@@ -453,6 +453,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line("      nemesis: " + ", ".join(
                 f"{name} x{count}" + (f" ({took[name]:.1f} s)" if name in took else "") for name, count in r.faults)
                 + (f"; server faults took {sum(took.values()) / r.wall_s:.0%} of the wall time" if took and r.wall_s else ""))
+        if r.wait_s >= 0.1 and r.wall_s:
+            tr.write_line(f"      waiting out idle windows at the ends of examples: {r.wait_s:.1f} s, "
+                          f"{r.wait_s / r.wall_s:.0%} of the wall time")
         for why in r.left_out:
             tr.write_line(f"      not fuzzed: {why}")
     guarded: dict = {}  # a build's guards once, with how many models each kept safe

@@ -4,11 +4,14 @@ import queue
 import time
 
 import pytest
+from hypothesis import settings
 
 from fuzz.client import Request
-from fuzz.engine import Engine, FuzzSettings, Pending, Setup
+from fuzz import profiles  # noqa: F401  (registers dev)
+from fuzz.engine import Engine, FuzzSettings, Pending, RunStats, Setup
 from fuzz.invariants import InvariantViolation
-from fuzz.machine import make_machine
+from fuzz.campaign import fuzz_model
+from fuzz.machine import WAIT_SHARE, make_machine
 from fuzz.model import Answer, Queued, Window
 from fuzz.values import Outcome
 from fuzz.spec import ModelSpec
@@ -108,14 +111,29 @@ def test_teardown_ends_what_is_left_when_every_client_waits_on_the_backlog(trito
     assert engine.model.depth.reuse_cycles == 0
 
 
-def test_a_long_idle_timeout_leaves_expiry_out_and_says_so(triton):
+def test_a_long_idle_timeout_is_fuzzed_within_its_share_and_a_longer_one_left_out_and_said(triton):
     short = make_machine(triton, ModelSpec.fetch(triton, ONE_SLOT), FuzzSettings())
     assert short.left_out == () and callable(short.let_expire)
     spec = ModelSpec.fetch(triton, "py_slot_direct_s4_i1_int32_cserc_u64")  # 2 s: a model for sums
-    long = make_machine(triton, spec, FuzzSettings())
-    assert long.let_expire is None and long.refill_after_timeout is None  # not rules at all
-    assert len(long.left_out) == 1 and "idle expiry" in long.left_out[0]
-    assert make_machine(triton, spec, FuzzSettings(max_wait_s=10)).left_out == ()
+    rationed = make_machine(triton, spec, FuzzSettings())
+    assert rationed.left_out == () and callable(rationed.let_expire) and callable(rationed.refill_after_timeout)
+    too_long = make_machine(triton, spec, FuzzSettings(longest_wait_s=2.5))
+    assert too_long.let_expire is None and too_long.refill_after_timeout is None  # not rules at all
+    assert len(too_long.left_out) == 1 and "idle expiry" in too_long.left_out[0]
+
+
+def test_a_long_idle_window_is_waited_out_within_its_share_and_reaches_expiry_reuse(triton):
+    """On the 2 s four-slot model (3.2 s to wait out a window) a short randomized campaign lets
+    sequences expire and reuses their slots, while the ends of examples that waited took about
+    a tenth of its time: one window more at most, the last one taken under the share."""
+    dev = settings(settings.get_profile("dev"), max_examples=400, derandomize=False, database=None)
+    spec = ModelSpec.fetch(triton, "py_slot_direct_s4_i1_int32_cserc_u64")
+    result, error = fuzz_model(triton, spec.name, dev, budget_s=25.0)
+    assert error is None and result.verdict == "pass", result.failures
+    reached = {g.name for g in result.coverage.goals if g.reached}
+    assert "situation: expiry reuse" in reached and result.depth.reuse_cycles >= 1, result.coverage.line()
+    window = Setup.of(triton, spec, FuzzSettings(), RunStats()).expiry_wait_s
+    assert 0 < result.wait_s <= WAIT_SHARE * result.wall_s + 2 * window, (result.wait_s, result.wall_s)
 
 
 @pytest.mark.parametrize("model", [ONE_SLOT, "py_slot_oldest_s1_i1_int32_cser_ens"])
