@@ -19,7 +19,8 @@ DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
 # Situations (goals "situation: NAME"): backlog, a START waited in the backlog; admitted, a
 # backlogged START was let in when a slot freed; restart, a START on a live id restarted its
 # sequence; refused, a request without START was refused; expiry reuse, a slot a sequence idled
-# out of was taken by a new one.
+# out of was taken by a new one; long gap, a sequence went on after a pause of at least half the
+# idle window the server surely keeps it for.
 
 
 @attrs.frozen
@@ -84,7 +85,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         goals += [f"depth {d}" for d in DEPTHS]
     goals += [f"id~2^{k}" for k in ID_EDGES if k <= 32 or spec.id_bits == 64]
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
-    situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart"])
+    situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap"])
     # an iterative sequence ends itself: none is left to idle out
     goals += [f"situation: {s}" for s in situations + (["expiry reuse"] if expiry and not spec.iterations else [])]
     return tuple(goals)

@@ -79,6 +79,7 @@ FAULT_SHARE = 0.25
 # Waits for idle windows longer than FuzzSettings.max_wait_s end their examples with seconds of
 # idling: they are taken while such ends took at most this share of the campaign's wall time.
 WAIT_SHARE = 0.1
+LONG_PAUSE_S = 0.5  # a pause longer than this is such a wait too (on the 2 s models: up to 1.3 s)
 
 
 def id_strategy(spec: ModelSpec, version: str | None):
@@ -291,10 +292,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             spent = sum(self.stats.fault_s.values())
             return spent > FAULT_SHARE * (time.monotonic() - self.stats.started)
 
-        def _waits_had_their_share(self) -> bool:
-            """A long idle window is waited out at the example's end (the others have finished)."""
-            return setup.expiry_rationed and \
-                self.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.stats.started)
+        def _waits_had_their_share(self, rationed: bool = setup.expiry_rationed) -> bool:
+            """A long wait is waited out at the example's end (the others have finished)."""
+            return rationed and self.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.stats.started)
 
         @rule(data=st.data())
         def start(self, data):
@@ -779,25 +779,28 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 self.park(client, self._next_of(key, value, end=end),
                           "send after its idle timeout", until)
 
-        @rule(data=st.data(), fraction=st.sampled_from([0.05, 0.2]))
+        @rule(data=st.data(), fraction=st.sampled_from([0.05, 0.2, 0.6, 0.9]))
         def pause(self, data, fraction):
-            """A client pauses on its sequence for a while, well inside the idle timeout, then goes
-            on: the sum must go on too. Only that client waits."""
+            """A client pauses on its sequence for a fraction of what is left of its idle window
+            (short, or up to near its early edge: a cache of the model's own that lives shorter
+            than the window shows only there), then goes on: the sum must go on too. Only that
+            client waits."""
             client = self._client(data)
             key = self._pick(data, self.live(), "sequence")
             end = data.draw(st.booleans(), label="end")
             value = self._value(data)
             if client is None or key is None or self._last_idle(client):
                 return self._skip("pause: no idle client to spare or no live sequence")
-            # A fraction of the timeout, but of at most half a second: what a pause checks (the
-            # sum goes on across a gap) does not need a long one, and its client waits it out.
-            until = time.monotonic() + fraction * min(spec.idle_s, 0.5)
-            if until >= self.model.seqs[key].expiry.lo:
+            now = time.monotonic()
+            room = self.model.seqs[key].expiry.lo - now - settings.wire_s  # the server surely keeps it
+            if room <= 0:
                 return self._skip("pause: the sequence is near its idle timeout")
+            if fraction * room > LONG_PAUSE_S and self._waits_had_their_share(rationed=True):
+                return self._skip("pause: waits at the ends of examples took their share of the campaign")
             # The value is fitted to the sum when the request is drawn; nothing else touches
             # this sequence while it is parked, so the sum is the same when it goes.
             req = self._next_of(key, value, end=end)
-            self.park(client, req, "continue after a pause", until)
+            self.park(client, req, "continue after a pause", now + fraction * room)
 
         @only_if(setup.expiry_ok)
         @rule(data=st.data())

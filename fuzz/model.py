@@ -155,6 +155,7 @@ class BatcherModel:
         self.spent: set[Key] = set()
         self.depth = Depth()
         self.restarts = 0  # STARTs on a live id (coverage)
+        self.long_gaps = 0  # requests that went on after half the window the server surely keeps (coverage)
 
     # -- views ----------------------------------------------------------------------------------
     @property
@@ -256,6 +257,8 @@ class BatcherModel:
                                "start_is_required")
             seq.total = self.then(seq.total, req.value)
             seq.requests += 1
+            if seq.running and now - seq.last_arrival >= (self.spec.idle_s - self.margin) / 2:
+                self.long_gaps += 1
             return self._ran(seq, req, now)
 
         # A START's sum: from the state's initial value; an iterative one's after each execution.

@@ -74,6 +74,8 @@ def test_goals_follow_the_model():
     direct = goals_for(spec(), strings=False, expiry=True)
     assert [g for g in direct if g.startswith("live rows")] == [f"live rows >= {n}" for n in (1, 2, 3, 4)]
     assert "situation: expiry reuse" in direct and "twins live: case" not in direct
+    assert "situation: long gap" in direct and "situation: long gap" not in goals_for(spec(iterations=3), strings=False,
+                                                                                    expiry=True)
     assert "id~2^64" in direct and "sum max" in direct and "input fraction" not in direct
     narrow = goals_for(spec(corrid_type="INT32", dtype="FP32", max_batch_size=0), strings=True, expiry=False)
     assert "id~2^53" not in narrow and "id~2^32" in narrow and "input fraction" in narrow
