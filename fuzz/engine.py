@@ -301,6 +301,8 @@ class Engine(CancelSteps, SharedSteps):
                 self.stats.coverage.situation("restart")
             if self.model.depth.reuse_cycles:
                 self.stats.coverage.situation("expiry reuse")
+            if self.model.long_gaps:
+                self.stats.coverage.situation("long gap")
             self.stats.coverage.depths(self.model.depth.lengths)
             self._cleanup()
 
@@ -339,7 +341,9 @@ class Engine(CancelSteps, SharedSteps):
         return self.server.inference_count(self.spec.name) if self.settings.check_stats else None
 
     def record(self, **kw) -> StepRecord:
-        rec = StepRecord(index=len(self.log) + 1, **kw)
+        now, got = time.monotonic(), kw.get("outcome")
+        rec = StepRecord(index=len(self.log) + 1, sent_at=now - (got.latency_s if got is not None else 0.0),
+                         done_at=now, **kw)
         self.log.append(rec)
         self.last_step_at = time.monotonic()
         self.stats.steps += 1

@@ -25,6 +25,8 @@ from .values import Kind, StepRecord
 
 # Steps that wait out an idle timeout (or a recorded silence): a second or more each.
 WAITS = (Kind.GO_SILENT, Kind.LEAVE_TO_EXPIRE, Kind.PAUSE)
+# Steps a replay sends after their recorded silence (fuzz/replay.py).
+SENT = (Kind.REQUEST, Kind.REFILL, Kind.QUEUED)
 # cancel_pipelined's and share_sequence's steps with a request (fuzz/cancelling.py, sharing.py)
 CANCEL_GROUP = (Kind.ASIDE, Kind.BEHIND, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.SHARED, Kind.SHARED_ANSWER)
 # Replays a candidate program: the violation when it broke the same promise again, else None.
@@ -39,14 +41,21 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     later try a second or more), then every request after a START at once (one try: bugs of
     slots and STARTs need none of them, and every later try replays a shorter program), then
     whole sequences (every step naming one id), then every request of a sequence after its
-    START (a long run whose START the bug needs, not its middle), then single steps."""
+    START (a long run whose START the bug needs, not its middle), then single steps. Past the
+    waits, a removal keeps the time between the steps that stay (a bug can need a sequence's gap,
+    which the removed steps filled); the silences that adds are dropped in one last try."""
     for units_of in DDMIN_PASSES:
-        found = _ddmin(found, try_, body, spec, deadline, units_of)
+        found = _ddmin(found, try_, body, spec, deadline, units_of, timed=units_of is not every_wait)
+    steps = body(found)
+    if any(s.wait_s for s in steps if s.kind in SENT) and time.monotonic() < deadline:
+        again = try_(quiet(steps))
+        if again is not None and len(body(again)) <= len(steps):
+            found = again
     return found
 
 
 def _ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec, deadline: float,
-           units_of) -> InvariantViolation:
+           units_of, timed: bool) -> InvariantViolation:
     """Removes a chunk of units (each a list of step positions), keeps the removal when the rest,
     in its order, still fails the same way, and halves the chunks when none can go."""
     best, steps = found, body(found)
@@ -56,7 +65,7 @@ def _ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec, de
         removed, start = False, 0
         while start < len(units) and time.monotonic() < deadline:
             gone = {i for u in units[start:start + chunk] for i in u}
-            kept = without(steps, gone, spec)
+            kept = without(steps, gone, spec, timed=timed)
             again = try_(kept) if kept else None
             # Strictly shorter only: a replay's drain adds its own ENDs to what it sends, so a
             # program without its teardown can fail again at the same length, and forever.
@@ -71,11 +80,12 @@ def _ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec, de
     return best
 
 
-def without(steps, gone: set, spec: ModelSpec) -> list[StepRecord]:
+def without(steps, gone: set, spec: ModelSpec, timed: bool = False) -> list[StepRecord]:
     """The steps but those at the positions in `gone`. A removed request of a running sequence
     that was answered folds into the kept request of that sequence before it (same incarnation,
     answered too): its value is added there and its END moves there, so the sequence's later
-    sums stay what they were. Anything else removed is just dropped."""
+    sums stay what they were. Anything else removed is just dropped. `timed`: a request that
+    followed removed steps waits as long after the kept step before it as it went out then."""
     lo, hi = spec.value_range
     gone = gone | _partners(steps, gone)
     kept: list[StepRecord] = []
@@ -84,7 +94,9 @@ def without(steps, gone: set, spec: ModelSpec) -> list[StepRecord]:
         req = s.request
         key = key_of(req.seq_id) if req is not None and req.seq_id not in ("", 0) else None
         if i not in gone:
-            if key is not None and s.kind in (Kind.REQUEST, Kind.REFILL, Kind.QUEUED):
+            if timed and kept and i - 1 in gone and s.kind in SENT:
+                s = _as_far_after(s, kept[-1])
+            if key is not None and s.kind in SENT:
                 last[key] = len(kept) if _answered(s, spec) and not req.end else None
             elif key is not None and s.kind in CANCEL_GROUP:  # what follows sums on another base
                 last[key] = None
@@ -105,6 +117,19 @@ def without(steps, gone: set, spec: ModelSpec) -> list[StepRecord]:
         if req.end:
             last[key] = None
     return kept
+
+
+def _as_far_after(s: StepRecord, before: StepRecord) -> StepRecord:
+    """`s` with the silence that puts it as far after `before` as it went out when recorded."""
+    if s.sent_at is None or before.done_at is None:
+        return s
+    gap = round(s.sent_at - before.done_at, 4)
+    return attrs.evolve(s, wait_s=gap) if gap > s.wait_s else s
+
+
+def quiet(steps) -> list[StepRecord]:
+    """The program with no silence before its requests."""
+    return [attrs.evolve(s, wait_s=0.0) if s.kind in SENT and s.wait_s else s for s in steps]
 
 
 def _partners(steps, gone: set) -> set:

@@ -195,6 +195,11 @@ class StepRecord:
     # indeterminate) and where nothing came back.
     expect: Answer | Refusal | Queued | Cancelled | EndedOr | AnyOrder | None = attrs.field(default=None, kw_only=True)
     outcome: Outcome | None = attrs.field(default=None, kw_only=True)
+    # When its request went out and when the step was recorded (time.monotonic()), where known:
+    # shrinking keeps a request as far from the kept step before it as it was, since a bug can
+    # need the gap (fuzz/shrink.py). Neither is saved: a saved program keeps its silences.
+    sent_at: float | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+    done_at: float | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
     def describe(self) -> str:
         who = f"client {self.client}" if self.client is not None else "all clients"

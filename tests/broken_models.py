@@ -152,6 +152,14 @@ EXPLORE_BUGS = (
               'int(_scalar(request, "CORRID")) % 1000', "a = b mod 1000"),
     _keyed_by("corrid_as_float64", "the CORRID passes through a float64 (a JSON number)",
               'float(_scalar(request, "CORRID"))', "both past 2**53 and closer than a float64 tells apart"),
+    Bug("state_outlived_by_the_window", "a sequence's sum is cached for 0.2 s, 40 % of the 500 ms idle timeout: "
+                                        "a pause inside the window starts the sum over",
+        _BASE, "        seen = self.__dict__.setdefault('seen', {})\n"
+               "        now = time.monotonic()\n"
+               "        stale = not start and now - seen.get(key, now) > 0.2\n"
+               "        seen[key] = now\n"
+               "        base = self.dtype.type(0) if start or stale else self.sums.get(key, self.dtype.type(0))\n",
+        _CORRID, 2, "START, then after a pause of 0.2-0.35 s one more request: it is answered its own value"),
     Bug("count_wraps_at_256", "a sequence's request counter is 8 bits: its wrap reads as a START",
         _START, _START + "        self.n = self.__dict__.setdefault('n', {})\n"
                          "        corrid = _scalar(request, 'CORRID')\n"

@@ -3,7 +3,7 @@ folded sums, moved ids. The live part (polishing a failure against a broken mode
 tests/test_broken_models.py."""
 import attrs
 
-from fuzz.shrink import DDMIN_PASSES, every_wait, shifted, without
+from fuzz.shrink import DDMIN_PASSES, every_wait, quiet, shifted, without
 from fuzz.spec import ModelSpec
 from fuzz.values import Kind, Outcome, Request, StepRecord
 
@@ -98,3 +98,18 @@ def test_every_wait_for_an_idle_timeout_is_one_unit_and_goes_first():
     assert every_wait(steps) == [[1, 3]]
     assert every_wait(steps[:1]) == []
     assert DDMIN_PASSES[0] is every_wait
+
+
+def test_a_timed_removal_keeps_the_gap_before_the_request_after_it_and_quiet_drops_silences():
+    # start a at 0.00-0.01 s; b's requests fill 0.01-0.30 s; a goes on at 0.30 s. Without b, a's
+    # request still waits 0.29 s after its START: a bug of gaps (state with a shorter life than
+    # the idle window) fails again. Untimed, or when nothing before it went, no silence is added.
+    at = lambda s, sent, done: attrs.evolve(s, sent_at=sent, done_at=done)  # noqa: E731
+    steps = [at(req(1, 5, 1, start=True), 0.0, 0.01), at(req(2, 13, 1, start=True), 0.01, 0.02),
+             at(req(3, 13, 2), 0.02, 0.30), at(req(4, 5, 3), 0.30, 0.31)]
+    timed = without(steps, {1, 2}, SPEC, timed=True)
+    assert [s.index for s in timed] == [1, 4] and timed[1].wait_s == 0.29
+    assert [s.wait_s for s in without(steps, {1, 2}, SPEC)] == [0.0, 0.0]
+    assert [s.wait_s for s in without(steps, {2}, SPEC, timed=True)] == [0.0, 0.0, 0.28]
+    assert [s.wait_s for s in without(steps, {0}, SPEC, timed=True)] == [0.0, 0.0, 0.0]  # b's START: no kept step before
+    assert [s.wait_s for s in quiet(timed)] == [0.0, 0.0] and quiet(timed)[1].request == timed[1].request
