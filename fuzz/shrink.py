@@ -25,6 +25,8 @@ from .values import Kind, StepRecord
 
 # Steps that wait out an idle timeout (or a recorded silence): a second or more each.
 WAITS = (Kind.GO_SILENT, Kind.LEAVE_TO_EXPIRE, Kind.PAUSE)
+# A removal is tried keeping the time its steps took only when that adds this much silence.
+MIN_GAP_S = 0.05
 # Steps a replay sends after their recorded silence (fuzz/replay.py).
 SENT = (Kind.REQUEST, Kind.REFILL, Kind.QUEUED)
 # cancel_pipelined's and share_sequence's steps with a request (fuzz/cancelling.py, sharing.py)
@@ -42,8 +44,9 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     slots and STARTs need none of them, and every later try replays a shorter program), then
     whole sequences (every step naming one id), then every request of a sequence after its
     START (a long run whose START the bug needs, not its middle), then single steps. Past the
-    waits, a removal keeps the time between the steps that stay (a bug can need a sequence's gap,
-    which the removed steps filled); the silences that adds are dropped in one last try."""
+    waits, a removal that no longer fails is tried once more keeping the time the removed steps
+    took, as silence (a bug can need a sequence's gap, which they filled); the silences kept
+    that way are dropped in one last try."""
     for units_of in DDMIN_PASSES:
         found = _ddmin(found, try_, body, spec, deadline, units_of, timed=units_of is not every_wait)
     steps = body(found)
@@ -65,8 +68,13 @@ def _ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec, de
         removed, start = False, 0
         while start < len(units) and time.monotonic() < deadline:
             gone = {i for u in units[start:start + chunk] for i in u}
-            kept = without(steps, gone, spec, timed=timed)
+            kept = without(steps, gone, spec)
             again = try_(kept) if kept else None
+            if again is None and timed and kept:
+                # Maybe it needs the time the removed steps took: again, keeping it as silence.
+                spaced = without(steps, gone, spec, timed=True)
+                if sum(s.wait_s for s in spaced) - sum(s.wait_s for s in kept) >= MIN_GAP_S:
+                    again = try_(spaced)
             # Strictly shorter only: a replay's drain adds its own ENDs to what it sends, so a
             # program without its teardown can fail again at the same length, and forever.
             if again is not None and len(body(again)) < len(steps):
