@@ -156,6 +156,9 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
         elif kind is Kind.CANCEL_STREAM:
             engine.cancel_stream(client, step.action)
         elif kind is Kind.ASIDE_ANSWER:
+            if engine.group.checked >= len(engine.group.asides):  # a shortened program lost its request
+                raise ReplayDrift(f"step {step.index} ({step.action}): no request on a second stream is left to "
+                                  f"answer at replay")
             engine.check_aside(client, step.action)
         else:
             via = "grpc" if step.via == "http" and engine.http is None else step.via
