@@ -10,10 +10,8 @@ from __future__ import annotations
 import math
 
 from .model import MAX_STRING_ID, too_long
+from .spec import FRACTION_LIMIT, exact_range, is_fraction  # noqa: F401 (the generator's edges)
 
-# Fractions an FP32 sum keeps exactly while it stays within FRACTION_LIMIT: multiples of a
-# quarter (two bits below the point) up to 2**21 use 23 of float32's 24 significant bits.
-FRACTION_LIMIT = 2**21
 
 
 class SumTarget(int):
@@ -45,16 +43,6 @@ def power_targets(lo: float, hi: float) -> tuple:
         for v in (2**k - 1, 2**k, 2**k + 1):
             out.update((v, -v))
     return tuple(sorted(v for v in out if lo <= v <= hi))
-
-
-def is_fraction(value: float) -> bool:
-    return isinstance(value, float) and math.isfinite(value) and value != int(value)
-
-
-def exact_range(lo: float, hi: float, fractional: bool) -> tuple:
-    """The range a running sum may be fitted to: the model's, or a narrower one once the sum
-    carries a fraction (an FP32 sum then keeps its quarters only up to FRACTION_LIMIT)."""
-    return (max(lo, -FRACTION_LIMIT), min(hi, FRACTION_LIMIT)) if fractional else (lo, hi)
 
 
 def value_edges(value: float, lo: float, hi: float) -> tuple:

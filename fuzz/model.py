@@ -26,10 +26,17 @@ import re
 import attrs
 
 from .depth import Depth
-from .spec import ModelSpec
+from .spec import ModelSpec, exact_range, is_fraction
 from .values import Ambiguous, Answer, Expectation, Queued, Refusal, Request
 
 Key = tuple  # ("u", int) or ("s", str)
+
+
+class OutsideContract(ValueError):
+    """A request whose sum the model's dtype cannot hold exactly. The generator never sends one
+    (it fits its values); a program cut short by shrinking can (a removed request that could
+    not fold): replaying it is a drift, never a finding."""
+
 
 START_ERROR = ("inference request for sequence {id} to model '{model}' must specify the START flag on the "
                "first request of the sequence")
@@ -255,14 +262,14 @@ class BatcherModel:
             if seq is None:
                 return Refusal("INVALID_ARGUMENT", batcher_error(self.spec, START_ERROR, id=req.seq_id),
                                "start_is_required")
-            seq.total = self.then(seq.total, req.value)
+            seq.total = self._exact(req, self.then(seq.total, req.value))
             seq.requests += 1
             if seq.running and now - seq.last_arrival >= (self.spec.idle_s - self.margin) / 2:
                 self.long_gaps += 1
             return self._ran(seq, req, now)
 
         # A START's sum: from the state's initial value; an iterative one's after each execution.
-        sums = self._start_sums(req)
+        sums = tuple(self._exact(req, s) for s in self._start_sums(req))
         first, partials, end = sums[-1], sums[:-1], req.end or bool(self.spec.iterations)
         if end and not req.end:
             self.spent.add(key)
@@ -284,6 +291,15 @@ class BatcherModel:
         self.seqs[key] = Seq(key, first, now, running=False, end_on_admit=end, ghost_of=ghost)
         self.backlog.append(key)
         return Queued(first, partials=partials)
+
+    def _exact(self, req: Request, total: float) -> float:
+        """`total`, where the model's dtype holds it exactly: past that, what the server answers
+        is not promised (a wrapped INT32, a rounded FP32), so no answer can be judged."""
+        lo, hi = exact_range(*self.spec.sum_range, is_fraction(total))
+        if not lo <= total <= hi:
+            raise OutsideContract(f"{req.describe()} would bring its sequence's sum to {total}, outside "
+                                  f"[{lo}, {hi}] where {self.spec.dtype} is exact")
+        return total
 
     def _start_sums(self, req: Request) -> tuple:
         """What a START answers, in order. An iterative sequence's START without END runs once per

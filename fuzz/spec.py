@@ -5,6 +5,8 @@ contract (README) can be fuzzed, including one the user wrote.
 """
 from __future__ import annotations
 
+import math
+
 import attrs
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -13,6 +15,19 @@ from .values import Request
 _DTYPES = {mc.TYPE_INT32: "INT32", mc.TYPE_FP32: "FP32"}
 _KIND = mc.ModelSequenceBatching.Control
 DEFAULT_IDLE_US = 1_000_000  # Triton's own default when the config leaves it out
+# Fractions an FP32 sum keeps exactly while it stays within FRACTION_LIMIT: multiples of a
+# quarter (two bits below the point) up to 2**21 use 23 of float32's 24 significant bits.
+FRACTION_LIMIT = 2**21
+
+
+def is_fraction(value: float) -> bool:
+    return isinstance(value, float) and math.isfinite(value) and value != int(value)
+
+
+def exact_range(lo: float, hi: float, fractional: bool) -> tuple:
+    """The range a running sum may be fitted to: the model's, or a narrower one once the sum
+    carries a fraction (an FP32 sum then keeps its quarters only up to FRACTION_LIMIT)."""
+    return (max(lo, -FRACTION_LIMIT), min(hi, FRACTION_LIMIT)) if fractional else (lo, hi)
 
 
 class ContractError(ValueError):
@@ -63,11 +78,16 @@ class ModelSpec:
         return 32 if self.corrid_type in ("INT32", "UINT32") and "CORRID" in self.controls else 64
 
     @property
+    def sum_range(self) -> tuple[int, int]:
+        """Where a running sum of this dtype is exact (FP32: whole numbers to 2**24)."""
+        return (-(2**31), 2**31 - 1) if self.dtype == "INT32" else (-(2**24), 2**24)
+
+    @property
     def value_range(self) -> tuple[int, int]:
         """Range every running sum must stay in for exact answers (FP32: integers to 2**24), and
         every value sent: narrowed by the initial sum, so that a START's sum (initial_sum + its
         value) stays in it too."""
-        lo, hi = (-(2**31), 2**31 - 1) if self.dtype == "INT32" else (-(2**24), 2**24)
+        lo, hi = self.sum_range
         shift = abs(int(self.initial_sum))
         lo, hi = lo + shift, hi - shift
         # an iterative START's sum is its value added `iterations` times

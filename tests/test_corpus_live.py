@@ -214,3 +214,17 @@ def test_a_held_start_that_would_wait_in_the_backlog_is_a_drift(triton):
                           kind=Kind.HELD, expect=Answer(1)) for i in range(2)]
     with pytest.raises(ReplayDrift, match="would not be answered at once"):
         check_entry(triton, must_pass(triton, ONE_SLOT, program))
+
+
+def test_a_sum_the_dtype_cannot_hold_is_a_drift_not_a_finding(triton):
+    """What a shrink can make of a crowd on a sum near INT32's edge: the request that brought it
+    back inside is gone and could not fold, so the next one would wrap. Every correct model
+    wraps too; a finding written for it would be false (seen: 4 steps, `expected -2147483702`)."""
+    program = [StepRecord(1, 0, "start", Request(ONE_SLOT, 31, -(2**31), start=True), via="stream",
+                          expect=Answer(-(2**31))),
+               StepRecord(2, 0, "crowd", Request(ONE_SLOT, 31, -54), via="stream", kind=Kind.HELD,
+                          expect=Answer(-(2**31) - 54)),
+               StepRecord(3, 0, "answer to crowd", Request(ONE_SLOT, 31, -54), via="stream",
+                          kind=Kind.HELD_ANSWER, expect=Answer(-(2**31) - 54))]
+    with pytest.raises(ReplayDrift, match="outside"):
+        check_entry(triton, must_pass(triton, ONE_SLOT, program))

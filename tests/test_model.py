@@ -5,7 +5,8 @@ import pytest
 from fuzz.client import Request
 from fuzz.model import (BATCH_MAX_ERROR, BATCH_ONE_ERROR, DTYPE_ERROR, LONG_ID_ERROR, SHAPE_ERROR, START_ERROR,
                         ZERO_ID_ERROR,
-                        Ambiguous, Answer, BatcherModel, Queued, Refusal, key_of, normalize_message)
+                        Ambiguous, Answer, BatcherModel, OutsideContract, Queued, Refusal, key_of,
+                        normalize_message)
 from fuzz.spec import ContractError, ModelSpec
 from modelgen import Variant, model_config
 
@@ -34,6 +35,22 @@ def test_running_sum_since_start(model):
     assert model.expect(R(7, 3, start=True), 0.0) == Answer(3)
     assert model.expect(R(7, 4), 0.1) == Answer(7)
     assert model.expect(R(7, -10), 0.2) == Answer(-3)
+
+
+def test_a_sum_the_dtype_cannot_hold_exactly_is_outside_the_contract_not_an_answer(model):
+    """The generator fits its values; a program cut short by shrinking may not be (a removed
+    request that could not fold). The model refuses to predict what a wrapped INT32 or a rounded
+    FP32 answers, and leaves the sequence as it was."""
+    assert model.expect(R(7, 2**31 - 2, start=True), 0.0) == Answer(2**31 - 2)
+    with pytest.raises(OutsideContract, match="outside"):
+        model.expect(R(7, 2), 0.1)
+    assert model.expect(R(7, 1), 0.2) == Answer(2**31 - 1)
+    with pytest.raises(OutsideContract):
+        model.expect(R(8, -(2**31) - 1, start=True), 0.3)
+    fp32 = BatcherModel(spec(capacity=1, dtype="FP32"), margin_s=MARGIN, prompt_s=1.0)
+    assert fp32.expect(R(9, 2.0**21, start=True, dtype="FP32"), 0.0) == Answer(2.0**21)
+    with pytest.raises(OutsideContract):  # a quarter past 2**21 is not kept
+        fp32.expect(R(9, 0.25, dtype="FP32"), 0.1)
 
 
 def test_a_build_taken_as_carrying_no_state_answers_each_value_on_the_initial_sum():
