@@ -169,8 +169,9 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     if budget_s is not None:
         stats.stop_at = started + budget_s
 
-    def result_so_far(wall: float, **verdict) -> ModelResult:
-        """The campaign's counts; `verdict` adds its failures, or why it was stopped."""
+    def result_so_far(wall: float, stopped_at: str = "", **verdict) -> ModelResult:
+        """The campaign's counts; `verdict` adds its failures, or why it was stopped; `stopped_at`:
+        the known divergence it could not fuzz past."""
         sizes = server.batch_sizes(spec.batcher) or {}
         rows = tuple((b, n - sizes_before.get(b, 0)) for b, n in sorted(sizes.items()) if n > sizes_before.get(b, 0))
         stats.coverage.batch_sizes(rows, padded=spec.strategy == "direct" and spec.max_batch_size > 0)
@@ -185,7 +186,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             fault_s=tuple(sorted((k, round(v, 2)) for k, v in stats.fault_s.items())),
             wait_s=round(stats.wait_s, 2),
             depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,
-            coverage=stats.coverage.report(goals, rows), model_spec=spec)
+            coverage=stats.coverage.report(goals, rows, stopped_at), model_spec=spec)
         return ModelResult(**{**counts, **verdict})
 
     def partial(stop: BaseException) -> ModelResult:
@@ -217,12 +218,13 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
         stop = Terminated("the run was told to stop")
         stop.partial_result = partial(stop)
         raise stop
-    left_out += tuple(f"everything past the known divergence {f.expected_divergence}: the reference has no model of "
-                      f"it as built, so the campaign stopped there" for f in failures
-                      if f.expected_divergence and not by_key(f.expected_divergence).as_built)
+    stopped_at = [f.expected_divergence for f in failures
+                  if f.expected_divergence and not by_key(f.expected_divergence).as_built]
+    left_out += tuple(f"everything past the known divergence {key}: the reference has no model of it as built, so "
+                      f"the campaign stopped there" for key in stopped_at)
     seen = {f.expected_divergence for f in failures}
     # The wall time includes shrinking from a fresh model.
-    result = result_so_far(time.monotonic() - started, failures=tuple(failures),
+    result = result_so_far(time.monotonic() - started, stopped_at=", ".join(stopped_at), failures=tuple(failures),
                            expected_divergences=tuple(d.key for d in expected),
                            unexpected_pass=tuple(d.key for d in expected if d.key not in seen),
                            accepted=tuple(sorted(accept - set(fuzz_settings.accept))), left_out=left_out)

@@ -39,10 +39,17 @@ class CoverageReport:
     goals: tuple = ()  # Goal, in a fixed order
     rows: tuple = ()  # (batch size, executions) from the server's batch_stats over the campaign
     most_live_rows: int = 0  # the most live rows one execution surely carried
+    # The known divergence the campaign stopped at (the reference has no model of it as built):
+    # what it had not reached by then was never tried, which is no gap of the fuzzer.
+    stopped_at: str = ""
+
+    @property
+    def unreached(self) -> tuple:
+        return tuple(g.name for g in self.goals if not g.reached)
 
     @property
     def gaps(self) -> tuple:
-        return tuple(g.name for g in self.goals if not g.reached)
+        return () if self.stopped_at else self.unreached
 
     def line(self) -> str:
         reached = sum(g.reached for g in self.goals)
@@ -50,18 +57,21 @@ class CoverageReport:
         if self.rows:
             text += "; batch sizes run " + " ".join(f"{b}:{n}" for b, n in self.rows)
         text += f"; most live rows in one execution {self.most_live_rows}"
+        if self.stopped_at and self.unreached:
+            return text + f"; {len(self.unreached)} not tried: the campaign stopped at the known divergence {self.stopped_at}"
         return text + (f"; gaps of the fuzzer (never reached): {', '.join(self.gaps)}" if self.gaps else "")
 
     def to_json(self) -> dict:
         return {"goals": {g.name: g.reached_s for g in self.goals}, "gaps": list(self.gaps),
                 "reached": sum(g.reached for g in self.goals), "total": len(self.goals),
-                "batch_sizes": {str(b): n for b, n in self.rows}, "most_live_rows": self.most_live_rows}
+                "batch_sizes": {str(b): n for b, n in self.rows}, "most_live_rows": self.most_live_rows,
+                "stopped_at": self.stopped_at}
 
     @classmethod
     def from_json(cls, d: dict) -> "CoverageReport":
         return cls(tuple(Goal(n, s) for n, s in (d.get("goals") or {}).items()),
                    tuple((int(b), n) for b, n in (d.get("batch_sizes") or {}).items()),
-                   d.get("most_live_rows", 0))
+                   d.get("most_live_rows", 0), d.get("stopped_at", ""))
 
 
 def live_row_goals(spec) -> int:
@@ -155,8 +165,9 @@ class Coverage:
             if deepest >= d:
                 self.hit(f"depth {d}")
 
-    def report(self, goals: tuple, rows: tuple = ()) -> CoverageReport:
-        return CoverageReport(tuple(Goal(g, self.reached.get(g)) for g in goals), tuple(rows), self.most_live_rows)
+    def report(self, goals: tuple, rows: tuple = (), stopped_at: str = "") -> CoverageReport:
+        return CoverageReport(tuple(Goal(g, self.reached.get(g)) for g in goals), tuple(rows), self.most_live_rows,
+                              stopped_at)
 
 
 def sibling_family(step: int) -> str:

@@ -1,6 +1,8 @@
 """The pure parts of exploring: value edges, id families, and the coverage goals and tracker."""
 import math
 
+import attrs
+
 from fuzz.coverage import Coverage, CoverageReport, goals_for, live_row_goals, sibling_family
 from fuzz.edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, core_targets, exact_range, id_edges,
                         is_fraction, power_targets, string_twin, value_edges)
@@ -110,6 +112,26 @@ def test_the_tracker_reaches_goals_once_and_reports_the_rest_as_gaps():
     again = CoverageReport.from_json(report.to_json())
     assert again == report
     assert math.isclose(report.to_json()["reached"], len(reached))
+
+
+def test_goals_a_campaign_stopped_at_a_known_divergence_never_tried_are_no_gaps():
+    """A string-CORRID model on a build that refuses every request that runs: the campaign stops
+    at the known divergence, and what it had not reached was never tried (issue 26 item 3: a gap
+    is the fuzzer's, when it tried and did not reach)."""
+    cover = Coverage(*INT32)
+    cover.situation("refused")
+    report = cover.report(("situation: refused", "sum 0", "sum max"), stopped_at="string-corrid-control-rejected")
+    assert report.gaps == () and report.unreached == ("sum 0", "sum max")
+    assert "gaps of the fuzzer" not in report.line()
+    assert "2 not tried: the campaign stopped at the known divergence string-corrid-control-rejected" in report.line()
+    assert CoverageReport.from_json(report.to_json()) == report
+    from benchmarks.coverage import goal_table, table
+    from fuzz.campaign import ModelResult
+    stopped = ModelResult(model="s", spec="s", triton_version="2.51.0", examples=1, steps=2, requests=3, wall_s=0.5,
+                          ambiguous_waits=0, failures=(), expected_divergences=(), guards=(), coverage=report)
+    full = attrs.evolve(stopped, model="f", coverage=attrs.evolve(report, stopped_at=""))
+    assert "none tried past the known divergence string-corrid-control-rejected (2 goals not reached)" in table([stopped])
+    assert "| sum 0 | 0/1 |" in goal_table([stopped, full])  # only the campaign that tried it counts
 
 
 def test_a_campaigns_coverage_travels_with_its_result():
