@@ -875,6 +875,12 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             ends = [data.draw(st.sampled_from([False, False, True]), label="end") for _ in range(crowd_max)]
             seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
             scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
+            steer = data.draw(STEER, label="steer crowd")
+            if steer == STEER_TOP and f"live rows >= {crowd_max}" not in self.stats.coverage.here:
+                # No execution of this example surely carried every slot: a crowd on every slot,
+                # deep enough that its middle runs full, the first sequence restarting there.
+                size, depth = crowd_max, max(depth, 8)
+                restart_at = [depth // 2, *restart_at[1:]]
             self.collect()
             now = time.monotonic()
             self.model.settle(now)

@@ -41,7 +41,8 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
           deadline: float) -> InvariantViolation:
     """First every wait for an idle timeout at once (most bugs need none, and each costs every
     later try a second or more), then every request after a START at once (one try: bugs of
-    slots and STARTs need none of them, and every later try replays a shorter program), then
+    slots and STARTs need none of them, and every later try replays a shorter program), then a
+    crowd's requests a layer at a time (the last of each of its sequences, ...), then
     whole sequences (every step naming one id), then every request of a sequence after its
     START (a long run whose START the bug needs, not its middle), then single steps. Past the
     waits, a removal that no longer fails is tried once more keeping the time the removed steps
@@ -205,6 +206,27 @@ def continuations(steps) -> list[list[int]]:
     return list(groups.values())
 
 
+def crowd_layers(steps) -> list[list[int]]:
+    """In each run of requests sent at once (HELD: a crowd, a burst), the requests of its
+    sequences counted from each sequence's last one: one unit the last of each, one the one before
+    each, and so on (STARTs stay), so that a removal shortens every sequence of a crowd at once and
+    keeps it a crowd. A crowd shows a batch's composition in some replays only, and removing its
+    steps one at a time spends most tries on replays that pass by chance."""
+    units, run = [], []
+    for i, s in enumerate([*steps, None]):
+        if s is not None and s.kind is Kind.HELD and s.request is not None:
+            run.append(i)
+            continue
+        tails: dict = {}
+        for j in run:
+            if not steps[j].request.start:
+                tails.setdefault(key_of(steps[j].request.seq_id), []).append(j)
+        depth = max((len(t) for t in tails.values()), default=0)
+        units += [[t[-1 - k] for t in tails.values() if k < len(t)] for k in range(depth)]
+        run = []
+    return [u for u in units if u]
+
+
 def every_wait(steps) -> list[list[int]]:
     """Every step that waits out an idle timeout (or a recorded silence), as one unit."""
     unit = [i for i, s in enumerate(steps) if s.kind in WAITS]
@@ -221,4 +243,4 @@ def single_steps(steps) -> list[list[int]]:
     return [[i] for i in range(len(steps))]
 
 
-DDMIN_PASSES = (every_wait, every_continuation, by_sequence, continuations, single_steps)  # ddmin's, in order
+DDMIN_PASSES = (every_wait, every_continuation, crowd_layers, by_sequence, continuations, single_steps)  # ddmin's, in order

@@ -3,7 +3,7 @@ folded sums, moved ids. The live part (polishing a failure against a broken mode
 tests/test_broken_models.py."""
 import attrs
 
-from fuzz.shrink import DDMIN_PASSES, every_wait, quiet, shifted, without
+from fuzz.shrink import DDMIN_PASSES, crowd_layers, every_wait, quiet, shifted, without
 from fuzz.spec import ModelSpec
 from fuzz.values import Kind, Outcome, Request, StepRecord
 
@@ -113,3 +113,19 @@ def test_a_timed_removal_keeps_the_gap_before_the_request_after_it_and_quiet_dro
     assert [s.wait_s for s in without(steps, {2}, SPEC, timed=True)] == [0.0, 0.0, 0.28]
     assert [s.wait_s for s in without(steps, {0}, SPEC, timed=True)] == [0.0, 0.0, 0.0]  # b's START: no kept step before
     assert [s.wait_s for s in quiet(timed)] == [0.0, 0.0] and quiet(timed)[1].request == timed[1].request
+
+
+def test_a_crowd_is_cut_a_layer_at_a_time_and_stays_a_crowd():
+    # sequences 5 (START and three more) and 6 (three, no START) pipelined at once, then answers
+    held = [req(1, 5, 1, start=True, kind=Kind.HELD), req(2, 5, 1, kind=Kind.HELD), req(3, 5, 1, kind=Kind.HELD),
+            req(4, 5, 1, kind=Kind.HELD), req(5, 6, 1, kind=Kind.HELD), req(6, 6, 1, kind=Kind.HELD),
+            req(7, 6, 1, kind=Kind.HELD)]
+    answers = [attrs.evolve(s, index=8 + i, kind=Kind.HELD_ANSWER) for i, s in enumerate(held)]
+    steps = [req(0, 6, 1, start=True), *held, *answers, req(15, 9, 1, start=True, kind=Kind.HELD)]
+    # the last of each sequence, the one before each, ...; a START stays; a lone HELD run of one
+    # START has no layer
+    assert crowd_layers(steps) == [[4, 7], [3, 6], [2, 5]]
+    assert crowd_layers(steps[:1]) == []
+    kept = without(steps, {4, 7}, SPEC)  # with their answers (a held request and its answer go together)
+    assert [s.kind for s in kept].count(Kind.HELD) == 6 and [s.kind for s in kept].count(Kind.HELD_ANSWER) == 5
+    assert crowd_layers in DDMIN_PASSES
