@@ -125,15 +125,22 @@ def test_a_long_idle_timeout_is_fuzzed_within_its_share_and_a_longer_one_left_ou
 def test_a_long_idle_window_is_waited_out_within_its_share_and_reaches_expiry_reuse(triton):
     """On the 2 s four-slot model (3.2 s to wait out a window) a short randomized campaign lets
     sequences expire and reuses their slots, while the ends of examples that waited took about
-    a tenth of its time: one window more at most, the last one taken under the share."""
+    a tenth of its time: one window more at most, the last one taken under the share. Reaching
+    the reuse is a "sometimes" goal of a randomized campaign (one of 25 s missed it in CI): up
+    to three campaigns, each held to the share."""
     dev = settings(settings.get_profile("dev"), max_examples=400, derandomize=False, database=None)
     spec = ModelSpec.fetch(triton, "py_slot_direct_s4_i1_int32_cserc_u64")
-    result, error = fuzz_model(triton, spec.name, dev, budget_s=25.0)
-    assert error is None and result.verdict == "pass", result.failures
-    reached = {g.name for g in result.coverage.goals if g.reached}
-    assert "situation: expiry reuse" in reached and result.depth.reuse_cycles >= 1, result.coverage.line()
     window = Setup.of(triton, spec, FuzzSettings(), RunStats()).expiry_wait_s
-    assert 0 < result.wait_s <= WAIT_SHARE * result.wall_s + 2 * window, (result.wait_s, result.wall_s)
+    lines = []
+    for _ in range(3):
+        result, error = fuzz_model(triton, spec.name, dev, budget_s=20.0)
+        assert error is None and result.verdict == "pass", result.failures
+        assert 0 < result.wait_s <= WAIT_SHARE * result.wall_s + 2 * window, (result.wait_s, result.wall_s)
+        reached = {g.name for g in result.coverage.goals if g.reached}
+        if "situation: expiry reuse" in reached and result.depth.reuse_cycles >= 1:
+            return
+        lines.append(result.coverage.line())
+    pytest.fail("three campaigns never reused a slot an expiry freed:\n" + "\n".join(lines))
 
 
 @pytest.mark.parametrize("model", [ONE_SLOT, "py_slot_oldest_s1_i1_int32_cser_ens"])
