@@ -14,6 +14,8 @@ import contextlib
 import queue
 
 import numpy as np
+import time
+
 import pytest
 import tritonclient.grpc as grpcclient
 
