@@ -13,7 +13,6 @@ from .model import MAX_STRING_ID, too_long
 from .spec import FRACTION_LIMIT, exact_range, is_fraction  # noqa: F401 (the generator's edges)
 
 
-
 class SumTarget(int):
     """A drawn value that means "bring the running sum to this": its int value is the sum a
     START aims at, minus the model's initial sum, so a START sent with it lands there as it is,

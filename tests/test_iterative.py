@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import queue
-
-import numpy as np
 import time
 
+import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
