@@ -718,6 +718,8 @@ class Engine(CancelSteps, SharedSteps):
         self._collect_answers(before=now)
         exps, by_client = [], {}
         for i, (client, req) in enumerate(reqs):
+            if self.model.waits_for_an_answer(key_of(req.seq_id)):  # e.g. a shrunk program's backlogged START
+                raise NotPrompt(f"{req.describe()} would not be answered at once: its sequence waits for an answer")
             exp = self.model.expect(req, now)
             if not isinstance(exp, (Answer, Refusal)):
                 raise NotPrompt(f"{req.describe()} would not be answered at once: {describe_expectation(exp)}")

@@ -228,3 +228,17 @@ def test_a_sum_the_dtype_cannot_hold_is_a_drift_not_a_finding(triton):
                           kind=Kind.HELD_ANSWER, expect=Answer(-(2**31) - 54))]
     with pytest.raises(ReplayDrift, match="outside"):
         check_entry(triton, must_pass(triton, ONE_SLOT, program))
+
+
+def test_a_held_request_on_a_sequence_still_in_the_backlog_is_a_drift_not_a_crash(triton):
+    """What a shrink can make of a program whose START waited in the backlog: the steps that let
+    it in are gone, and a crowd's request on it comes next. The reference cannot expect anything
+    of it (its START is unanswered): the try did not fail, the tool did not crash (seen: `generator
+    error: request for ... while its previous one is pending` out of a dev campaign)."""
+    steps = backlog_program(ONE_SLOT)[:2]
+    held = Request(ONE_SLOT, 2, 4)
+    program = steps + [StepRecord(3, 1, "crowd", held, via="stream", kind=Kind.HELD, expect=Answer(9)),
+                       StepRecord(4, 1, "answer to crowd", held, via="stream", kind=Kind.HELD_ANSWER,
+                                  expect=Answer(9))]
+    with pytest.raises(ReplayDrift, match="waits for an answer"):
+        check_entry(triton, must_pass(triton, ONE_SLOT, program))
