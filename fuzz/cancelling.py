@@ -62,7 +62,7 @@ class CancelSteps:
         """Sends the next request of a live sequence on unary gRPC, not waiting for it (the first
         one, or the witness after the request behind). False, sending nothing, if the model would
         not answer the first at once (its sequence gone, or at its idle timeout)."""
-        exp = self.model.expect(req, time.monotonic())  # as if everything before it ran
+        exp = self.expect(req, time.monotonic())  # as if everything before it ran
         if not isinstance(exp, Answer):
             if self.group is None:
                 return False
@@ -79,7 +79,7 @@ class CancelSteps:
 
     def send_behind(self, client: int, req: Request, action: str) -> None:
         """Sends a request of the same sequence on the client's own stream, not waiting for it."""
-        exp = self.model.expect(req, time.monotonic())  # as if it ran: the cancel may come late
+        exp = self.expect(req, time.monotonic())  # as if it ran: the cancel may come late
         if not isinstance(exp, Answer):
             raise ValueError(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
         self.going_out(req)
@@ -181,7 +181,7 @@ class CancelSteps:
         g, self.group = self.group, None
         key = key_of(req.seq_id)
         while True:
-            exp = self.model.expect(req, time.monotonic())  # as if everything before it ran
+            exp = self.expect(req, time.monotonic())  # as if everything before it ran
             if not isinstance(exp, Ambiguous):
                 break
             time.sleep(max(0.0, exp.until + 0.005 - time.monotonic()))

@@ -13,9 +13,16 @@ import time
 
 import attrs
 
-from .edges import FP32_GOALS, ID_EDGES, VALUE_GOALS, id_edges, value_edges
+from .edges import FP32_GOALS, ID_EDGES, VALUE_GOALS, id_bands, id_edges, value_edges
 
 DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
+INTEGER_TWINS = ("2^k apart", "neighbours", "10^k apart")  # coverage.sibling_family's names
+# Requests by their flags and where their id stood (goals "request: FLAGS on a STATE id"): fresh,
+# not sent yet in the example; live, its sequence holds a slot; done, sent before and no sequence
+# live now (ended, expired, cancelled, refused). A model reads START and END beside its own state
+# for the id: each pair is a path of its own (a START with END on a live id restarts and ends it).
+FLAG_SHAPES = ("START", "START+END", "no flag", "END")
+ID_STATES = ("fresh", "live", "done")
 # Situations (goals "situation: NAME"): backlog, a START waited in the backlog; admitted, a
 # backlogged START was let in when a slot freed; restart, a START on a live id restarted its
 # sequence; refused, a request without START was refused; expiry reuse, a slot a sequence idled
@@ -89,11 +96,13 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     if not spec.iterations:  # an iterative START's sums are multiples of its value
         goals += [f"sum {e}" for e in edges]
         if spec.capacity > 1:  # two sequences hold slots at once
-            goals += ["twins live: 2^k apart", "twins live: neighbours", "twins live: 10^k apart"]
+            goals += [twin_goal(f, b) for f in INTEGER_TWINS for b in id_bands(spec.id_bits)]
             if strings:
                 goals += ["twins live: other type"] + [f"twins live: {f}" for f in families]
         goals += [f"depth {d}" for d in DEPTHS]
     goals += [f"id~2^{k}" for k in ID_EDGES if k <= 32 or spec.id_bits == 64]
+    # an iterative sequence is its START: nothing is sent on it while it runs
+    goals += [flags_goal(f, s) for s in ID_STATES if not (spec.iterations and s == "live") for f in FLAG_SHAPES]
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
     situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap"])
     # an iterative sequence ends itself: none is left to idle out
@@ -133,8 +142,12 @@ class Coverage:
         for e in value_edges(value, self.lo, self.hi):
             self.hit(f"sum {e}")
 
-    def twins(self, family: str) -> None:
-        self.hit(f"twins live: {family}")
+    def flags(self, req, state: str) -> None:
+        """A request went out on an id that stood `state` (ID_STATES) just before."""
+        self.hit(flags_goal(flag_shape(req.start, req.end), state))
+
+    def twins(self, family: str, band: str | None = None) -> None:
+        self.hit(twin_goal(family, band))
 
     def situation(self, name: str) -> None:
         self.hit(f"situation: {name}")
@@ -168,6 +181,20 @@ class Coverage:
     def report(self, goals: tuple, rows: tuple = (), stopped_at: str = "") -> CoverageReport:
         return CoverageReport(tuple(Goal(g, self.reached.get(g)) for g in goals), tuple(rows), self.most_live_rows,
                               stopped_at)
+
+
+def twin_goal(family: str, band: str | None = None) -> str:
+    """Two ids of `family` live at once; an integer family's with the older id's band (edges.ID_BANDS)."""
+    return f"twins live: {family}" + (f", {band}" if band else "")
+
+
+def flag_shape(start: bool, end: bool) -> str:
+    return {(True, False): "START", (True, True): "START+END", (False, False): "no flag",
+            (False, True): "END"}[(bool(start), bool(end))]
+
+
+def flags_goal(shape: str, state: str) -> str:
+    return f"request: {shape} on a {state} id"
 
 
 def sibling_family(step: int) -> str:

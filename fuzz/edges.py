@@ -85,6 +85,33 @@ def id_edges(seq_id) -> tuple:
     return tuple(f"id~2^{k}" for k in ID_EDGES if abs(seq_id - 2**k) <= 2 or (k == 64 and seq_id >= 2**64 - 2))
 
 
+# Magnitude bands of an integer id: what a 32-bit field holds, what a float64 still tells from its
+# neighbours, and past that. Twins of one family are goals once per band of the older id (a
+# float64 makes neighbours one key only past 2**53; a 32-bit cut, 2**32 apart, only above 2**32).
+ID_BANDS = {"below 2^32": (1, 2**32), "2^32 to 2^53": (2**32, 2**53), "past 2^53": (2**53, 2**64)}
+
+
+def id_bands(bits: int) -> tuple:
+    """The bands an id of a `bits`-wide CORRID can stand in."""
+    return tuple(b for b, (lo, _) in ID_BANDS.items() if lo < 2**bits)
+
+
+def band_of(seq_id) -> str | None:
+    if not isinstance(seq_id, int):
+        return None
+    return next((b for b, (lo, hi) in ID_BANDS.items() if lo <= seq_id < hi), None)
+
+
+_SPREAD = 0x9E3779B97F4A7C15  # odd, 2**64 / the golden ratio: consecutive ids land far apart
+
+
+def into_band(seq_id: int, band: str) -> int:
+    """`seq_id` moved into `band`: itself where it stands there, else spread over the whole band
+    (most land in its top half, where a float is coarsest), a different id for a different one."""
+    lo, hi = ID_BANDS[band]
+    return seq_id if lo <= seq_id < hi else lo + seq_id * _SPREAD % (hi - lo)
+
+
 # Families of string ids a careless implementation makes one key: each a function of an id that
 # gives a different id in the same family, or None where it has none.
 def _case(s):

@@ -403,6 +403,23 @@ class Engine(CancelSteps, SharedSteps):
             self.used_ids.append(seq_id)
         self.touched.add(seq_id)
 
+    def expect(self, req: Request, now: float):
+        """The reference's expectation of `req` sent at `now` (it updates the reference as if the
+        server did it); coverage notes the request's flags and where its id stood before (not
+        for a request held back at an idle-timeout window: it is expected again when it goes)."""
+        misuse = req.seq_id in (0, "") or req.batch != 1 or req.dtype != self.spec.dtype or too_long(req.seq_id)
+        state = None if misuse else self.id_state(req.seq_id)
+        exp = self.model.expect(req, now)
+        if state is not None and not isinstance(exp, Ambiguous):
+            self.stats.coverage.flags(req, state)
+        return exp
+
+    def id_state(self, seq_id) -> str:
+        """Where `seq_id` stands in this example: fresh, live or done (coverage.ID_STATES)."""
+        if self.model.is_live(key_of(seq_id)):
+            return "live"
+        return "done" if seq_id in self.touched else "fresh"
+
     def going_out(self, req: Request) -> None:
         """Bookkeeping for a request about to be sent, however it goes: the statistics baseline
         (taken at the example's first request), its id (for clean-up), the request count."""
@@ -438,7 +455,7 @@ class Engine(CancelSteps, SharedSteps):
             hold = self._hold_until(req, now)
             exp = None
             if hold is None:
-                exp = self.model.expect(req, now)
+                exp = self.expect(req, now)
                 if isinstance(exp, Ambiguous):
                     self.stats.ambiguous_waits += 1
                     event(f"waited out an idle-timeout window ({exp.reason.split(' ', 1)[0]})")
@@ -671,7 +688,7 @@ class Engine(CancelSteps, SharedSteps):
         if req.end:  # it frees a slot: see dispatch (the others of the chunk free none)
             self._collect_answers(before=now)
         if self._hold_until(req, now) is None:
-            exp = self.model.expect(req, now)
+            exp = self.expect(req, now)
             if isinstance(exp, Queued):
                 self.going_out(req)
                 self._queue(client, req, exp, action)
@@ -720,7 +737,7 @@ class Engine(CancelSteps, SharedSteps):
         for i, (client, req) in enumerate(reqs):
             if self.model.waits_for_an_answer(key_of(req.seq_id)):  # e.g. a shrunk program's backlogged START
                 raise NotPrompt(f"{req.describe()} would not be answered at once: its sequence waits for an answer")
-            exp = self.model.expect(req, now)
+            exp = self.expect(req, now)
             if not isinstance(exp, (Answer, Refusal)):
                 raise NotPrompt(f"{req.describe()} would not be answered at once: {describe_expectation(exp)}")
             self.going_out(req)

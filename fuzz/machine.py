@@ -15,10 +15,10 @@ from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from . import nemesis
-from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, core_targets, exact_range, is_fraction, power_targets,
-                    string_twin)
+from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
+                    id_bands, into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
-from .coverage import sibling_family
+from .coverage import FLAG_SHAPES, flags_goal, sibling_family
 from .steering import STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, choose, open_depth, open_sums, open_twins
 from .divergences import known_for
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
@@ -71,6 +71,8 @@ STEER_TOP, STEER_DEPTH_TOP = 3, 7
 STEER = st.integers(0, STEER_TOP)
 STEER_DEPTH = st.integers(0, STEER_DEPTH_TOP)
 STEER_INDEX = st.integers(0, STEERED_RANGE - 1)
+# What a request on a live sequence does, by its flags (coverage.FLAG_SHAPES).
+LIVE_ACTIONS = {"START": "restart", "START+END": "restart and end", "no flag": "continue", "END": "end"}
 # Further twins one `alias` starts after the first, each of another family, on the same sequence.
 MORE_TWINS = st.integers(0, 4)
 # A server fault (a restart or a reload: seconds each) is skipped while the campaign's server
@@ -160,14 +162,17 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     # dtype (edges.core_targets and power_targets: a START sent with one lands there); an FP32
     # model also gets quarters, which every sum keeps exactly below edges.FRACTION_LIMIT.
     target = FloatTarget if fp32 else SumTarget
-    values = [st.integers(-100, 100), st.integers(lo_sum, hi_sum)] + [
+    # 0 and +-1 among the small ones: a value a careless model takes for "none" or a flag.
+    values = [st.one_of(st.integers(-100, 100), st.sampled_from((0, 1, -1))), st.integers(lo_sum, hi_sum)] + [
         st.sampled_from(targets).map(lambda t: target(t - spec.initial_sum))
         for targets in (core_targets(lo_sum, hi_sum, fp32), power_targets(lo_sum, hi_sum))]
     if fp32:
         values.append(st.integers(-400, 400).map(lambda q: q * 0.25))
     value_draws = st.one_of(*values)
     sum_targets = core_targets(lo_sum, hi_sum, fp32) + power_targets(lo_sum, hi_sum)
-    twin_kinds = TWIN_STEP_FAMILIES + (families if strings_ok else ())
+    # (family, band): an integer family once per band of the older id, a string family once
+    twin_kinds = tuple((f, b) for f in TWIN_STEP_FAMILIES for b in id_bands(spec.id_bits)) + \
+        (tuple((f, None) for f in families) if strings_ok else ())
     faults = settings.nemesis
     why_not = nemesis.unsupported(faults, server)
     if why_not:
@@ -190,6 +195,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 assume(False)
             stats.examples += 1
             Engine.__init__(self, setup, salt=stats.examples)
+            self.twin_steps: set = set()  # integer twin steps steering took in this example
 
         def _value(self, data):
             """Drawn from a fixed range (see the rules' note); _fit keeps the running sum in range.
@@ -304,6 +310,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             client, seq_id = self._client(data), self._id(data)
             end = data.draw(st.sampled_from([False] * 9 + [True]), label="start-and-end")
             value, via = self._value(data), self._via(data)
+            if data.draw(STEER, label="steer start-and-end") == STEER_TOP:  # where no START+END on such an id yet
+                end = end or flags_goal("START+END", self.id_state(seq_id)) not in self.stats.coverage.here
             more = data.draw(START_MORE, label="more requests")
             # Only when there are more: every choice costs the shrinker live replays, and a
             # sequence's values rarely matter, so a START shrunk to itself draws no seed at all.
@@ -331,8 +339,10 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
         @rule(data=st.data())
         def restart(self, data):
-            """A client sends START on an id that is still live: state restarts, slot kept."""
-            self._next_of_live(data, end=False, start=True, action="restart")
+            """A client sends START on an id that is still live: state restarts, slot kept;
+            sometimes with END too, which restarts and ends it in one request."""
+            end = data.draw(st.sampled_from([False, False, False, True]), label="restart-and-end")
+            self._next_of_live(data, end=end, start=True, action=LIVE_ACTIONS["START+END" if end else "START"])
 
         @rule(data=st.data())
         def run(self, data):
@@ -412,12 +422,21 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             event(f"{action}: {n} more requests pipelined")
 
         def _next_of_live(self, data, *, end, start, action):
+            """A request on a live sequence with these flags; steered, with the flags (coverage's
+            request shapes) no request on a live id of this example has had yet."""
             client = self._client(data)
             key = self._pick(data, self.live(), "sequence")
             value, via = self._value(data), self._via(data)
             timeout = data.draw(REQUEST_TIMEOUTS, label="timeout (us)")
+            steer, index = data.draw(STEER, label="steer flags"), data.draw(STEER_INDEX, label="steered flags")
             if client is None or key is None:
                 return self._skip(f"{action}: no idle client or no live sequence")
+            if steer == STEER_TOP:
+                here = self.stats.coverage.here
+                shape = choose([f for f in FLAG_SHAPES if flags_goal(f, "live") not in here], index)
+                if shape is not None:
+                    start, end = shape.startswith("START"), shape.endswith("END")
+                    action = LIVE_ACTIONS[shape]
             total = spec.initial_sum if start else self.model.total(key)
             req = spec.request(key[1], self._fit(value, total), start=start, end=end, timeout_us=timeout)
             self.send(client, req, via, action)
@@ -491,8 +510,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             seed = data.draw(st.integers(0, 255), label="values seed") if rounds else 0
             if client is None:
                 return self._skip("alias: no idle client")
-            kind, step = self._twin_kind(first)
-            found = self._alias_base(key, fresh, kind, step)
+            kind, band, step = self._twin_kind(first)
+            found = self._alias_base(key, fresh, kind, band, step)
             if found is None:
                 return self._skip(f"alias: no id with a free twin ({kind})")
             base, twin = found
@@ -508,7 +527,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if not self._start_twin(client, via, base, twin, kind, values[1], values[2]):
                 return
             for raw in more:
-                kind, step = self._twin_kind(raw)
+                kind, _, step = self._twin_kind(raw)  # twins of the same id: its band
                 other = self._twin_of(base, kind, step)
                 if other is None or not self._free(other):
                     continue
@@ -534,16 +553,19 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             return family, step, data.draw(STEER, label="steer twin"), data.draw(STEER_INDEX, label="steered twin")
 
         def _twin_kind(self, raw) -> tuple:
-            """(family, integer step) for a drawn twin: steered, a family this example has not had
-            live at once yet, as often as there is one (an integer family's step from the index)."""
+            """(family, band, integer step) for a drawn twin: steered, a family (an integer one in
+            a band of the older id) this example has not had live at once yet, as often as there is
+            one (an integer family's step from the index); band None: wherever the id stands."""
             family, step, steer, index = raw
             aim = choose(open_twins(twin_kinds, self.stats.coverage.here), index) if steer == STEER_TOP else None
-            if aim in TWIN_STEPS:  # a step that stays below the model's id width
-                steps = [s for s in TWIN_STEPS[aim] if s < 2**spec.id_bits]
-                return aim, choose(steps, index // len(twin_kinds))
+            if aim is not None and aim[0] in TWIN_STEPS:  # a step below the model's id width, a new one first
+                steps = [s for s in TWIN_STEPS[aim[0]] if s < 2**spec.id_bits]
+                step = choose([s for s in steps if s not in self.twin_steps] or steps, index // len(twin_kinds))
+                self.twin_steps.add(step)
+                return aim[0], aim[1], step
             if aim is not None:
-                return aim, step
-            return family or sibling_family(step), step
+                return aim[0], None, step
+            return family or sibling_family(step), None, step
 
         def _twin_of(self, base, kind: str, step: int):
             return sibling(base, step, spec.id_bits) if kind in TWIN_STEPS else _twin(base, kind)
@@ -553,11 +575,15 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             key = key_of(seq_id)
             return not self.blocked(seq_id) and not self.model.is_live(key) and key not in self.model.ghosts
 
-        def _alias_base(self, key, fresh, kind: str, step: int):
-            """(id, its twin of `kind`): the live sequence's id where it has a free twin, else a
-            fresh id that has one (drawn, or a string or an integer made for it: "5" has no case
-            variant, a string no integer twin)."""
-            for base in ([key[1]] if key is not None else []) + [fresh, self._fresh("Seq"), self._fresh(5)]:
+        def _alias_base(self, key, fresh, kind: str, band: str | None, step: int):
+            """(id, its twin of `kind`): the live sequence's id where it has a free twin (and stands
+            in `band`, if given), else a fresh id that has one (drawn, or a string or an integer
+            made for it: "5" has no case variant, a string no integer twin; moved into `band`)."""
+            ours = [key[1]] if key is not None and (band is None or band_of(key[1]) == band) else []
+            made = [fresh, self._fresh("Seq"), self._fresh(5)]
+            if band is not None:
+                made = [into_band(i, band) for i in made if isinstance(i, int)] or [into_band(self._fresh(5), band)]
+            for base in ours + made:
                 twin = self._twin_of(base, kind, step)
                 if twin is None or key_of(twin) == key_of(base) or not self._free(twin):
                     continue
@@ -594,7 +620,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             second = spec.request(twin, value, start=True)
             if not isinstance(self.send(client, second, via, action), Answer) or older not in self.live():
                 return False
-            self.stats.coverage.twins(kind)
+            self.stats.coverage.twins(kind, band_of(base) if kind in TWIN_STEPS else None)
             req = spec.request(base, self._fit(next_value, self.model.total(older)))
             return isinstance(self.send(client, req, via, "continue the aliased sequence"), Answer)
 
@@ -875,6 +901,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             ends = [data.draw(st.sampled_from([False, False, True]), label="end") for _ in range(crowd_max)]
             seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
             scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
+            # Every sequence's j-th request the same value: rows of one execution alike but for
+            # their sequence (what a cache or a dedup keyed by content mixes up).
+            alike = data.draw(st.sampled_from([False, False, True]), label="alike rows")
             steer = data.draw(STEER, label="steer crowd")
             if steer == STEER_TOP and f"live rows >= {crowd_max}" not in self.stats.coverage.here:
                 # No execution of this example surely carried every slot: a crowd on every slot,
@@ -888,11 +917,12 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if len(plans) < 2:
                 return self._skip("crowd: fewer than two sequences to send on")
             values, reqs = random.Random(seed), []
+            layers = [values.randint(-scale, scale) for _ in range(depth)] if alike else None
             for (client, seq_id, total, begins), at, end in zip(plans, restart_at, ends):
                 for j in range(depth):  # a sequence's requests in a block: the queues fill at once
                     start = (j == 0 and begins) or j == at
                     total = spec.initial_sum if start else total
-                    value = self._fit(values.randint(-scale, scale), total)
+                    value = self._fit(layers[j] if alike else values.randint(-scale, scale), total)
                     total += value
                     reqs.append((client, spec.request(seq_id, value, start=start, end=end and j == depth - 1)))
             before = server.executions_and_inferences(spec.batcher)
@@ -960,7 +990,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return self._skip("stall: the hold would outlast max_wait_s")
             req = self._next_of(key, value, end=end)
             self.going_out(req)
-            exp = self.model.expect(req, arrival)  # what the server must do when it arrives
+            exp = self.expect(req, arrival)  # what the server must do when it arrives
             box = self.nemesis.hold(self.proxy, self.streams[client], req, arrival)
             self.struck("stall")
             self.check(client, req, exp, StreamClient.wait(box, settings.prompt_s), "stream",

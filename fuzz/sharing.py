@@ -67,7 +67,7 @@ class SharedSteps:
         connection of its own), not waiting: one of several sent at once. False, sending nothing,
         if the model would not answer the first at once (its sequence gone, or at its idle
         timeout)."""
-        exp = self.model.expect(req, time.monotonic())  # as if in the order sent; the sum is the same
+        exp = self.expect(req, time.monotonic())  # as if in the order sent; the sum is the same
         if not isinstance(exp, Answer):
             if self.shared is None:
                 return False

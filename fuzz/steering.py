@@ -14,7 +14,7 @@ they are made from the example's own (salted) ids.
 """
 from __future__ import annotations
 
-from .coverage import DEPTHS
+from .coverage import DEPTHS, INTEGER_TWINS, twin_goal
 from .edges import value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
@@ -43,9 +43,10 @@ def open_sums(targets, here, lo: float, hi: float) -> tuple:
     return tuple(out)
 
 
-def open_twins(families, here) -> tuple:
-    """The twin families (integer and string) the example has not had live at once."""
-    return tuple(f for f in dict.fromkeys(families) if f"twins live: {f}" not in here)
+def open_twins(kinds, here) -> tuple:
+    """The twin kinds, (family, band) (band None for a string family), the example has not had
+    live at once."""
+    return tuple(k for k in dict.fromkeys(kinds) if twin_goal(*k) not in here)
 
 
 def open_depth(deepest: int, current: int) -> int | None:

@@ -3,9 +3,10 @@ import math
 
 import attrs
 
-from fuzz.coverage import Coverage, CoverageReport, goals_for, live_row_goals, sibling_family
-from fuzz.edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, core_targets, exact_range, id_edges,
-                        is_fraction, power_targets, string_twin, value_edges)
+from fuzz.coverage import (FLAG_SHAPES, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport, flag_shape, goals_for,
+                           live_row_goals, sibling_family)
+from fuzz.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets,
+                        exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, string_twin, value_edges)
 from fuzz.spec import ModelSpec
 from fuzz.steering import TWIN_STEPS, choose, open_depth, open_sums, open_twins
 from fuzz.values import Request
@@ -169,10 +170,35 @@ def test_open_sums_are_the_targets_whose_edges_the_example_has_not_reached():
     assert 0 in open_sums(targets, reached - {"input 0"}, lo, hi)
 
 
-def test_open_twins_are_the_families_not_yet_live_at_once_each_once():
-    families = ("2^k apart", "neighbours", "other type", "other type", "case")
-    assert open_twins(families, set()) == ("2^k apart", "neighbours", "other type", "case")
-    assert open_twins(families, {"twins live: other type", "twins live: 2^k apart"}) == ("neighbours", "case")
+def test_open_twins_are_the_kinds_not_yet_live_at_once_each_once():
+    kinds = (("2^k apart", "past 2^53"), ("neighbours", "below 2^32"), ("other type", None), ("other type", None),
+             ("case", None))
+    assert open_twins(kinds, set()) == (kinds[0], kinds[1], kinds[2], kinds[4])
+    assert open_twins(kinds, {"twins live: other type", "twins live: 2^k apart, past 2^53"}) == (kinds[1], kinds[4])
+
+
+def test_integer_twins_are_goals_once_per_band_the_corrid_can_hold():
+    assert id_bands(32) == ("below 2^32",) and id_bands(64) == tuple(ID_BANDS)
+    assert band_of(5) == "below 2^32" and band_of(2**32) == "2^32 to 2^53" and band_of(2**64 - 1) == "past 2^53"
+    assert band_of("5") is None
+    for band in ID_BANDS:
+        for seq_id in (1, 2**31, 2**40 + 7, 2**53 + 1, 2**64 - 1):
+            assert band_of(into_band(seq_id, band)) == band
+    assert into_band(2**60, "past 2^53") == 2**60 and into_band(7, "past 2^53") != into_band(8, "past 2^53")
+    wide = [g for g in goals_for(spec(), strings=False, expiry=True) if g.startswith("twins")]
+    assert len(wide) == len(TWIN_STEPS) * 3 and "twins live: neighbours, past 2^53" in wide
+    narrow = [g for g in goals_for(spec(corrid_type="INT32"), strings=False, expiry=True) if g.startswith("twins")]
+    assert narrow == [f"twins live: {f}, below 2^32" for f in TWIN_STEPS]
+    assert tuple(TWIN_STEPS) == INTEGER_TWINS
+
+
+def test_requests_are_goals_by_flags_and_where_their_id_stood():
+    assert [flag_shape(s, e) for s, e in ((1, 0), (1, 1), (0, 0), (0, 1))] == list(FLAG_SHAPES)
+    goals = goals_for(spec(), strings=False, expiry=True)
+    assert "request: START+END on a live id" in goals and "request: no flag on a fresh id" in goals
+    assert sum(g.startswith("request: ") for g in goals) == len(FLAG_SHAPES) * len(ID_STATES)
+    iterative = goals_for(spec(iterations=3), strings=False, expiry=True)
+    assert "request: START on a done id" in iterative and not any(g.endswith("on a live id") for g in iterative)
 
 
 def test_every_steered_integer_step_makes_twins_of_its_family():

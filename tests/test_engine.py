@@ -7,6 +7,7 @@ import pytest
 from hypothesis import settings
 
 from fuzz.client import Request
+from fuzz.coverage import FLAG_SHAPES, flags_goal
 from fuzz import profiles  # noqa: F401  (registers dev)
 from fuzz.engine import Engine, FuzzSettings, Pending, RunStats, Setup
 from fuzz.invariants import InvariantViolation
@@ -168,3 +169,19 @@ def test_a_start_waiting_past_its_timeout_fails_then_and_its_id_is_forgotten(tri
         if not e.failed and e.log and e.log[-1].action != "end":
             e.failed = True
             e.finish()
+
+
+def test_a_dev_campaign_steers_onto_every_request_shape_on_live_ids_and_twins_past_2_53(triton):
+    """Steering's sometimes-goals on a four-slot corrid model: each of START, START and END, a
+    plain request and END sent on a live sequence, and neighbouring ids past 2**53 (where a float64
+    makes them one key) live at once. Goals of randomized campaigns: reached within three dev campaigns."""
+    dev = settings(settings.get_profile("dev"), derandomize=False, database=None)
+    wanted = {flags_goal(f, "live") for f in FLAG_SHAPES} | {"twins live: neighbours, past 2^53"}
+    missed = wanted
+    for _ in range(3):
+        result, error = fuzz_model(triton, "py_corrid_direct_s4_i2_fp32_csec_u64", dev)
+        assert error is None and result.verdict == "pass", result.failures
+        missed = missed - {g.name for g in result.coverage.goals if g.reached}
+        if not missed:
+            return
+    pytest.fail(f"three dev campaigns never reached {sorted(missed)}")
