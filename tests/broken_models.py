@@ -184,7 +184,61 @@ HARD_BUGS: tuple = (
         3, "two STARTs sent at once (a burst: two lines) and the answer that shows it: their executions "
            "interleave, in either order, and one of them gets too few or too many answers"),
 )
-ALL_BUGS = BUGS + HARD_BUGS + EXPLORE_BUGS
+# A third set, written on 2026-11-26 to measure exploring on kinds no rule, goal or earlier bug
+# named (a hold-out: each was run against the fuzzer as it stood before anything was changed for
+# it; benchmarks/results and README give caught-in-N before and after).
+_SLOT2 = Variant("slot", "direct", 2, 1, "int32", controls=("START", "END", "READY"))
+_DECOUPLED4 = Variant("corrid", "direct", 4, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"), decoupled=True)
+_INT64_CORRID = Variant("corrid", "direct", 2, 1, "int32", "int64", ("START", "END", "READY", "CORRID"))
+_SLOT_KEY = '            key = position if self.strategy == "direct" else 0\n'
+_END = '        end = bool(_scalar(request, "END", 0))\n'
+_NOT_READY = "        if not ready:  # an empty batch position: answer, leave every sum alone\n"
+HOLDOUT_BUGS = (
+    Bug("int32_sum_via_float32", "an INT32 sum is computed in float32", _TOTAL,
+        "        total = (x.astype(np.float32) + np.float32(base)).astype(self.dtype)\n", _CORRID, 1,
+        "one START of 2**24 + 1"),
+    Bug("slot_is_rank_among_live_rows", "a slot model keys state by a row's rank among the live rows (padding "
+                                        "skipped)", _SLOT_KEY,
+        "            key = next(i for i, r in enumerate(self.live) if r is request)\n", _SLOT4, 3,
+        "START a (slot 0), START b (slot 1), then b alone: rank 0 reads slot 0", more=((_EXECUTE, _LIVE),)),
+    Bug("zero_start_is_not_start", "a START whose input is 0 is taken for a continuation", _START,
+        '        start = bool(_scalar(request, "START", 0)) and bool(x.reshape(-1)[0] != 0)\n', _CORRID, 2,
+        "START a with 5, START a with 0: answered 5"),
+    Bug("end_checked_before_start", "a request with START and END is taken as an END (its sum goes on)", _BASE,
+        "        if end:\n            base = self.sums.get(key, self.dtype.type(0))\n"
+        "        elif start:\n            base = self.dtype.type(0)\n"
+        "        else:\n            base = self.sums.get(key, self.dtype.type(0))\n", _CORRID, 2,
+        "START a with 5, then START and END on a with 3: answered 8"),
+    Bug("equal_inputs_memoised_per_execution", "rows of one execution with equal INPUT get the first's answer",
+        _TOTAL, "        total = self.memo.setdefault(x.tobytes(), (x + base).astype(self.dtype))\n", _CORRID4, 6,
+        "START a with 1, START b with 2, then a and b each send 5 in one execution (a crowd: two lines, two answers)",
+        more=((_EXECUTE, "        self.memo = {}\n" + _EXECUTE),)),
+    Bug("repeated_input_deduplicated", "a request equal to its sequence's previous one is taken for a retry",
+        _TOTAL, "        last = self.__dict__.setdefault('last', {})\n"
+                "        seen = last.get(key)\n"
+                "        retry = not start and seen is not None and seen[0] == x.tobytes()\n"
+                "        total = seen[1] if retry else (x + base).astype(self.dtype)\n"
+                "        last[key] = (x.tobytes(), total)\n", _CORRID, 2, "START a with 5, then 5 again: answered 5"),
+    _keyed_by("corrid_sign_bit_dropped", "the CORRID's top bit is dropped (a signed 63-bit field)",
+              'int(_scalar(request, "CORRID")) & (2**63 - 1)', "2**63 apart"),
+    Bug("end_read_once_per_execution", "any live row's END ends every sequence of its execution", _EXECUTE,
+        "        self.any_end = any(_scalar(r, 'END', 0) for r in requests if _scalar(r, 'READY', 1))\n" + _EXECUTE,
+        _CORRID4, 7, "START a, START b, then a's END and b's next in one execution (a crowd: two lines, two "
+                     "answers), then b's next: it starts from 0",
+        more=((_END, '        end = bool(_scalar(request, "END", 0)) or self.any_end\n'),)),
+    Bug("input_bit30_is_sign", "an INPUT of 2**30 or more is read as negative (a 31-bit field)", _TOTAL,
+        "        x = np.where(x >= 2**30, x - 2**31, x).astype(self.dtype)\n" + _TOTAL, _CORRID, 1, "one START of 2**30"),
+    Bug("padding_row_clears_slot", "a padding row (READY 0) clears its slot's state", _NOT_READY,
+        "        if not ready and self.flavour == 'slot':\n            self.sums[position] = self.dtype.type(0)\n"
+        + _NOT_READY, _SLOT2, 4, "START a (slot 0), START b (slot 1), b alone (slot 0 a padding row), a's next"),
+    Bug("decoupled_answers_reversed", "a decoupled model sends an execution's answers to its requests in reverse",
+        "        for request, response in zip(requests, responses):\n",
+        "        for request, response in zip(requests, responses[::-1]):\n", _DECOUPLED4, 2,
+        "two STARTs sent at once (a burst: two lines) that run in one execution: each is answered the other's sum"),
+    attrs.evolve(_keyed_by("int64_corrid_truncated", "an INT64 CORRID cut to its low 32 bits",
+                           'int(_scalar(request, "CORRID")) & 0xFFFFFFFF', "2**32 apart"), variant=_INT64_CORRID),
+)
+ALL_BUGS = BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).

@@ -20,7 +20,7 @@ BUDGET = settings(max_examples=100, stateful_step_count=100, derandomize=True, d
 @pytest.fixture(scope="module")
 def broken_triton(tmp_path_factory):
     repo = tmp_path_factory.mktemp("broken-models")
-    write_broken_repository(repo)
+    write_broken_repository(repo, BUGS)  # the oracle benchmark serves the rest
     with EmbeddedTriton(repo, workdir=tmp_path_factory.mktemp("broken-triton"), **explicit_control(repo)) as server:
         yield server
 

@@ -22,7 +22,7 @@ def correct_triton(tmp_path_factory):
 @pytest.fixture(scope="module")
 def broken_repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("stress-broken-models")
-    write_broken_repository(repo)
+    write_broken_repository(repo, BUGS)
     return repo
 
 
