@@ -136,7 +136,10 @@ def test_a_long_idle_window_is_waited_out_within_its_share_and_reaches_expiry_re
     for _ in range(3):
         result, error = fuzz_model(triton, spec.name, dev, budget_s=20.0)
         assert error is None and result.verdict == "pass", result.failures
-        assert 0 < result.wait_s <= WAIT_SHARE * result.wall_s + 2 * window, (result.wait_s, result.wall_s)
+        # Three windows past the share: on CI's two cores under the whole suite one campaign
+        # waited 9.6 s of 20.8 (sequences age past their windows between slow steps, and a request
+        # parked at a window is waited out at the example's end whatever the share).
+        assert 0 < result.wait_s <= WAIT_SHARE * result.wall_s + 3 * window, (result.wait_s, result.wall_s)
         reached = {g.name for g in result.coverage.goals if g.reached}
         if "situation: expiry reuse" in reached and result.depth.reuse_cycles >= 1:
             return
