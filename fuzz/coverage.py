@@ -21,7 +21,8 @@ INTEGER_TWINS = ("2^k apart", "neighbours", "10^k apart")  # coverage.sibling_fa
 # not sent yet in the example; live, its sequence holds a slot; done, sent before and no sequence
 # live now (ended, expired, cancelled, refused). A model reads START and END beside its own state
 # for the id: each pair is a path of its own (a START with END on a live id restarts and ends it).
-FLAG_SHAPES = ("START", "START+END", "no flag", "END")
+FLAGS = {"START": (True, False), "START+END": (True, True), "no flag": (False, False), "END": (False, True)}
+FLAG_SHAPES = tuple(FLAGS)
 ID_STATES = ("fresh", "live", "done")
 # Situations (goals "situation: NAME"): backlog, a START waited in the backlog; admitted, a
 # backlogged START was let in when a slot freed; restart, a START on a live id restarted its
@@ -189,8 +190,7 @@ def twin_goal(family: str, band: str | None = None) -> str:
 
 
 def flag_shape(start: bool, end: bool) -> str:
-    return {(True, False): "START", (True, True): "START+END", (False, False): "no flag",
-            (False, True): "END"}[(bool(start), bool(end))]
+    return next(shape for shape, flags in FLAGS.items() if flags == (bool(start), bool(end)))
 
 
 def flags_goal(shape: str, state: str) -> str:

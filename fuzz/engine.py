@@ -407,7 +407,7 @@ class Engine(CancelSteps, SharedSteps):
         """The reference's expectation of `req` sent at `now` (it updates the reference as if the
         server did it); coverage notes the request's flags and where its id stood before (not
         for a request held back at an idle-timeout window: it is expected again when it goes)."""
-        misuse = req.seq_id in (0, "") or req.batch != 1 or req.dtype != self.spec.dtype or too_long(req.seq_id)
+        misuse = req.seq_id in (0, "") or too_long(req.seq_id) or not self._plain(req)
         state = None if misuse else self.id_state(req.seq_id)
         exp = self.model.expect(req, now)
         if state is not None and not isinstance(exp, Ambiguous):
@@ -427,7 +427,11 @@ class Engine(CancelSteps, SharedSteps):
             self.stats_before = self.inference_count()
         self.remember(req.seq_id)
         self.stats.requests += 1
-        self.stats.coverage.sent(req, plain=req.batch == 1 and req.dtype == self.spec.dtype)
+        self.stats.coverage.sent(req, plain=self._plain(req))
+
+    def _plain(self, req: Request) -> bool:
+        """Of the model's dtype, one row: its value is a summand (not a misuse's shape)."""
+        return req.batch == 1 and req.dtype == self.spec.dtype
 
     def _hold_until(self, req: Request, now: float):
         """Until when `req` must wait before it may be sent (None: send it now)."""

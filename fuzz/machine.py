@@ -18,7 +18,7 @@ from . import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
                     id_bands, into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
-from .coverage import FLAG_SHAPES, flags_goal, sibling_family
+from .coverage import FLAG_SHAPES, FLAGS, flags_goal, sibling_family
 from .steering import STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, choose, open_depth, open_sums, open_twins
 from .divergences import known_for
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
@@ -435,7 +435,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 here = self.stats.coverage.here
                 shape = choose([f for f in FLAG_SHAPES if flags_goal(f, "live") not in here], index)
                 if shape is not None:
-                    start, end = shape.startswith("START"), shape.endswith("END")
+                    start, end = FLAGS[shape]
                     action = LIVE_ACTIONS[shape]
             total = spec.initial_sum if start else self.model.total(key)
             req = spec.request(key[1], self._fit(value, total), start=start, end=end, timeout_us=timeout)
@@ -581,8 +581,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             made for it: "5" has no case variant, a string no integer twin; moved into `band`)."""
             ours = [key[1]] if key is not None and (band is None or band_of(key[1]) == band) else []
             made = [fresh, self._fresh("Seq"), self._fresh(5)]
-            if band is not None:
-                made = [into_band(i, band) for i in made if isinstance(i, int)] or [into_band(self._fresh(5), band)]
+            if band is not None:  # the integers among them ("Seq" is none; the made 5 always is)
+                made = [into_band(i, band) for i in made if isinstance(i, int)]
             for base in ours + made:
                 twin = self._twin_of(base, kind, step)
                 if twin is None or key_of(twin) == key_of(base) or not self._free(twin):
