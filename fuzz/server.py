@@ -421,26 +421,32 @@ class EmbeddedTriton(_Base):
             names = self.load_models
         self.wait_models_ready(names, timeout=max(1.0, deadline - time.monotonic()))
 
-    def stop(self) -> None:
-        """SIGTERM to the server's process group, SIGKILL after the grace period. Idempotent."""
+    def stop(self, graceful: bool = True) -> None:
+        """SIGTERM to the server's process group, SIGKILL after the grace period; graceful=False,
+        or once this run was told to stop (nothing the server does then is a finding, and the
+        user waits on it), SIGKILL at once. The Python-backend stubs' shared memory is removed
+        too: a killed stub leaves its region in /dev/shm. Idempotent."""
         proc, self.process = self.process, None
         _LIVE.discard(self)
         if proc is None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=self.stop_grace)
-        except subprocess.TimeoutExpired:
-            pass
+        regions = leftovers.stub_regions(proc.pid)
+        if graceful and not stopping():
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=self.stop_grace)
+            except subprocess.TimeoutExpired:
+                pass
         # The stubs share the server's process group; make sure none lingers.
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         proc.wait()
+        leftovers.unlink_regions(regions)
         leftovers.unregister(proc.pid)
 
     def restart(self, *, graceful: bool = True, port_wait: float = 10.0) -> "EmbeddedTriton":
@@ -456,12 +462,7 @@ class EmbeddedTriton(_Base):
         if self.grpc_url is None:
             raise TritonError("restart() needs a server that was started")
         ports = (self.grpc_port, self.http_port, self.metrics_port)
-        if not graceful and self.process is not None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.stop()
+        self.stop(graceful=graceful)
         self._keep_log()
         deadline = time.monotonic() + port_wait
         while any(port_in_use(p) for p in ports) and time.monotonic() < deadline:

@@ -254,6 +254,20 @@ def test_server_death_is_reported_with_log_tail(one_model_repo, tmp_path):
     assert wait_gone(pids) == set()
 
 
+def test_a_killed_server_leaves_no_shared_memory_behind(one_model_repo, tmp_path):
+    # A Python stub killed with its server cannot unlink its region: 1 MiB or more in /dev/shm,
+    # per model instance, per crash restart, until reboot.
+    from fuzz import leftovers
+
+    server = EmbeddedTriton(one_model_repo, workdir=tmp_path / "w").start()
+    try:
+        regions = leftovers.stub_regions(server.process.pid)
+        assert regions and all((leftovers.SHM_DIR / r).exists() for r in regions), regions
+    finally:
+        server.stop(graceful=False)
+    assert [r for r in regions if (leftovers.SHM_DIR / r).exists()] == []
+
+
 def test_killing_the_fuzzer_with_sigkill_takes_the_server_down(one_model_repo, tmp_path):
     script = textwrap.dedent(f"""
         import os, sys, time
