@@ -59,6 +59,8 @@ class FuzzSettings:
 
 # Answers that mean the connection went, not that the server answered.
 LOST_CONNECTION = frozenset({"UNAVAILABLE", "STREAM_CLOSED"})
+# A clean-up END that came back so may still be queued: the server is not settled yet.
+UNSETTLED = LOST_CONNECTION | {"CLIENT_TIMEOUT"}
 DEATH_GRACE_S = 0.5
 HISTORY_EXAMPLES = 8  # examples kept for a failure that needs what ran before it
 
@@ -878,11 +880,15 @@ class Engine(CancelSteps, SharedSteps):
             self._strike_disconnected(Fault("full_batch"))
             self.touched.clear()
         if self.failed and not server_module.stopping():  # a stopped server needs no clean-up
+            unanswered = False
             for seq_id in self.touched:
                 if self.model.lingering(key_of(seq_id)):
                     continue  # it would wait behind its dead backlog place
                 if seq_id not in (0, "") and not too_long(seq_id):
-                    self.grpc.infer(self.spec.request(seq_id, 0, end=True), timeout_s=2)
-            if self.model.backlog or self.pending:
-                time.sleep(self.spec.idle_s + self.margin + self.late)  # let what was queued run or idle out
+                    got = self.grpc.infer(self.spec.request(seq_id, 0, end=True), timeout_s=2)
+                    unanswered |= got.status in UNSETTLED
+            if self.model.backlog or self.pending or unanswered:
+                # Let what was queued run or idle out: the next example may send to the same
+                # large ids (only small ones are salted), and must find none of them live.
+                time.sleep(self.spec.idle_s + self.margin + self.late)
         self._disconnect()
