@@ -180,6 +180,23 @@ def test_a_closed_stream_leaves_no_thread_behind(triton, cancel):
     assert threading.active_count() <= before, [t.name for t in threading.enumerate()]
 
 
+def test_the_default_build_is_the_pinned_one(triton):
+    # Tests that skip on other builds (the known divergences of 2.51) would pass vacuously on an
+    # unpinned newer nvidia-pytriton: the pin, the installed package and the running server agree.
+    import re
+    from importlib.metadata import version
+    from pathlib import Path
+
+    from fuzz.releases import TRITON_VERSION
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    (pin,) = re.findall(r'"nvidia-pytriton==([\d.]+)"', pyproject)
+    assert version("nvidia-pytriton") == pin
+    if not isinstance(triton, EmbeddedTriton):
+        pytest.skip("a server given with --triton-url is not the installed build")
+    assert triton.version == TRITON_VERSION[pin]
+
+
 def test_external_server_wraps_a_running_triton(triton):
     external = ExternalTriton(triton.grpc_url, triton.http_url)
     assert external.version == triton.server_version()
