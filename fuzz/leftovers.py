@@ -114,15 +114,11 @@ def stub_regions(pgid: int) -> list[str]:
     return names
 
 
-def unlink_regions(names) -> int:
-    """Removes these regions' names from /dev/shm (the memory goes once the last process that
-    maps one is gone); returns how many were still there."""
-    removed = 0
+def unlink_regions(names) -> None:
+    """Removes these regions' names from /dev/shm, where still there (the memory goes once the
+    last process that maps one is gone)."""
     for name in names:
         try:
             (SHM_DIR / name).unlink()
-            removed += 1
         except OSError:
             pass
-    return removed
-
