@@ -24,9 +24,9 @@ RESULTS = Path(__file__).parent / "results"
 def measure(models=None) -> tuple[str, list]:
     """(Triton version, [ModelResult]) of one dev campaign per model (an ensemble's step through its
     ensemble), all on one embedded server of the default repository, as `pytest fuzz/` runs them."""
-    from modelgen import python_variants, write_repository
+    from modelgen import default_variants, write_repository
 
-    variants = [v for v in python_variants() if not models or v.name in models]
+    variants = [v for v in default_variants() if not models or v.name in models]
     repo = tempfile.mkdtemp(prefix="seqfuzz-bench-coverage-")
     write_repository(variants, repo)
     server = EmbeddedTriton(repo, **explicit_control(repo)).start()

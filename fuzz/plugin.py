@@ -84,9 +84,9 @@ def pytest_cmdline_main(config):
         # hook, list it themselves).
         found = config._fuzz_listed_models = _models_at(url) if url else _models_in(models_dir)
     else:
-        from modelgen import python_variants, slow_variants
+        from modelgen import slow_variants
 
-        found = [v.name for v in python_variants() + slow_variants()]
+        found = [v.name for v in _default_variants() + slow_variants()]
     _check_corpus_dir(config)
     unknown = [n for n in config.getoption("--model", None) or [] if n not in found]
     if unknown:
@@ -370,11 +370,25 @@ def _model_names(config) -> list[str]:
     return [v.name for v in _generated_variants(config)]
 
 
+def _default_variants() -> list:
+    """modelgen's default set, the native models in it only where a C compiler can build their
+    backend (native_unavailable says why not, in the report header)."""
+    from modelgen import default_variants
+
+    return default_variants(native=native_unavailable() is None)
+
+
+def native_unavailable() -> str | None:
+    from modelgen.native import unavailable_reason
+
+    return unavailable_reason()
+
+
 def _generated_variants(config) -> list:
     """The models of the repository the embedded server gets when no --models-dir is given."""
-    from modelgen import loadable_on, python_variants, slow_variants
+    from modelgen import loadable_on, slow_variants
 
-    variants = python_variants() + (slow_variants() if "slow" in config._fuzz_nemesis else [])
+    variants = _default_variants() + (slow_variants() if "slow" in config._fuzz_nemesis else [])
     install_dir = config.getoption("--triton-install")
     # 2.39 refuses iterative_sequence: that model is left out there.
     return loadable_on(variants, triton_version_of(install_dir) if install_dir else None)
@@ -553,4 +567,10 @@ def triton(request, tmp_path_factory):
 
 def pytest_report_header(config):
     url = config.getoption("--triton-url")
-    return f"triton: external at {url}" if url else "triton: embedded (nvidia-pytriton)"
+    if url:
+        return f"triton: external at {url}"
+    lines = ["triton: embedded (nvidia-pytriton)"]
+    reason = native_unavailable() if config.getoption("--models-dir") is None else None
+    if reason:
+        lines.append(f"native implicit-state models left out: {reason}")
+    return lines

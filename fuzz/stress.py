@@ -298,12 +298,13 @@ def _server(args):
         return ExternalTriton(args.triton_url)
     models_dir = args.models_dir
     if models_dir is None:
-        from modelgen import python_variants, write_model
+        from modelgen import native_variants, python_variants, write_model
 
-        variant = next((v for v in python_variants() if v.name == args.model), None)
+        known = python_variants() + native_variants()
+        variant = next((v for v in known if v.name == args.model), None)
         if variant is None:
-            raise SystemExit(f"--model {args.model} is not a modelgen Python variant; give --models-dir or "
-                             f"--triton-url (variants: {', '.join(v.name for v in python_variants())})")
+            raise SystemExit(f"--model {args.model} is not a modelgen variant; give --models-dir or "
+                             f"--triton-url (variants: {', '.join(v.name for v in known)})")
         models_dir = Path(tempfile.mkdtemp(prefix="seqfuzz-stress-models-"))
         write_model(variant, models_dir)
     return EmbeddedTriton(models_dir).start()

@@ -1,9 +1,11 @@
 """python -m modelgen --models-dir DIR: write the accumulator model repository.
 
 --backend python (the default) writes the fixed python set the fuzzer is built against. The
-framework backends (onnx, tensorflow, tensorrt) write implicit-state accumulators; --dtype,
---shape, --batching and --strategy choose which. --backend all writes every backend this
-machine can build and says why it skips the others (tensorrt needs an NVIDIA GPU).
+framework backends (onnx, tensorflow, tensorrt) and the native backend (modelgen's own C
+backend, compiled on first use and copied into each model) write implicit-state accumulators;
+--dtype, --shape, --batching and --strategy choose which. --backend all writes every backend this
+machine can build and says why it skips the others (tensorrt needs an NVIDIA GPU, native a C
+compiler).
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ def main(argv=None) -> int:
                              "sleeps MS milliseconds, for the fuzzer's slow-execution nemesis")
     parser.add_argument("--only", action="append", default=[], metavar="SUBSTRING",
                         help="write only models whose name contains SUBSTRING (repeatable)")
-    implicit = parser.add_argument_group("framework backends (onnx, tensorflow, tensorrt)")
+    implicit = parser.add_argument_group(f"implicit-state backends ({', '.join(IMPLICIT_BACKENDS)})")
     implicit.add_argument("--dtype", action="append", choices=DTYPES,
                           help="dtype of INPUT/OUTPUT/state (repeatable; default all of %(choices)s)")
     implicit.add_argument("--shape", type=_shape, help="dims of INPUT/OUTPUT/state without the batch dim, "
@@ -63,7 +65,7 @@ def main(argv=None) -> int:
         parser.error(f"--slow-ms must be >= 0, got {args.slow_ms}")
     given = [f"--{n}" for n in ("dtype", "shape", "batching", "strategy") if getattr(args, n) is not None]
     if args.backend == "python" and given:
-        parser.error(f"{', '.join(given)}: only for the onnx, tensorflow and tensorrt backends; "
+        parser.error(f"{', '.join(given)}: only for the implicit-state backends ({', '.join(IMPLICIT_BACKENDS)}); "
                      "the python set is fixed (see modelgen.python_variants)")
 
     backends = ["python", *IMPLICIT_BACKENDS] if args.backend == "all" else [args.backend]

@@ -10,6 +10,7 @@ import numpy as np
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from .native import BACKEND as NATIVE_BACKEND
 from .variants import Variant
 
 _DTYPE = {"int32": mc.TYPE_INT32, "fp32": mc.TYPE_FP32}
@@ -44,6 +45,9 @@ def model_config(variant: Variant) -> mc.ModelConfig:
         cfg.parameters["STRATEGY"].string_value = variant.strategy
         if variant.delay_ms:
             cfg.parameters["EXEC_DELAY_MS"].string_value = str(variant.delay_ms)
+    elif variant.backend == "native":
+        # A custom backend has no platform; Triton finds libtriton_<backend>.so in version 1.
+        cfg.backend = NATIVE_BACKEND
     elif variant.backend in PLATFORMS:
         cfg.platform, cfg.backend, cfg.default_model_filename = PLATFORMS[variant.backend]
     else:

@@ -7,6 +7,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from .backends import native as _native
 from .backends import onnx as _onnx
 from .backends import tensorflow as _tensorflow
 from .backends import tensorrt as _tensorrt
@@ -21,7 +22,7 @@ def _write_python_model(variant: Variant, version_dir: Path) -> None:
 
 # Framework writers import their framework only when called, so this table costs nothing.
 WRITERS = {"python": _write_python_model, "onnx": _onnx.write, "tensorflow": _tensorflow.write,
-           "tensorrt": _tensorrt.write}
+           "tensorrt": _tensorrt.write, "native": _native.write}
 
 
 def write_model(variant: Variant, models_dir: Path) -> Path:

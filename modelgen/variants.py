@@ -17,14 +17,16 @@ DTYPES = ("int32", "fp32")
 # its low 32 bits, and into INT64 as its two's complement (ids from 2**63 arrive negative).
 CORRID_TYPES = ("uint64", "string", "int32", "uint32", "int64")
 CONTROLS = ("START", "END", "READY", "CORRID")
-BACKENDS = ("python", "onnx", "tensorflow", "tensorrt")
+# native: modelgen's own C backend (modelgen/native), which the embedded server loads beside the
+# Python one, so implicit state runs live without a framework backend.
+BACKENDS = ("python", "onnx", "tensorflow", "tensorrt", "native")
 # Name prefixes; python keeps the "py" the fuzzer already knows, the rest must not collide
 # (tensorflow and tensorrt share their first two letters).
-_PREFIX = {"python": "py", "onnx": "onnx", "tensorflow": "tf", "tensorrt": "trt"}
+_PREFIX = {"python": "py", "onnx": "onnx", "tensorflow": "tf", "tensorrt": "trt", "native": "nat"}
 _CORRID_SUFFIX = {"uint64": "u64", "string": "str", "int32": "i32", "uint32": "u32", "int64": "i64"}
 # The framework graphs declare CORRID with one fixed type; TensorRT has no uint64 tensors.
 _CORRID_TYPES_OF = {"python": ("uint64", "string", "int32", "uint32", "int64"), "onnx": ("uint64",), "tensorflow": ("uint64",),
-                    "tensorrt": ("int32",)}
+                    "tensorrt": ("int32",), "native": CORRID_TYPES}
 
 # Short enough that a fuzz step that waits past it costs well under a second.
 DEFAULT_IDLE_US = 500_000
@@ -111,7 +113,8 @@ class Variant:
             raise ValueError(f"delay_ms must be >= 0 and only the python backend takes it, got {self.delay_ms} "
                              f"for backend {self.backend!r}")
         if self.backend != "python" and self.flavour != "implicit":
-            # Framework graphs cannot keep state between executions; Triton must carry it.
+            # Framework graphs (and the native backend) keep no state between executions; Triton
+            # must carry it.
             raise ValueError(f"backend {self.backend!r} only has the 'implicit' flavour, not {self.flavour!r}")
         if self.shape != (1,) and self.flavour != "implicit":
             raise ValueError(f"flavour {self.flavour!r} keeps a scalar sum; shape must be (1,), got {self.shape}")
@@ -133,7 +136,7 @@ class Variant:
                              f"for a {'decoupled ' if self.decoupled else ''}{self.flavour} variant")
         if self.ensemble and self.backend != "python":
             raise ValueError("ensemble: only python variants are written as an ensemble's step")
-        if self.bool_controls and self.backend != "python":
+        if self.bool_controls and self.backend not in ("python", "native"):
             raise ValueError(f"bool_controls: the {self.backend!r} graphs take INT32 controls")
         self._check_state_options()
         if "CORRID" in self.controls and self.corrid_type not in _CORRID_TYPES_OF[self.backend]:
@@ -288,7 +291,38 @@ def slow_variants(idle_us: int = DEFAULT_IDLE_US, delay_ms: int = 100) -> list[V
     ]
 
 
-IMPLICIT_BACKENDS = ("onnx", "tensorflow", "tensorrt")
+def native_variants(idle_us: int | None = None) -> list[Variant]:
+    """Implicit-state models on the native backend, which the embedded server serves: the core's
+    state handling live. A covering set: both strategies, 1-4 slots, one and two instances, both
+    dtypes, no batch dimension, the zero state and a state from a data file, the single state
+    buffer, BOOL controls, and CORRID types the other implicit models lack.
+    idle_us: as for python_variants."""
+    V = lambda *a, **k: Variant(*a, idle_us=idle_us or DEFAULT_IDLE_US, backend="native", **k)  # noqa: E731
+    S = lambda *a, **k: Variant(*a, idle_us=idle_us or SUM_HEAVY_IDLE_US, backend="native", **k)  # noqa: E731
+    full = ("START", "END", "READY", "CORRID")
+    return [
+        V("implicit", "direct", 1, 1, "int32", controls=("START", "READY"), batching=False, same_buffer=True),
+        S("implicit", "direct", 4, 2, "fp32", controls=("START", "END", "READY")),
+        V("implicit", "oldest", 2, 1, "int32", "uint64", full, initial_sum=INITIAL_SUM),
+        V("implicit", "oldest", 4, 1, "fp32", "uint32", full, bool_controls=True, initial_sum=INITIAL_SUM,
+          same_buffer=True),
+    ]
+
+
+# The one Python-backend implicit-state model of the default set: it pins the documented limit
+# (that backend drops implicit state); the native models fuzz implicit state itself.
+PINNED_PYTHON_IMPLICIT = "py_implicit_direct_s1_i1_int32_csr"
+
+
+def default_variants(idle_us: int | None = None, native: bool = True) -> list[Variant]:
+    """The repository `pytest fuzz/` serves when given none: the Python set without the
+    implicit-state models that would only show the Python backend's limit again, and the native
+    implicit-state models (native=False where no C compiler can build their backend)."""
+    python = [v for v in python_variants(idle_us) if v.flavour != "implicit" or v.name == PINNED_PYTHON_IMPLICIT]
+    return python + (native_variants(idle_us) if native else [])
+
+
+IMPLICIT_BACKENDS = ("onnx", "tensorflow", "tensorrt", "native")
 # Batched models take 4 sequences per instance; both strategies use all 4 (direct: batch slots,
 # oldest: candidate sequences). Without batching, oldest still interleaves 2 sequences.
 _IMPLICIT_SLOTS = {(True, "direct"): 4, (True, "oldest"): 4, (False, "direct"): 1, (False, "oldest"): 2}

@@ -3,14 +3,18 @@ patched in. The fuzzer must catch every one of them (tests/test_broken_models.py
 """
 from __future__ import annotations
 
+import shutil
 from importlib import resources
 from pathlib import Path
 
 import attrs
 
-from modelgen import Variant, model_config, render
+from modelgen import Variant, model_config, native, render
 
 TEMPLATE = (resources.files("modelgen") / "templates" / "accumulator.py").read_text()
+# The native backend's C source: a bug on a native variant patches this instead, and its model
+# carries its own build of the patched backend.
+NATIVE_SOURCE = native.SOURCE
 
 _BASE = "        base = self.dtype.type(0) if start else self.sums.get(key, self.dtype.type(0))\n"
 _TOTAL = "        total = (x + base).astype(self.dtype)\n"
@@ -37,7 +41,7 @@ class Bug:
     more: tuple = ()  # further (find, replace) patches, applied after the first
 
     def source(self) -> str:
-        source = TEMPLATE
+        source = NATIVE_SOURCE if self.variant.backend == "native" else TEMPLATE
         for find, replace in ((self.find, self.replace), *self.more):
             assert find in source, f"{self.name}: the template changed, re-point the patch"
             source = source.replace(find, replace, 1)
@@ -238,7 +242,32 @@ HOLDOUT_BUGS = (
     attrs.evolve(_keyed_by("int64_corrid_truncated", "an INT64 CORRID cut to its low 32 bits",
                            'int(_scalar(request, "CORRID")) & 0xFFFFFFFF', "2**32 apart"), variant=_INT64_CORRID),
 )
-ALL_BUGS = BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS
+# Bugs of the native implicit-state backend (modelgen/native/accumulator.c): the state is Triton's,
+# handed in as INPUT_STATE and taken back through the state API, so these are bugs of a backend
+# that second-guesses it.
+_NATIVE = Variant("implicit", "direct", 2, 1, "int32", controls=("START", "END", "READY"), backend="native")
+_ACCUMULATE = "    accumulate(input.dtype, input.data, state.data, input.bytes, start, ready, adds_initial_state);\n"
+_RUN_ONE = "static TRITONSERVER_Error* run_one("
+_READ_READY = '  TRY(read_flag(request, "READY", &ready));\n'
+_EXECUTE_START = "  bool adds_initial_state = flag == &FROM_DATA;\n"
+NATIVE_BUGS = (
+    Bug("native_start_adds_last_state", "a START adds the last state the backend wrote (a scratch copy it keeps), "
+                                        "not the initial state Triton hands it",
+        _ACCUMULATE,
+        "    static unsigned char last[256];\n"
+        "    if (start && ready && input.bytes <= sizeof last) memcpy(state.data, last, input.bytes);\n"
+        "    accumulate(input.dtype, input.data, state.data, input.bytes, false, ready, adds_initial_state);\n"
+        "    if (ready && input.bytes <= sizeof last) memcpy(last, input.data, input.bytes);\n",
+        _NATIVE, 2, "START a with 5, START b with 1: answered 6"),
+    Bug("native_ready_read_from_first_row", "READY is read once per execution, from its first row: a padding row "
+                                            "there makes every live row keep its state",
+        _READ_READY, _READ_READY + "  ready = first_ready;\n", _NATIVE, 2,
+        "START a (slot 0), then START b (slot 1) alone, slot 0 a padding row: b answers the initial state",
+        more=((_RUN_ONE, "static bool first_ready;\n" + _RUN_ONE),
+              (_EXECUTE_START, _EXECUTE_START + '  if (request_count > 0) log_error(read_flag(requests[0], "READY", '
+                                                '&first_ready), "reading READY");\n'))),
+)
+ALL_BUGS = BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + NATIVE_BUGS
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
@@ -260,7 +289,11 @@ def write_broken_repository(models_dir: Path, bugs=ALL_BUGS) -> list[str]:
         cfg.name = model_name(bug)
         folder = Path(models_dir) / cfg.name
         (folder / "1").mkdir(parents=True, exist_ok=True)
-        (folder / "1" / "model.py").write_text(bug.source())
+        if bug.variant.backend == "native":
+            library = native.build(bug.source())  # cached by source, beside the real one
+            shutil.copyfile(library, folder / "1" / library.name)
+        else:
+            (folder / "1" / "model.py").write_text(bug.source())
         (folder / "config.pbtxt").write_text(render(cfg))
         names.append(cfg.name)
     return names

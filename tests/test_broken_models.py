@@ -9,7 +9,7 @@ from fuzz.spec import ModelSpec
 from fuzz.machine import FuzzSettings
 from fuzz.server import EmbeddedTriton, explicit_control
 
-from .broken_models import BUGS, model_name, write_broken_repository
+from .broken_models import BUGS, NATIVE_BUGS, model_name, write_broken_repository
 
 # 100 steps, as the dev profile: a step costs ~1 ms, and a bug that needs two live ids colliding
 # (id_hashed_to_8_buckets) went uncaught once in 100 derandomized examples of 30 steps.
@@ -20,12 +20,12 @@ BUDGET = settings(max_examples=100, stateful_step_count=100, derandomize=True, d
 @pytest.fixture(scope="module")
 def broken_triton(tmp_path_factory):
     repo = tmp_path_factory.mktemp("broken-models")
-    write_broken_repository(repo, BUGS)  # the oracle benchmark serves the rest
+    write_broken_repository(repo, BUGS + NATIVE_BUGS)  # the oracle benchmark serves the rest
     with EmbeddedTriton(repo, workdir=tmp_path_factory.mktemp("broken-triton"), **explicit_control(repo)) as server:
         yield server
 
 
-@pytest.mark.parametrize("bug", BUGS, ids=lambda b: b.name)
+@pytest.mark.parametrize("bug", BUGS + NATIVE_BUGS, ids=lambda b: b.name)
 def test_fuzzer_catches_the_bug_and_shrinks_it(broken_triton, bug):
     result, error = fuzz_model(broken_triton, model_name(bug), BUDGET, fuzz_settings=FuzzSettings(shrink_budget_s=30))
     assert error is not None, f"{bug.summary}: not caught in {result.examples} examples"

@@ -60,7 +60,7 @@ def test_past_a_divergence_taken_as_built_the_campaign_fuzzes_on(triton):
     its reference takes it as built (each answer the initial sum plus its own value) and every
     other promise is still held; taken so from the start, a campaign keeps them all."""
     key = "python-backend-drops-implicit-state"
-    result, error = fuzz_model(triton, "py_implicit_direct_s4_i2_fp32_cser", settings(TINY, max_examples=5,
+    result, error = fuzz_model(triton, "py_implicit_direct_s1_i1_int32_csr", settings(TINY, max_examples=5,
                                stateful_step_count=30), fuzz_settings=FuzzSettings(accept={key}), seed=1)
     assert error is None, error
     assert result.failures == () and result.requests > 20, result

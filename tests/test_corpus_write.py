@@ -10,7 +10,7 @@ import pytest
 from fuzz import corpus
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = "py_implicit_direct_s4_i2_fp32_cser"  # Python backend drops implicit state on 2.51
+MODEL = "py_implicit_direct_s1_i1_int32_csr"  # Python backend drops implicit state on 2.51
 
 
 def fuzz_session(triton, corpus_dir, *extra):

@@ -23,12 +23,13 @@ def test_tensorrt_without_gpu_is_a_clear_error(monkeypatch, tmp_path, capsys):
 
 def test_all_skips_unavailable_backends_with_reason(monkeypatch, tmp_path, capsys):
     _fake_reasons(monkeypatch, onnx="the onnx package is not installed", tensorflow="tensorflow is not installed",
-                  tensorrt="no CUDA device is visible")
+                  tensorrt="no CUDA device is visible", native="no C compiler on PATH")
     assert cli.main(["--models-dir", str(tmp_path), "--backend", "all", "--dtype", "int32"]) == 0
     err = capsys.readouterr().err
     for line in ("skipping backend onnx: the onnx package is not installed",
                  "skipping backend tensorflow: tensorflow is not installed",
-                 "skipping backend tensorrt: no CUDA device is visible"):
+                 "skipping backend tensorrt: no CUDA device is visible",
+                 "skipping backend native: no C compiler on PATH"):
         assert line in err
     names = sorted(p.name for p in tmp_path.iterdir())
     python = [n for v in python_variants() for n in v.model_names]
@@ -37,7 +38,8 @@ def test_all_skips_unavailable_backends_with_reason(monkeypatch, tmp_path, capsy
 
 def test_all_writes_each_available_backend(monkeypatch, tmp_path, capsys):
     pytest.importorskip("onnx", reason="needs onnx to write onnx models (pip install 'triton-seqfuzz[onnx]')")
-    _fake_reasons(monkeypatch, tensorflow="tensorflow is not installed", tensorrt="no CUDA device is visible")
+    _fake_reasons(monkeypatch, tensorflow="tensorflow is not installed", tensorrt="no CUDA device is visible",
+                  native="no C compiler on PATH")
     assert cli.main(["--models-dir", str(tmp_path), "--backend", "all", "--dtype", "int32",
                      "--batching", "no-batch", "--strategy", "direct"]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())
@@ -59,7 +61,7 @@ def test_onnx_options_select_variants(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--dtype", "fp32"], "only for the onnx, tensorflow and tensorrt backends"),
+    (["--dtype", "fp32"], "only for the implicit-state backends (onnx, tensorflow, tensorrt, native)"),
     (["--backend", "onnx", "--shape", "0"], "shape dims must be positive"),
     (["--backend", "onnx", "--shape", "a,b"], "comma-separated positive ints"),
     (["--backend", "onnx", "--dtype", "fp16"], "invalid choice"),

@@ -1,4 +1,5 @@
-"""Implicit-state accumulators as ONNX, TensorFlow SavedModel and TensorRT plan files.
+"""Implicit-state accumulators as ONNX, TensorFlow SavedModel and TensorRT plan files, and on
+modelgen's own native backend (its C source: modelgen/native/accumulator.c).
 
 Every backend computes, per batch item (elementwise over `shape`):
 
@@ -26,7 +27,7 @@ class BackendUnavailable(RuntimeError):
     """The framework a backend needs (or, for TensorRT, a GPU) is missing on this machine."""
 
 
-_MODULES = {"onnx": ".onnx", "tensorflow": ".tensorflow", "tensorrt": ".tensorrt"}
+_MODULES = {"onnx": ".onnx", "tensorflow": ".tensorflow", "tensorrt": ".tensorrt", "native": ".native"}
 
 
 def _module(backend: str):
