@@ -211,8 +211,9 @@ class Variant:
 
     @property
     def min_triton(self) -> tuple:
-        """The oldest Triton that loads it: iterative_sequence came with 2.40 (core r23.11)."""
-        return (2, 40) if self.iterations else (0,)
+        """The oldest Triton that loads it: iterative_sequence came with 2.40 (core r23.11);
+        2.39 refuses use_same_buffer_for_input_output (no such field) and 2.41 takes it."""
+        return max((2, 40) if self.iterations else (0,), (2, 41) if self.same_buffer else (0,))
 
     @property
     def total_slots(self) -> int:

@@ -104,3 +104,13 @@ def test_a_start_gets_the_initial_state_whatever_its_slot_held(triton, variant):
         assert _send(client, variant, 14, 1, end=True) == initial + 10  # (its slot free for the next test)
     finally:
         client.close()
+
+
+def test_older_builds_get_only_the_native_models_they_load():
+    """2.39 has no use_same_buffer_for_input_output (its config parser refuses the field, and with
+    it the whole server); 2.41 and 2.51 take every native model."""
+    from modelgen import loadable_on
+
+    on_239 = {v.name for v in loadable_on(native_variants(), "2.39.0")}
+    assert on_239 == {v.name for v in native_variants() if not v.same_buffer} and on_239
+    assert loadable_on(native_variants(), "2.41.0") == native_variants()
