@@ -13,7 +13,7 @@ import numpy as np
 
 from .values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the client's values
 
-NP_DTYPE = {"INT32": np.int32, "FP32": np.float32}
+NP_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64}
 
 
 def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest":

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-NP_DTYPE = {"INT32": np.int32, "FP32": np.float32}
+NP_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64}
 WIRE_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64, "FP64": np.float64}
 REQUEST_ID_PREFIX = re.compile(r"^\[request id: [^\]]*\] ")
 

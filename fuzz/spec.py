@@ -12,7 +12,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from .values import Request
 
-_DTYPES = {mc.TYPE_INT32: "INT32", mc.TYPE_FP32: "FP32"}
+_DTYPES = {mc.TYPE_INT32: "INT32", mc.TYPE_FP32: "FP32", mc.TYPE_INT64: "INT64"}
 _KIND = mc.ModelSequenceBatching.Control
 DEFAULT_IDLE_US = 1_000_000  # Triton's own default when the config leaves it out
 # Fractions an FP32 sum keeps exactly while it stays within FRACTION_LIMIT: multiples of a
@@ -37,7 +37,7 @@ class ContractError(ValueError):
 @attrs.frozen
 class ModelSpec:
     name: str
-    dtype: str  # INT32 or FP32, of INPUT and OUTPUT
+    dtype: str  # INT32, INT64 or FP32, of INPUT and OUTPUT
     strategy: str  # direct or oldest
     slots_per_instance: int
     instances: int
@@ -80,7 +80,8 @@ class ModelSpec:
     @property
     def sum_range(self) -> tuple[int, int]:
         """Where a running sum of this dtype is exact (FP32: whole numbers to 2**24)."""
-        return (-(2**31), 2**31 - 1) if self.dtype == "INT32" else (-(2**24), 2**24)
+        bits = {"INT32": 32, "INT64": 64}.get(self.dtype)
+        return (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if bits else (-(2**24), 2**24)
 
     @property
     def value_range(self) -> tuple[int, int]:
@@ -122,7 +123,7 @@ class ModelSpec:
         if not problems:
             i, o = inputs["INPUT"], outputs["OUTPUT"]
             if i.data_type != o.data_type or i.data_type not in _DTYPES:
-                problems.append(f"INPUT and OUTPUT must share data type INT32 or FP32, got "
+                problems.append(f"INPUT and OUTPUT must share data type INT32, INT64 or FP32, got "
                                 f"{mc.DataType.Name(i.data_type)} and {mc.DataType.Name(o.data_type)}")
             else:
                 dtype = _DTYPES[i.data_type]

@@ -139,8 +139,8 @@ class _Driver:
         self.errors: list[str] = []
         self.started = time.monotonic()
         self.hi_sum = spec.value_range[1]
-        self.max_value = 2**20 if spec.dtype == "INT32" else 2**16
-        self.as_value = int if spec.dtype == "INT32" else float
+        self.max_value = 2**16 if spec.dtype == "FP32" else 2**20
+        self.as_value = float if spec.dtype == "FP32" else int
         self.plans = {c: self._plan(c) for c in range(settings.concurrency)}
         self.next: dict = {}  # client -> (action, request) it sends next
         for c in self.plans:

@@ -44,7 +44,7 @@ class Request:
     def describe(self) -> str:
         flags = "".join(f for f, on in (("S", self.start), ("E", self.end)) if on) or "-"
         extra = f" batch={self.batch}" if self.batch != 1 else ""
-        extra += f" dtype={self.dtype}" if self.dtype not in ("INT32", "FP32") else ""
+        extra += f" dtype={self.dtype}" if self.dtype not in ("INT32", "FP32", "INT64") else ""
         extra += f" timeout={self.timeout_us}us" if self.timeout_us is not None else ""
         return f"{self.model} id={self.seq_id!r} value={self.value!r} flags={flags}{extra}"
 

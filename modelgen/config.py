@@ -13,7 +13,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from .native import BACKEND as NATIVE_BACKEND
 from .variants import Variant
 
-_DTYPE = {"int32": mc.TYPE_INT32, "fp32": mc.TYPE_FP32}
+_DTYPE = {"int32": mc.TYPE_INT32, "fp32": mc.TYPE_FP32, "int64": mc.TYPE_INT64}
 _CONTROL_KIND = {
     "START": mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_START,
     "END": mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_END,
@@ -101,7 +101,7 @@ def model_config(variant: Variant) -> mc.ModelConfig:
 def initial_state_bytes(variant: Variant) -> bytes:
     """The initial_state data file of a variant with an initial sum: every element of the state
     (dims without the batch dim), row-major, in the state's dtype (Triton copies it as it is)."""
-    np_type = {"int32": np.dtype("<i4"), "fp32": np.dtype("<f4")}[variant.dtype]
+    np_type = {"int32": np.dtype("<i4"), "fp32": np.dtype("<f4"), "int64": np.dtype("<i8")}[variant.dtype]
     return np.full(variant.shape, variant.initial_sum, np_type).tobytes()
 
 

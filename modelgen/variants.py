@@ -12,6 +12,8 @@ import attrs
 FLAVOURS = ("corrid", "slot", "implicit")
 STRATEGIES = ("direct", "oldest")
 DTYPES = ("int32", "fp32")
+# INT64 sums: the native backend's only (the framework graphs and the Python set stay 32-bit).
+NATIVE_DTYPES = DTYPES + ("int64",)
 # Every CORRID type Triton takes. int32 is also what TensorRT needs (it has no uint64 tensors:
 # Triton's own TRT QA models do the same). Triton writes an integer id into a 32-bit CORRID cut to
 # its low 32 bits, and into INT64 as its two's complement (ids from 2**63 arrive negative).
@@ -63,7 +65,7 @@ class Variant:
     strategy: str = attrs.field(validator=attrs.validators.in_(STRATEGIES))
     slots: int = attrs.field(validator=attrs.validators.in_((1, 2, 4)))
     instances: int = attrs.field(validator=attrs.validators.in_((1, 2)))
-    dtype: str = attrs.field(default="int32", validator=attrs.validators.in_(DTYPES))
+    dtype: str = attrs.field(default="int32", validator=attrs.validators.in_(NATIVE_DTYPES))
     corrid_type: str = attrs.field(default="uint64", validator=attrs.validators.in_(CORRID_TYPES))
     controls: tuple = attrs.field(default=("START", "READY"), converter=tuple, validator=_check_controls)
     idle_us: int = attrs.field(default=DEFAULT_IDLE_US)
@@ -136,6 +138,8 @@ class Variant:
                              f"for a {'decoupled ' if self.decoupled else ''}{self.flavour} variant")
         if self.ensemble and self.backend != "python":
             raise ValueError("ensemble: only python variants are written as an ensemble's step")
+        if self.dtype not in DTYPES and self.backend != "native":
+            raise ValueError(f"dtype {self.dtype!r}: only the native backend sums it; {self.backend!r} takes {DTYPES}")
         if self.bool_controls and self.backend not in ("python", "native"):
             raise ValueError(f"bool_controls: the {self.backend!r} graphs take INT32 controls")
         self._check_state_options()
@@ -296,7 +300,7 @@ def native_variants(idle_us: int | None = None) -> list[Variant]:
     """Implicit-state models on the native backend, which the embedded server serves: the core's
     state handling live. A covering set: both strategies, 1-4 slots, one and two instances, both
     dtypes, no batch dimension, the zero state and a state from a data file, the single state
-    buffer, BOOL controls, and CORRID types the other implicit models lack.
+    buffer, BOOL controls, an INT64 state, and CORRID types the other implicit models lack.
     idle_us: as for python_variants."""
     V = lambda *a, **k: Variant(*a, idle_us=idle_us or DEFAULT_IDLE_US, backend="native", **k)  # noqa: E731
     S = lambda *a, **k: Variant(*a, idle_us=idle_us or SUM_HEAVY_IDLE_US, backend="native", **k)  # noqa: E731
@@ -304,7 +308,7 @@ def native_variants(idle_us: int | None = None) -> list[Variant]:
     return [
         V("implicit", "direct", 1, 1, "int32", controls=("START", "READY"), batching=False, same_buffer=True),
         S("implicit", "direct", 4, 2, "fp32", controls=("START", "END", "READY")),
-        V("implicit", "oldest", 2, 1, "int32", "uint64", full, initial_sum=INITIAL_SUM),
+        V("implicit", "oldest", 2, 1, "int64", "uint64", full, initial_sum=INITIAL_SUM),
         V("implicit", "oldest", 4, 1, "fp32", "uint32", full, bool_controls=True, initial_sum=INITIAL_SUM,
           same_buffer=True),
     ]

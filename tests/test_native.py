@@ -114,3 +114,12 @@ def test_older_builds_get_only_the_native_models_they_load():
     on_239 = {v.name for v in loadable_on(native_variants(), "2.39.0")}
     assert on_239 == {v.name for v in native_variants() if not v.same_buffer} and on_239
     assert loadable_on(native_variants(), "2.41.0") == native_variants()
+
+
+def test_int64_sums_are_the_native_backends_only():
+    from modelgen import Variant
+
+    assert Variant("implicit", "direct", 1, 1, "int64", backend="native").dtype == "int64"
+    for backend in ("python", "onnx"):
+        with pytest.raises(ValueError, match="only the native backend sums it"):
+            Variant("implicit", "direct", 1, 1, "int64", backend=backend)

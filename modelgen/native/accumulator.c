@@ -200,6 +200,14 @@ static void accumulate(DataType dtype, unsigned char* sum, const unsigned char* 
       a = (int32_t)((uint32_t)a + (uint32_t)b); /* wraps like the graphs do, without UB */
       memcpy(sum + 4 * i, &a, 4);
     }
+  } else if (dtype == TYPE_INT64) {
+    for (uint64_t i = 0; i < bytes / 8; ++i) {
+      int64_t a, b;
+      memcpy(&a, sum + 8 * i, 8);
+      memcpy(&b, state + 8 * i, 8);
+      a = (int64_t)((uint64_t)a + (uint64_t)b);
+      memcpy(sum + 8 * i, &a, 8);
+    }
   } else {
     for (uint64_t i = 0; i < bytes / 4; ++i) {
       float a, b;
@@ -249,8 +257,8 @@ static TRITONSERVER_Error* run_one(TRITONBACKEND_Request* request, TRITONBACKEND
   if (err == NULL) err = read_input(request, "INPUT_STATE", &state);
   if (err == NULL && (input.dtype != state.dtype || input.bytes != state.bytes))
     err = fail(ERROR_INVALID_ARG, "INPUT and INPUT_STATE differ in type or size for", "INPUT");
-  if (err == NULL && input.dtype != TYPE_INT32 && input.dtype != TYPE_FP32)
-    err = fail(ERROR_UNSUPPORTED, "only INT32 and FP32 are summed, not the type of", "INPUT");
+  if (err == NULL && input.dtype != TYPE_INT32 && input.dtype != TYPE_INT64 && input.dtype != TYPE_FP32)
+    err = fail(ERROR_UNSUPPORTED, "only INT32, INT64 and FP32 are summed, not the type of", "INPUT");
   if (err == NULL) {
     accumulate(input.dtype, input.data, state.data, input.bytes, start, ready, adds_initial_state);
     TRITONBACKEND_State* out_state;
