@@ -22,7 +22,7 @@ SEEDS: dict[str, tuple[int, ...]] = {
     "py_corrid_oldest_s4_i2_int32_cserc_u64_pb2-4_qd2000us": (1, 2),
     "py_implicit_direct_s1_i1_int32_csr": (1,),
     "nat_implicit_direct_s1_i1_int32_csr_nb_sb": (1, 2),
-    "nat_implicit_direct_s4_i2_fp32_cser": (1, 2),
+    "nat_implicit_direct_s4_i2_fp32_cser_2st": (1, 2),
     "nat_implicit_oldest_s2_i1_int64_cserc_u64_init7": (1, 2),
     "nat_implicit_oldest_s4_i1_fp32_cserc_u32_bool_init7_sb": (1, 2),
     "py_slot_direct_s1_i1_int32_csr": (1, 2),

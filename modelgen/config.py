@@ -95,6 +95,10 @@ def model_config(variant: Variant) -> mc.ModelConfig:
             state.initial_state.add(name="zero", data_type=dtype, dims=dims, zero_data=True)
         state.use_same_buffer_for_input_output = variant.same_buffer
         state.use_growable_memory = variant.growable
+        if variant.two_states:
+            second = sb.state.add()
+            second.CopyFrom(state)
+            second.input_name, second.output_name = "INPUT_STATE_B", "OUTPUT_STATE_B"
     return cfg
 
 

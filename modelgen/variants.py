@@ -99,6 +99,10 @@ class Variant:
     initial_sum: int = 0
     same_buffer: bool = False
     growable: bool = False
+    # A second state (INPUT_STATE_B -> OUTPUT_STATE_B, native only) kept equal to the first: the
+    # model answers 2 * state - state_b, so a core that hands one of a slot's states stale or from
+    # another slot shows in the sum.
+    two_states: bool = False
 
     def __attrs_post_init__(self):
         needed = {"corrid": {"START", "CORRID"}, "slot": {"START", "READY"}, "implicit": {"START", "READY"}}
@@ -138,6 +142,8 @@ class Variant:
                              f"for a {'decoupled ' if self.decoupled else ''}{self.flavour} variant")
         if self.ensemble and self.backend != "python":
             raise ValueError("ensemble: only python variants are written as an ensemble's step")
+        if self.two_states and not (self.backend == "native" and self.flavour == "implicit"):
+            raise ValueError("two_states: only the native backend's implicit-state models declare a second state")
         if self.dtype not in DTYPES and self.backend != "native":
             raise ValueError(f"dtype {self.dtype!r}: only the native backend sums it; {self.backend!r} takes {DTYPES}")
         if self.bool_controls and self.backend not in ("python", "native"):
@@ -194,6 +200,8 @@ class Variant:
             parts.append("sb")
         if self.growable:
             parts.append("grow")
+        if self.two_states:
+            parts.append("2st")
         if self.decoupled:
             parts.append("dec")
         if self.iterations:
@@ -300,14 +308,15 @@ def native_variants(idle_us: int | None = None) -> list[Variant]:
     """Implicit-state models on the native backend, which the embedded server serves: the core's
     state handling live. A covering set: both strategies, 1-4 slots, one and two instances, both
     dtypes, no batch dimension, the zero state and a state from a data file, the single state
-    buffer, BOOL controls, an INT64 state, and CORRID types the other implicit models lack.
+    buffer, two states in one model, BOOL controls, an INT64 state, and CORRID types the other
+    implicit models lack.
     idle_us: as for python_variants."""
     V = lambda *a, **k: Variant(*a, idle_us=idle_us or DEFAULT_IDLE_US, backend="native", **k)  # noqa: E731
     S = lambda *a, **k: Variant(*a, idle_us=idle_us or SUM_HEAVY_IDLE_US, backend="native", **k)  # noqa: E731
     full = ("START", "END", "READY", "CORRID")
     return [
         V("implicit", "direct", 1, 1, "int32", controls=("START", "READY"), batching=False, same_buffer=True),
-        S("implicit", "direct", 4, 2, "fp32", controls=("START", "END", "READY")),
+        S("implicit", "direct", 4, 2, "fp32", controls=("START", "END", "READY"), two_states=True),
         V("implicit", "oldest", 2, 1, "int64", "uint64", full, initial_sum=INITIAL_SUM),
         V("implicit", "oldest", 4, 1, "fp32", "uint32", full, bool_controls=True, initial_sum=INITIAL_SUM,
           same_buffer=True),

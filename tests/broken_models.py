@@ -266,6 +266,10 @@ NATIVE_BUGS = (
         more=((_RUN_ONE, "static bool first_ready;\n" + _RUN_ONE),
               (_EXECUTE_START, _EXECUTE_START + '  if (request_count > 0) log_error(read_flag(requests[0], "READY", '
                                                 '&first_ready), "reading READY");\n'))),
+    Bug("native_second_state_not_committed", "a backend with two states commits only the first: the second stays "
+                                             "at its initial value",
+        '    err = write_state(request, "OUTPUT_STATE_B", &state, input_copy->data);\n', "    err = NULL;\n",
+        attrs.evolve(_NATIVE, two_states=True), 2, "START a with 1, then a with 1: answered 3 (2 * 2 - 1)"),
 )
 ALL_BUGS = BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + NATIVE_BUGS
 

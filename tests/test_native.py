@@ -123,3 +123,49 @@ def test_int64_sums_are_the_native_backends_only():
     for backend in ("python", "onnx"):
         with pytest.raises(ValueError, match="only the native backend sums it"):
             Variant("implicit", "direct", 1, 1, "int64", backend=backend)
+
+
+def test_a_second_state_is_declared_beside_the_first_and_only_natively():
+    from modelgen import Variant, model_config
+
+    variant = next(v for v in native_variants() if v.two_states)
+    states = model_config(variant).sequence_batching.state
+    assert [(s.input_name, s.output_name) for s in states] == [("INPUT_STATE", "OUTPUT_STATE"),
+                                                               ("INPUT_STATE_B", "OUTPUT_STATE_B")]
+    assert states[0].initial_state == states[1].initial_state and states[0].data_type == states[1].data_type
+    with pytest.raises(ValueError, match="second state"):
+        Variant("implicit", "direct", 1, 1, two_states=True)  # the Python backend
+
+
+_KEEP_ON_PADDING = "  if (!ready) {\n    memcpy(sum, state, bytes);\n"
+
+
+@needs_cc
+def test_a_padding_row_cannot_write_its_slots_state(tmp_path):
+    """Under direct, a slot whose sequence sent nothing this execution is a padding row (READY 0),
+    a null request whose states are the core's throwaway copies: a backend that writes state there
+    (here: the slot's state + 1000) must leave the live sequence's state alone."""
+    from fuzz.server import EmbeddedTriton
+    from modelgen import Variant, model_config, render
+
+    assert _KEEP_ON_PADDING in native.SOURCE, "the backend changed: re-point the planted write"
+    library = native.build(native.SOURCE.replace(
+        _KEEP_ON_PADDING, _KEEP_ON_PADDING + "    int32_t planted;\n    memcpy(&planted, sum, 4);\n"
+                                             "    planted += 1000;\n    memcpy(sum, &planted, 4);\n", 1),
+        into=tmp_path / "build")
+    variant = Variant("implicit", "direct", 2, 1, "int32", controls=("START", "END", "READY"), backend="native")
+    folder = tmp_path / "models" / variant.name
+    (folder / "1").mkdir(parents=True)
+    (folder / "1" / library.name).write_bytes(library.read_bytes())
+    (folder / "config.pbtxt").write_text(render(model_config(variant)))
+    with EmbeddedTriton(tmp_path / "models", workdir=tmp_path / "w") as server:
+        client = GrpcClient(server.grpc_url)
+        try:
+            assert _send(client, variant, 1, 5, start=True) == 5  # a in slot 0
+            assert _send(client, variant, 2, 1, start=True) == 1  # b in slot 1: slot 0 a padding row
+            for i in range(2, 5):
+                assert _send(client, variant, 2, 1) == i  # b alone again and again
+            assert _send(client, variant, 1, 1, end=True) == 6  # a's state is still its own
+            assert _send(client, variant, 2, 1, end=True) == 5
+        finally:
+            client.close()

@@ -11,7 +11,8 @@
  * the same contract as modelgen's ONNX, TensorFlow and TensorRT graphs, so the fuzzer's
  * reference model for implicit state judges all of them. The state lives in Triton's core
  * (sequence_batching.state): this file keeps nothing between executions. END and CORRID are
- * declared by some configs and not read here.
+ * declared by some configs and not read here. A model may declare a second state
+ * (INPUT_STATE_B -> OUTPUT_STATE_B, see second_state) that must move in step with the first.
  *
  * The backend API is declared below from its documented C signatures (tritonbackend.h and
  * tritonserver.h of Triton's core repository); the symbols resolve against the server's
@@ -246,33 +247,93 @@ static bool names_a_data_file(const char* json, size_t size) {
 /* The model state is a flag, not an allocation: these two addresses stand for its values. */
 static const char FROM_DATA = 1, FROM_ZERO = 0;
 
+/* `data` (`like`'s type and shape) as the new value of state `name`: committed to the core. */
+static TRITONSERVER_Error* write_state(TRITONBACKEND_Request* request, const char* name, const Tensor* like,
+                                       const unsigned char* data) {
+  TRITONBACKEND_State* state;
+  void* buffer;
+  MemoryType kind = MEMORY_CPU;
+  int64_t kind_id = 0;
+  TRY(TRITONBACKEND_StateNew(&state, request, name, like->dtype, like->shape, like->dims));
+  TRY(TRITONBACKEND_StateBuffer(state, &buffer, like->bytes, &kind, &kind_id));
+  if (kind == MEMORY_GPU) return fail(ERROR_UNSUPPORTED, "GPU memory given for", name);
+  memcpy(buffer, data, like->bytes);
+  return TRITONBACKEND_StateUpdate(state);
+}
+
+/* A model with a second state (INPUT_STATE_B -> OUTPUT_STATE_B) keeps the same running sum in both
+ * and answers 2 * sum - sum_b: exactly the sum while the core hands both states of a slot
+ * together, anything else as soon as it hands one a stale or foreign value. */
+static void combine(DataType dtype, unsigned char* sum, const unsigned char* sum_b, uint64_t bytes) {
+  size_t width = dtype == TYPE_INT64 ? 8 : 4;
+  for (uint64_t i = 0; i < bytes / width; ++i) {
+    if (dtype == TYPE_INT32) {
+      uint32_t a, b;
+      memcpy(&a, sum + 4 * i, 4);
+      memcpy(&b, sum_b + 4 * i, 4);
+      a = 2u * a - b;
+      memcpy(sum + 4 * i, &a, 4);
+    } else if (dtype == TYPE_INT64) {
+      uint64_t a, b;
+      memcpy(&a, sum + 8 * i, 8);
+      memcpy(&b, sum_b + 8 * i, 8);
+      a = 2u * a - b;
+      memcpy(sum + 8 * i, &a, 8);
+    } else {
+      float a, b;
+      memcpy(&a, sum + 4 * i, 4);
+      memcpy(&b, sum_b + 4 * i, 4);
+      a = 2.0f * a - b;
+      memcpy(sum + 4 * i, &a, 4);
+    }
+  }
+}
+
+static bool has_input(TRITONBACKEND_Request* request, const char* name) {
+  TRITONBACKEND_Input* input;
+  TRITONSERVER_Error* err = TRITONBACKEND_RequestInput(request, name, &input);
+  if (err == NULL) return true;
+  TRITONSERVER_ErrorDelete(err);
+  return false;
+}
+
+/* The second state, if the model has one: the same rule from INPUT (`input_copy`), its new
+ * value committed, and the answer in `sum` combined with it. */
+static TRITONSERVER_Error* second_state(TRITONBACKEND_Request* request, const Tensor* input_copy,
+                                        unsigned char* sum, bool start, bool ready, bool adds_initial_state) {
+  if (!has_input(request, "INPUT_STATE_B")) return NULL;
+  Tensor state = {0};
+  TRITONSERVER_Error* err = read_input(request, "INPUT_STATE_B", &state);
+  if (err == NULL && (state.dtype != input_copy->dtype || state.bytes != input_copy->bytes))
+    err = fail(ERROR_INVALID_ARG, "INPUT and INPUT_STATE_B differ in type or size for", "INPUT_STATE_B");
+  if (err == NULL) {
+    accumulate(state.dtype, input_copy->data, state.data, state.bytes, start, ready, adds_initial_state);
+    err = write_state(request, "OUTPUT_STATE_B", &state, input_copy->data);
+  }
+  if (err == NULL) combine(state.dtype, sum, input_copy->data, state.bytes);
+  tensor_free(&state);
+  return err;
+}
+
 /* One request: its new state to Triton, its OUTPUT into `response`. */
 static TRITONSERVER_Error* run_one(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response,
                                    bool adds_initial_state) {
   bool start = false, ready = false;
   TRY(read_flag(request, "START", &start));
   TRY(read_flag(request, "READY", &ready));
-  Tensor input = {0}, state = {0};
+  Tensor input = {0}, state = {0}, input_copy = {0};
   TRITONSERVER_Error* err = read_input(request, "INPUT", &input);
   if (err == NULL) err = read_input(request, "INPUT_STATE", &state);
+  if (err == NULL) err = read_input(request, "INPUT", &input_copy);
   if (err == NULL && (input.dtype != state.dtype || input.bytes != state.bytes))
     err = fail(ERROR_INVALID_ARG, "INPUT and INPUT_STATE differ in type or size for", "INPUT");
   if (err == NULL && input.dtype != TYPE_INT32 && input.dtype != TYPE_INT64 && input.dtype != TYPE_FP32)
     err = fail(ERROR_UNSUPPORTED, "only INT32, INT64 and FP32 are summed, not the type of", "INPUT");
   if (err == NULL) {
     accumulate(input.dtype, input.data, state.data, input.bytes, start, ready, adds_initial_state);
-    TRITONBACKEND_State* out_state;
-    void* buffer;
-    MemoryType kind = MEMORY_CPU;
-    int64_t kind_id = 0;
-    err = TRITONBACKEND_StateNew(&out_state, request, "OUTPUT_STATE", state.dtype, state.shape, state.dims);
-    if (err == NULL) err = TRITONBACKEND_StateBuffer(out_state, &buffer, state.bytes, &kind, &kind_id);
-    if (err == NULL && kind == MEMORY_GPU) err = fail(ERROR_UNSUPPORTED, "GPU memory given for", "OUTPUT_STATE");
-    if (err == NULL) {
-      memcpy(buffer, input.data, input.bytes);
-      err = TRITONBACKEND_StateUpdate(out_state);
-    }
+    err = write_state(request, "OUTPUT_STATE", &state, input.data);
   }
+  if (err == NULL) err = second_state(request, &input_copy, input.data, start, ready, adds_initial_state);
   if (err == NULL && output_requested(request, "OUTPUT")) {
     TRITONBACKEND_Output* output;
     void* buffer;
@@ -285,6 +346,7 @@ static TRITONSERVER_Error* run_one(TRITONBACKEND_Request* request, TRITONBACKEND
   }
   tensor_free(&input);
   tensor_free(&state);
+  tensor_free(&input_copy);
   return err;
 }
 
