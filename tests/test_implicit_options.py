@@ -1,10 +1,10 @@
-"""The implicit-state options (L0_implicit_state) on a live Triton, as far as the embedded one can
-serve them: only the Python backend is installable here, and it does not carry implicit state (a
-documented limit, the known divergence python-backend-drops-implicit-state). What it does show:
-Triton reads an initial state from the data file modelgen writes, hands it to every START, and
-the fuzzer's reference starts its sums there; which builds take the buffer options; and what a
-build does with growable memory on a CPU instance, which its own rule forbids. The framework
-models that carry the state are checked offline in test_modelgen_backends.py.
+"""The implicit-state options (L0_implicit_state) on a live Triton. On the Python backend, which
+does not carry implicit state (a documented limit, the known divergence
+python-backend-drops-implicit-state): Triton reads an initial state from the data file modelgen
+writes, hands it to every START, and the fuzzer's reference starts its sums there; which builds
+take the buffer options; and what a build does with growable memory on a CPU instance, which its
+own rule forbids. On the native backend, which carries the state: the same options with running
+sums. The framework models that carry the state are checked offline in test_modelgen_backends.py.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from fuzz.model import BatcherModel
 from fuzz.server import EmbeddedTriton, ServerStartError
 from fuzz.spec import ModelSpec
 from fuzz.values import Answer
-from modelgen import Variant, write_repository
+from modelgen import Variant, native, write_repository
 
 from .release_installs import embedded_install
 
@@ -30,10 +30,10 @@ GROWABLE_NAME = GROWABLE_ON_CPU.name
 NOT_ON_GPU = "'use_growable_memory' can only work with KIND_GPU model instances"
 
 
-def _repo(path, variants, growable_on_cpu=False):
+def _repo(path, variants, growable_on_cpu=False, growable_name=GROWABLE_NAME):
     write_repository(variants, path)
     if growable_on_cpu:
-        config = path / GROWABLE_NAME / "config.pbtxt"
+        config = path / growable_name / "config.pbtxt"
         text = config.read_text()
         assert "use_same_buffer_for_input_output: true" in text
         config.write_text(text.replace("use_same_buffer_for_input_output: true",
@@ -93,3 +93,28 @@ def test_modelgen_refuses_growable_memory_where_triton_would_fail_it():
         Variant("implicit", "direct", 1, 1, backend="onnx", same_buffer=True, growable=True)
     with pytest.raises(ValueError, match="KIND_GPU instances only"):
         attrs.evolve(GROWABLE_ON_CPU, growable=True)
+
+
+NATIVE = [attrs.evolve(v, backend="native") for v in (FROM_DATA, ONE_BUFFER, GROWABLE_ON_CPU)]
+
+
+@pytest.mark.skipif(native.unavailable_reason() is not None, reason=str(native.unavailable_reason()))
+@pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
+def test_on_the_native_backend_the_options_carry_running_sums_and_growable_on_cpu_loses_the_state(tmp_path,
+                                                                                                   release):
+    from_data, one_buffer, growable = NATIVE
+    repo = _repo(tmp_path / "models", NATIVE, growable_on_cpu=True, growable_name=growable.name)
+    with EmbeddedTriton(repo, workdir=tmp_path, **embedded_install(release)) as server:
+        server.wait_models_ready([v.name for v in NATIVE])
+        client = GrpcClient(server.grpc_url)
+        try:
+            for variant in (from_data, one_buffer):
+                spec = ModelSpec.fetch(server, variant.name)
+                sums = [client.infer(spec.request(11, v, start=i == 0)).value for i, v in enumerate((5, 2, -1))]
+                assert sums == [variant.initial_sum + s for s in (5, 7, 6)], (variant.name, sums)
+            # growable-memory-on-cpu-loads: the request reaches the backend without INPUT_STATE
+            got = client.infer(ModelSpec.fetch(server, growable.name).request(12, 5, start=True))
+        finally:
+            client.close()
+        assert got.status == "INVALID_ARGUMENT" and "unknown request input name INPUT_STATE" in got.message
+        assert f"Failed to initialize sequence state: {NOT_ON_GPU}" in server.log_tail(200)

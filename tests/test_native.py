@@ -144,7 +144,8 @@ _KEEP_ON_PADDING = "  if (!ready) {\n    memcpy(sum, state, bytes);\n"
 def test_a_padding_row_cannot_write_its_slots_state(tmp_path):
     """Under direct, a slot whose sequence sent nothing this execution is a padding row (READY 0),
     a null request whose states are the core's throwaway copies: a backend that writes state there
-    (here: the slot's state + 1000) must leave the live sequence's state alone."""
+    (here: the slot's state + 1000) must leave the live sequence's state alone. And a server
+    restart leaves no state behind."""
     from fuzz.server import EmbeddedTriton
     from modelgen import Variant, model_config, render
 
@@ -167,5 +168,12 @@ def test_a_padding_row_cannot_write_its_slots_state(tmp_path):
                 assert _send(client, variant, 2, 1) == i  # b alone again and again
             assert _send(client, variant, 1, 1, end=True) == 6  # a's state is still its own
             assert _send(client, variant, 2, 1, end=True) == 5
+            assert _send(client, variant, 3, 4, start=True) == 4  # left live across a restart:
+        finally:
+            client.close()
+        server.restart()
+        client = GrpcClient(server.grpc_url)
+        try:
+            assert _send(client, variant, 3, 1, start=True) == 1  # a restart resets the state too
         finally:
             client.close()
