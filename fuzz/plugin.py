@@ -384,6 +384,17 @@ def native_unavailable() -> str | None:
     return unavailable_reason()
 
 
+def _refused_by_build(config) -> list:
+    """(model, why) for each default model the --triton-install build would refuse."""
+    from modelgen import left_out_on, slow_variants
+
+    install_dir = config.getoption("--triton-install")
+    if not install_dir:
+        return []
+    variants = _default_variants() + (slow_variants() if "slow" in config._fuzz_nemesis else [])
+    return [(v.name, why) for v, why in left_out_on(variants, triton_version_of(install_dir))]
+
+
 def _generated_variants(config) -> list:
     """The models of the repository the embedded server gets when no --models-dir is given."""
     from modelgen import loadable_on, slow_variants
@@ -570,7 +581,9 @@ def pytest_report_header(config):
     if url:
         return f"triton: external at {url}"
     lines = ["triton: embedded (nvidia-pytriton)"]
-    reason = native_unavailable() if config.getoption("--models-dir") is None else None
-    if reason:
-        lines.append(f"native implicit-state models left out: {reason}")
+    if config.getoption("--models-dir") is None:
+        reason = native_unavailable()
+        if reason:
+            lines.append(f"native implicit-state models left out: {reason}")
+        lines += [f"left out on this build: {name} ({why})" for name, why in _refused_by_build(config)]
     return lines

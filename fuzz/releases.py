@@ -23,12 +23,18 @@ from .server import InstallNotFound, TritonInstall
 
 # Read from server_version at start-up on this kind of machine.
 TRITON_VERSION = {
+    "0.4.0": "2.36.0",
     "0.4.2": "2.39.0",
     "0.5.0": "2.41.0",
+    "0.5.5": "2.44.0",
+    "0.5.8": "2.46.0",
     "0.5.14": "2.51.0",
     "0.6.0": "2.51.0",
     "0.7.0": "2.51.0",
 }
+# The release matrix's builds (`python -m fuzz.matrix --all-releases`): the sequence-batcher
+# fixes of 2023-2024 fall between them. 0.7.0 is the installed default.
+MATRIX_RELEASES = ("0.4.0", "0.4.2", "0.5.0", "0.5.5", "0.5.8", "0.7.0")
 ENV_DIR = "TRITON_SEQFUZZ_RELEASES_DIR"
 _DONE = ".installed"
 

@@ -223,9 +223,20 @@ class Variant:
 
     @property
     def min_triton(self) -> tuple:
-        """The oldest Triton that loads it: iterative_sequence came with 2.40 (core r23.11);
-        2.39 refuses use_same_buffer_for_input_output (no such field) and 2.41 takes it."""
-        return max((2, 40) if self.iterations else (0,), (2, 41) if self.same_buffer else (0,))
+        """The oldest Triton that loads it (see needs)."""
+        return max((version for version, _ in self.needs), default=(0,))
+
+    @property
+    def needs(self) -> tuple:
+        """(oldest Triton, why) for each config field an older build would refuse (and with it the
+        whole server): iterative_sequence came with 2.40 (core r23.11); 2.39 has no
+        use_same_buffer_for_input_output, which 2.41 takes."""
+        out = []
+        if self.iterations:
+            out.append(((2, 40), "iterative_sequence came with Triton 2.40"))
+        if self.same_buffer:
+            out.append(((2, 41), "use_same_buffer_for_input_output: not in 2.39's config (2.41 takes it)"))
+        return tuple(out)
 
     @property
     def total_slots(self) -> int:
@@ -234,6 +245,14 @@ class Variant:
     @property
     def max_batch_size(self) -> int:
         return self.slots if self.batching else 0
+
+
+def left_out_on(variants, triton_version: str | None) -> list[tuple]:
+    """(variant, why) for each variant a Triton of that version would refuse (None: any loads all)."""
+    if triton_version is None:
+        return []
+    have = tuple(int(n) for n in triton_version.split(".")[:2])
+    return [(v, "; ".join(why for version, why in v.needs if version > have)) for v in variants if v.min_triton > have]
 
 
 def loadable_on(variants, triton_version: str | None) -> list[Variant]:

@@ -166,6 +166,29 @@ def test_builds_keep_their_order_and_are_named_once():
         matrix.parse_args(["--model", CORRID])
 
 
+def test_all_releases_are_the_six_builds_the_installed_one_standing_for_its_own():
+    from fuzz.releases import MATRIX_RELEASES, TRITON_VERSION
+
+    builds = matrix.parse_args(["--all-releases"]).builds
+    assert [b.name for b in builds] == list(MATRIX_RELEASES) and len(builds) == 6
+    assert [TRITON_VERSION[r][:4] for r in MATRIX_RELEASES] == ["2.36", "2.39", "2.41", "2.44", "2.46", "2.51"]
+    mine = matrix.installed_version()
+    assert [b.kind for b in builds] == ["installed" if b.name == mine else "release" for b in builds]
+    with pytest.raises(SystemExit):
+        matrix.parse_args(["--all-releases", "--release", "0.4.0"])  # named twice
+
+
+def test_a_build_says_which_default_models_it_would_refuse_and_why():
+    from modelgen import default_variants, left_out_on, loadable_on
+
+    variants = default_variants()
+    refused = {v.name: why for v, why in left_out_on(variants, "2.36.0")}
+    assert refused and set(refused) == {v.name for v in variants} - {v.name for v in loadable_on(variants, "2.36.0")}
+    assert all(why for why in refused.values())
+    assert [why for name, why in refused.items() if "iter" in name] == ["iterative_sequence came with Triton 2.40"]
+    assert left_out_on(variants, "2.51.0") == [] and left_out_on(variants, None) == []
+
+
 def test_pip_errors_become_one_line():
     text = "pip could not install nvidia-pytriton==0.0.999:\nERROR: Could not find a version\nERROR: No matching distribution"
     assert matrix.one_line(text) == "pip could not install nvidia-pytriton==0.0.999: ERROR: No matching distribution"

@@ -14,11 +14,23 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..releases import MATRIX_RELEASES, TRITON_VERSION
 from .builds import PROJECT_CORPUS, Build, BuildUnavailable, installed_version, prepare
 from .compare import compare, confirm, format_divergences
 from .report import report_json
 from .run import BuildRun, Options, run_build
 from .table import cells, format_table
+
+def _expand(given) -> list:
+    """A --release, --installed (None) or --url build as itself; --all-releases as the matrix's
+    releases, the installed one standing for its own version."""
+    if given is None:
+        return [Build("installed", installed_version())]
+    if given == "all":
+        mine = installed_version()
+        return [Build("installed", r) if r == mine else Build("release", r) for r in MATRIX_RELEASES]
+    return [given]
+
 
 def _url_build(text: str) -> Build:
     grpc, _, http = text.partition(",")
@@ -34,6 +46,10 @@ def parse_args(argv=None):
                         help="an nvidia-pytriton release, installed side by side on first use (fuzz/releases.py)")
     builds.add_argument("--installed", dest="builds", action="append_const", const=None,
                         help="the nvidia-pytriton installed in this environment")
+    builds.add_argument("--all-releases", dest="builds", action="append_const", const="all",
+                        help=f"every release of the matrix: {', '.join(MATRIX_RELEASES)} (Triton "
+                             f"{', '.join(TRITON_VERSION[r][:4] for r in MATRIX_RELEASES)}), the installed one "
+                             f"standing for its own version")
     builds.add_argument("--url", dest="builds", action="append", metavar="HOST:PORT[,HTTPHOST:PORT]",
                         type=_url_build, help="an external Triton: its gRPC address, and its HTTP one if any")
     p.add_argument("--model", action="append", default=[], metavar="NAME",
@@ -54,7 +70,7 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if not args.builds:
         p.error("name at least one build: --release VERSION, --installed or --url HOST:PORT")
-    args.builds = [b or Build("installed", installed_version()) for b in args.builds]
+    args.builds = [b for given in args.builds for b in _expand(given)]
     slugs = [b.slug for b in args.builds]
     if len(set(slugs)) != len(slugs):
         p.error(f"a build is named twice: {', '.join(b.label for b in args.builds)}")
