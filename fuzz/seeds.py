@@ -3,6 +3,10 @@
 examples changes with any change to the rules, each seed is a separate fixed program family, so
 adding one never disturbs the others. Add a seed when a run finds something worth re-running
 (the failure output shows it: `@seed(N)`); drop one only with a reason.
+
+Dropped: py_implicit_direct_s1_i1_int32_csr's seed 1 (2026-11-26). That model's one finding is the
+pinned divergence python-backend-drops-implicit-state, which its corpus entry and campaign hold;
+the seed spent 32 s of every CI run shrinking it again.
 """
 from __future__ import annotations
 
@@ -20,7 +24,6 @@ SEEDS: dict[str, tuple[int, ...]] = {
     "py_corrid_oldest_s2_i1_int32_csrc_str": (1,),
     "py_corrid_oldest_s2_i1_int32_cserc_u64_nb": (1,),
     "py_corrid_oldest_s4_i2_int32_cserc_u64_pb2-4_qd2000us": (1, 2),
-    "py_implicit_direct_s1_i1_int32_csr": (1,),
     "nat_implicit_direct_s1_i1_int32_csr_nb_sb": (1, 2),
     "nat_implicit_direct_s4_i2_fp32_cser_2st": (1, 2),
     "nat_implicit_oldest_s2_i1_int64_cserc_u64_init7": (1, 2),
