@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reproducer of triton-seqfuzz corpus entry py_corrid_direct_s2_i1_fp32_cserc_str--slots_reused--83c1fabd0a
 
-Status: known-divergence on Triton 2.39.0, 2.41.0, 2.51.0. Recorded on Triton 2.51.0: [slots_reused] refused a request that must be accepted.
+Status: known-divergence on Triton 2.36.0, 2.39.0, 2.41.0, 2.44.0, 2.46.0, 2.51.0. Recorded on Triton 2.51.0: [slots_reused] refused a request that must be accepted.
 Model: py_corrid_direct_s2_i1_fp32_cserc_str: direct, 2 slot(s) x 1 instance(s), FP32, idle 500 ms, controls CORRID,END,READY,START CORRID STRING
 
 The program (what each client sent, what the reference model required, what came back):

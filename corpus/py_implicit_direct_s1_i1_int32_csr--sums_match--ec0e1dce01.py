@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reproducer of triton-seqfuzz corpus entry py_implicit_direct_s1_i1_int32_csr--sums_match--ec0e1dce01
 
-Status: known-divergence on Triton 2.39.0, 2.41.0, 2.51.0. Recorded on Triton 2.51.0: [sums_match] wrong running sum.
+Status: known-divergence on Triton 2.36.0, 2.39.0, 2.41.0, 2.44.0, 2.46.0, 2.51.0. Recorded on Triton 2.51.0: [sums_match] wrong running sum.
 Model: py_implicit_direct_s1_i1_int32_csr: direct, 1 slot(s) x 1 instance(s), INT32, idle 500 ms, controls READY,START implicit-state
 
 The program (what each client sent, what the reference model required, what came back):

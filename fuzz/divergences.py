@@ -59,17 +59,18 @@ KNOWN = (
         "python-backend-drops-implicit-state",
         "The Python backend does not carry sequence_batching.state: every request sees the initial "
         "INPUT_STATE and OUTPUT_STATE is dropped, so OUTPUT is INPUT instead of the running sum.",
-        versions=("2.39.0", "2.41.0", "2.51.0"), symptom="OUTPUT equals the request's own INPUT",
+        versions=("2.36.0", "2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0"),
+        symptom="OUTPUT equals the request's own INPUT",
         # share_sequence's answers are then no running sums of any arrival order
         affects=_python_implicit, invariant="sums_match", also_under=("order_kept",), as_built="carries_no_state"),
     KnownDivergence(
         "string-corrid-control-rejected",
         "A model whose CORRID control is TYPE_STRING fails every sequence request, string or integer "
-        "id, under both strategies: 2.51 refuses it; 2.39 and 2.41 hand the Python model a CORRID "
+        "id, under both strategies: 2.51 refuses it; 2.36 to 2.46 hand the Python model a CORRID "
         "bytes tensor with a garbage length prefix, which it cannot deserialize.",
-        versions=("2.39.0", "2.41.0", "2.51.0"),
+        versions=("2.36.0", "2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0"),
         symptom="2.51: INVALID_ARGUMENT: unexpected number of string elements 2 for inference input 'CORRID', "
-                "expecting 1; 2.39/2.41: the model fails with 'unpack_from requires a buffer of at least "
+                "expecting 1; 2.36-2.46: the model fails with 'unpack_from requires a buffer of at least "
                 "<~2^31> bytes ... (actual buffer size is 132)'",
         affects=lambda m: _corrid_type(m) == "STRING", invariant="valid_is_accepted",
         signatures=("unexpected number of string elements 2 for inference input 'CORRID'",
@@ -82,10 +83,11 @@ KNOWN = (
         "land in the 8-byte CORRID tensor: ids shorter than 8 characters give a CORRID that changes "
         "between requests of one sequence (its state is lost), 109-110 characters are refused with "
         "'unknown request', 111-128 abort tritonserver (SIGABRT from std::__throw_length_error), and "
-        "short ids have also aborted it.",
-        versions=("2.51.0",),
-        symptom="wrong running sums, or the server dies (UNAVAILABLE: Stream removed)",
-        affects=lambda m: _corrid_type(m) == "UINT64", invariant="sums_match",
+        "short ids have also aborted it. On 2.46 (the release matrix) a short string id over HTTP went "
+        "unanswered, and the server then died ('free(): invalid size').",
+        versions=("2.46.0", "2.51.0"),
+        symptom="wrong running sums, no answer, or the server dies (UNAVAILABLE: Stream removed)",
+        affects=lambda m: _corrid_type(m) == "UINT64", invariant="sums_match", also_under=("no_hangs", "server_alive"),
         guard="no string ids are sent to this model (its CORRID is uint64)", no_string_ids=True),
     KnownDivergence(
         "string-id-on-integer-corrid",
@@ -93,18 +95,24 @@ KNOWN = (
         "into that tensor unchecked, its 4-byte length prefix first and its characters past the "
         "tensor's end (core r24.10 SetControlTensors; refused from r25.01, core eeb283a). On an INT32 "
         "CORRID the model sees the string's length as the CORRID: string ids of one length share a "
-        "sequence's state ('abc' summed onto 'xyz').",
-        versions=("2.51.0",),
-        symptom="wrong running sums (on INT64 the CORRID holds the length and 4 characters)",
+        "sequence's state ('abc' summed onto 'xyz'). On 2.36, 2.44 and 2.46 the overrun corrupts the "
+        "heap and the server dies within a few such requests (found by the release matrix: SIGSEGV in "
+        "TRITONBACKEND_RequestInputName or InputBuffer on 2.36 and 2.44, SIGABRT 'free(): invalid next "
+        "size' on 2.46).",
+        versions=("2.36.0", "2.44.0", "2.46.0", "2.51.0"),
+        symptom="wrong running sums (on INT64 the CORRID holds the length and 4 characters); on 2.36-2.46 "
+                "the server dies",
         affects=lambda m: _corrid_type(m) in ("INT32", "UINT32", "INT64"), invariant="sums_match",
+        also_under=("server_alive",),
         guard="no string ids are sent to this model (its CORRID is a 32- or 64-bit integer, which a string "
               "id overflows)", no_string_ids=True),
     KnownDivergence(
         "string-ids-refused",
         "Triton 2.39 and 2.41 refuse every string sequence_id on a model without a TYPE_STRING CORRID "
         "control (no CORRID at all, or a uint64 one), START included; 2.51 accepts them. Found by the "
-        "release matrix (python -m fuzz.matrix: 0.4.2 and 0.5.0 against 0.7.0).",
-        versions=("2.39.0", "2.41.0"),
+        "release matrix (python -m fuzz.matrix: 0.4.2 and 0.5.0 against 0.7.0); 2.36 and 2.44 refuse "
+        "them too.",
+        versions=("2.36.0", "2.39.0", "2.41.0", "2.44.0"),
         symptom="INVALID_ARGUMENT: correlation ID in request is not an unsigned int",
         affects=lambda m: _corrid_type(m) != "STRING", invariant="valid_is_accepted",
         signatures=("correlation ID in request is not an unsigned int",),
@@ -152,6 +160,14 @@ KNOWN = KNOWN + (
 
 KNOWN = KNOWN + (
     KnownDivergence(
+        "dtype-error-older-wording",
+        "2.36 words the refusal of an INPUT of the wrong data type differently from 2.39 and later "
+        "(\"inference input data-type is 'FP32', model expects 'INT32' for '<model>'\"), without naming the "
+        "input. Not a broken promise but a different text: found by the release matrix, taken as built.",
+        versions=("2.36.0",), symptom="the older wording of the same INVALID_ARGUMENT",
+        affects=lambda m: True, invariant="invalid_is_refused",
+        signatures=("inference input data-type is '",), as_built="older_dtype_wording"),
+    KnownDivergence(
         "string-id-cut-at-nul",
         "A string sequence_id with an embedded NUL is cut at the NUL, over gRPC, gRPC streams and HTTP "
         "alike: 'a\\0x' is the sequence 'a' (a START on it restarts 'a', and 'a' goes on with its sum). "
@@ -171,6 +187,7 @@ def known_for(model, version: str | None) -> list[KnownDivergence]:
 # What the reference model can take as built, each with what it then expects.
 AS_BUILT = {
     "carries_no_state": "every answer is the initial sum plus the request's own value (BatcherModel.carries_state)",
+    "older_dtype_wording": "a wrong-dtype request is refused in 2.36's words (model.OLDER_DTYPE_ERROR)",
 }
 
 

@@ -24,8 +24,8 @@ from .coverage import Coverage
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .divergences import accepted, known_for
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
-from .model import (Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins, key_of, refused_for_start,
-                    too_long)
+from .model import (DTYPE_ERROR, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins,
+                    key_of, refused_for_start, too_long)
 from .spec import ModelSpec
 
 
@@ -229,7 +229,9 @@ class Engine(CancelSteps, SharedSteps):
         self.nemesis = nemesis.Nemesis(self.server, self.spec.batcher)  # an ensemble: reload its step
         self.teardown_client = self.n_clients  # past the stream clients: ends what is left, on unary gRPC
         self.model = BatcherModel(self.spec, margin_s=self.margin, prompt_s=self.settings.prompt_s, late_s=self.late,
-                                  carries_state=not accepted(self.settings.accept, "carries_no_state"))
+                                  carries_state=not accepted(self.settings.accept, "carries_no_state"),
+                                  dtype_error=OLDER_DTYPE_ERROR if accepted(self.settings.accept, "older_dtype_wording")
+                                  else DTYPE_ERROR)
         self.proxy = None
         self.connect()
         self.pending: dict[int, Pending] = {}

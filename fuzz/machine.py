@@ -84,6 +84,24 @@ WAIT_SHARE = 0.1
 LONG_PAUSE_S = 0.5  # a pause longer than this is such a wait too (on the 2 s models: up to 1.3 s)
 
 
+def salted_id(seq_id: int, salt: int) -> int:
+    """`seq_id` shifted by the example's salt times an odd stride: the same shift for the whole
+    example, so ids that collide modulo a power of two still do; by an odd stride, so ids of
+    different examples rarely do (with 2**40 they all collided modulo 2**32, and a model keying
+    state by a truncated id leaked it from one example into the next, which no replay of one
+    example reproduces). From 2**40 on the shift wraps within the id's own power-of-two band, so
+    a large id stays as large (its magnitude band, where a float64 or a 32-bit cut loses it, is
+    the point of drawing it): unsalted, a shrinker's consecutive replays sent the same large ids,
+    and a sequence one left live held a slot the next one's reference counted free. The boundary
+    ids of SPECIAL_IDS from 2**31 on are sent as they are."""
+    if seq_id < 2**30 or (seq_id < 2**40 and seq_id not in SPECIAL_IDS):
+        return (seq_id + salt * SALT_STRIDE) % 2**63
+    if seq_id in SPECIAL_IDS:
+        return seq_id
+    top = 1 << (seq_id.bit_length() - 1)
+    return top | ((seq_id - top + salt * SALT_STRIDE) % top)
+
+
 def id_strategy(spec: ModelSpec, version: str | None):
     """Ids small and large, around every integer boundary, colliding modulo powers of two, and
     strings; uint64 and string ids are distinct sequences, so both come up."""
@@ -261,16 +279,11 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             return items[i % len(items)] if items else None
 
         def _fresh(self, seq_id):
-            """The id made unique to this example, leaving the large boundary ids alone. Shifted
-            by the same amount for the whole example, so ids that collide modulo a power of two
-            still do; by an odd stride, so ids of different examples rarely do (with 2**40 they
-            all collided modulo 2**32, and a model keying state by a truncated id leaked it from
-            one example into the next, which no replay of one example reproduces)."""
+            """The id made unique to this example (salted_id), every boundary id of SPECIAL_IDS
+            but 1 and 2 left as it is."""
             if isinstance(seq_id, str):
                 return clip_id(f"{self.salt}.{seq_id}")
-            if seq_id < 2**30 or (seq_id < 2**40 and seq_id not in SPECIAL_IDS):
-                seq_id = (seq_id + self.salt * SALT_STRIDE) % 2**63
-            return seq_id % 2**spec.id_bits or 1  # a 32-bit CORRID tells only the low bits apart
+            return salted_id(seq_id, self.salt) % 2**spec.id_bits or 1  # a 32-bit CORRID tells only the low bits
 
         def _id(self, data, among=None):
             """A fresh id, one from `among` (default: every id used so far), or a sibling of a used

@@ -45,6 +45,8 @@ BATCH_ONE_ERROR = ("inference request to model '{model}' must specify batch-size
                    "sequence batcher")
 BATCH_MAX_ERROR = "inference request batch-size must be <= {max} for '{model}'"
 DTYPE_ERROR = "inference input 'INPUT' data-type is '{sent}', but model '{model}' expects '{want}'"
+# The same refusal as 2.36 words it (taken as built: divergence dtype-error-older-wording).
+OLDER_DTYPE_ERROR = "inference input data-type is '{sent}', model expects '{want}' for '{model}'"
 # A model without a batch dimension (max_batch_size 0) takes INPUT as [1]: a batch of 2 is the wrong
 # shape. 2.51 ends the message with ". " (the core appends a hint that is empty here).
 SHAPE_ERROR = "unexpected shape for input 'INPUT' for model '{model}'. Expected [1], got {got}. "
@@ -135,8 +137,9 @@ class Seq:
 
 class BatcherModel:
     def __init__(self, spec: ModelSpec, margin_s: float, prompt_s: float = 5.0, late_s: float | None = None,
-                 order_s: float = 1.0, carries_state: bool = True):
+                 order_s: float = 1.0, carries_state: bool = True, dtype_error: str = DTYPE_ERROR):
         self.spec = spec
+        self.dtype_error = dtype_error  # OLDER_DTYPE_ERROR where a build's older wording is taken as built
         # False: the reference takes as built a build that carries no state between requests (a
         # known divergence the campaign has seen): every answer is the initial sum plus its value.
         self.carries_state = carries_state
@@ -336,7 +339,7 @@ class BatcherModel:
     def _invalid(self, req: Request) -> Refusal | None:
         m = self.spec.name
         if req.dtype != self.spec.dtype:
-            return Refusal("INVALID_ARGUMENT", DTYPE_ERROR.format(sent=req.dtype, model=m, want=self.spec.dtype),
+            return Refusal("INVALID_ARGUMENT", self.dtype_error.format(sent=req.dtype, model=m, want=self.spec.dtype),
                            "invalid_is_refused")
         if self.spec.max_batch_size == 0 and req.shape != (1,):
             got = "[" + ",".join(map(str, req.shape)) + "]"

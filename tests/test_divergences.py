@@ -111,6 +111,27 @@ def test_every_known_divergence_names_a_build_and_a_symptom():
     assert not accepted({"string-corrid-control-rejected"}, "carries_no_state")
 
 
+def test_2_36s_dtype_wording_is_taken_as_built_and_only_its_wording():
+    """The release matrix met 2.36's older text for a wrong-dtype refusal on every model; the
+    reference then expects that text, and nothing else about the refusal changes."""
+    from fuzz.client import Request
+    from fuzz.model import OLDER_DTYPE_ERROR, BatcherModel, Refusal
+    from fuzz.spec import ModelSpec
+    from modelgen import model_config
+
+    older = next(d for d in KNOWN if d.key == "dtype-error-older-wording")
+    got = "inference input data-type is 'FP32', model expects 'INT32' for 'm'"
+    assert older.explains("invalid_is_refused", got) and not older.explains("invalid_is_refused", "other text")
+    assert known_for(Variant("slot", "direct", 1, 1), "2.36.0") and older not in known_for(Variant("slot", "direct", 1, 1),
+                                                                                         "2.39.0")
+    spec = ModelSpec.from_config(model_config(Variant("slot", "direct", 1, 1)))
+    wrong = Request(spec.name, 5, 1.0, dtype="FP32", batch_dim=True)
+    as_built = BatcherModel(spec, margin_s=0.1, dtype_error=OLDER_DTYPE_ERROR).expect(wrong, 0.0)
+    assert as_built == Refusal("INVALID_ARGUMENT", OLDER_DTYPE_ERROR.format(sent="FP32", want="INT32", model=spec.name),
+                               "invalid_is_refused")
+    assert accepted({older.key}, "older_dtype_wording")
+
+
 def test_the_python_backends_missing_state_is_known_under_the_promise_that_meets_it_first():
     """share_sequence can meet python-backend-drops-implicit-state before any plain request does:
     its answers are then no running sums of any order, an order_kept failure of the same cause."""
