@@ -172,8 +172,9 @@ KNOWN = KNOWN + (
         "A string sequence_id with an embedded NUL is cut at the NUL, over gRPC, gRPC streams and HTTP "
         "alike: 'a\\0x' is the sequence 'a' (a START on it restarts 'a', and 'a' goes on with its sum). "
         "The frontends hand the id to the core as a C string. Found by the fuzzer's string-id families "
-        "(issue 26); 2.39 and 2.41 take no string ids on these models at all (string-ids-refused).",
-        versions=("2.51.0",),
+        "(issue 26); 2.39 and 2.41 take no string ids on these models at all (string-ids-refused). 2.46 "
+        "cuts them too (the release matrix).",
+        versions=("2.46.0", "2.51.0"),
         symptom="the id before the NUL answers with the sum of the one with it (two sequences are one)",
         affects=lambda m: _corrid_type(m) in (None, "STRING"), invariant="sums_match",
         guard="no string id with an embedded NUL is sent (this build cuts string ids at the NUL)", no_nul_ids=True),
@@ -203,3 +204,16 @@ def by_key(key: str) -> KnownDivergence:
 def as_built_of(key: str) -> str:
     """What the reference expects once it takes the divergence `key` as built."""
     return AS_BUILT[by_key(key).as_built]
+
+
+# The builds of the release matrix (fuzz.releases.MATRIX_RELEASES), by Triton version.
+MATRIX_VERSIONS = ("2.36.0", "2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0")
+
+
+def build_table(versions=MATRIX_VERSIONS) -> str:
+    """Markdown: one row per known divergence, a column per build, "x" where it was seen (README
+    shows it, and a test keeps the two alike)."""
+    head = "| divergence | " + " | ".join(v.rsplit(".", 1)[0] for v in versions) + " |"
+    rule = "|---|" + "---|" * len(versions)
+    rows = [f"| {d.key} | " + " | ".join("x" if v in d.versions else "" for v in versions) + " |" for d in KNOWN]
+    return "\n".join([head, rule, *rows])

@@ -161,3 +161,12 @@ def test_a_string_id_is_cut_at_an_embedded_nul(triton, via):
     # Two sequences: 101. One, restarted by the twin's START: 110.
     assert after.value == (110.0 if applies else 101.0), after
     client.infer(req(base + "\x00x", 0.0, end=True))
+
+
+def test_readmes_per_build_table_is_the_one_the_known_divergences_make():
+    from pathlib import Path
+
+    from fuzz.divergences import build_table
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert build_table() in readme, "README's per-build table of known divergences is stale"
