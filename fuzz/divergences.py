@@ -206,13 +206,13 @@ def as_built_of(key: str) -> str:
     return AS_BUILT[by_key(key).as_built]
 
 
-# The builds of the release matrix (fuzz.releases.MATRIX_RELEASES), by Triton version.
-MATRIX_VERSIONS = ("2.36.0", "2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0")
+def build_table(versions=None) -> str:
+    """Markdown: one row per known divergence, a column per build (default: the release matrix's),
+    "x" where it was seen (README shows it, and a test keeps the two alike)."""
+    if versions is None:
+        from .releases import MATRIX_RELEASES, TRITON_VERSION
 
-
-def build_table(versions=MATRIX_VERSIONS) -> str:
-    """Markdown: one row per known divergence, a column per build, "x" where it was seen (README
-    shows it, and a test keeps the two alike)."""
+        versions = tuple(TRITON_VERSION[r] for r in MATRIX_RELEASES)
     head = "| divergence | " + " | ".join(v.rsplit(".", 1)[0] for v in versions) + " |"
     rule = "|---|" + "---|" * len(versions)
     rows = [f"| {d.key} | " + " | ".join("x" if v in d.versions else "" for v in versions) + " |" for d in KNOWN]

@@ -91,9 +91,8 @@ def salted_id(seq_id: int, salt: int) -> int:
     state by a truncated id leaked it from one example into the next, which no replay of one
     example reproduces). From 2**40 on the shift wraps within the id's own power-of-two band, so
     a large id stays as large (its magnitude band, where a float64 or a 32-bit cut loses it, is
-    the point of drawing it): unsalted, a shrinker's consecutive replays sent the same large ids,
-    and a sequence one left live held a slot the next one's reference counted free. The boundary
-    ids of SPECIAL_IDS from 2**31 on are sent as they are."""
+    the point of drawing it); unsalted, a shrinker's consecutive replays sent the same large ids.
+    The boundary ids of SPECIAL_IDS from 2**31 on are sent as they are."""
     if seq_id < 2**30 or (seq_id < 2**40 and seq_id not in SPECIAL_IDS):
         return (seq_id + salt * SALT_STRIDE) % 2**63
     if seq_id in SPECIAL_IDS:
@@ -283,7 +282,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             but 1 and 2 left as it is."""
             if isinstance(seq_id, str):
                 return clip_id(f"{self.salt}.{seq_id}")
-            return salted_id(seq_id, self.salt) % 2**spec.id_bits or 1  # a 32-bit CORRID tells only the low bits
+            return salted_id(seq_id, self.salt) % 2**spec.id_bits or 1  # a 32-bit CORRID keeps only the low bits
 
         def _id(self, data, among=None):
             """A fresh id, one from `among` (default: every id used so far), or a sibling of a used

@@ -384,25 +384,32 @@ def native_unavailable() -> str | None:
     return unavailable_reason()
 
 
+def _wanted_variants(config) -> list:
+    """The default set, and the slow models when the slow nemesis is on, before the build has a say."""
+    from modelgen import slow_variants
+
+    return _default_variants() + (slow_variants() if "slow" in config._fuzz_nemesis else [])
+
+
+def _install_version(config) -> str | None:
+    """The Triton version of the --triton-install build (None: the installed one, which loads all)."""
+    install_dir = config.getoption("--triton-install")
+    return triton_version_of(install_dir) if install_dir else None
+
+
 def _refused_by_build(config) -> list:
     """(model, why) for each default model the --triton-install build would refuse."""
-    from modelgen import left_out_on, slow_variants
+    from modelgen import left_out_on
 
-    install_dir = config.getoption("--triton-install")
-    if not install_dir:
-        return []
-    variants = _default_variants() + (slow_variants() if "slow" in config._fuzz_nemesis else [])
-    return [(v.name, why) for v, why in left_out_on(variants, triton_version_of(install_dir))]
+    return [(v.name, why) for v, why in left_out_on(_wanted_variants(config), _install_version(config))]
 
 
 def _generated_variants(config) -> list:
-    """The models of the repository the embedded server gets when no --models-dir is given."""
-    from modelgen import loadable_on, slow_variants
+    """The models of the repository the embedded server gets when no --models-dir is given: an
+    older build refuses some configs, and with them the whole server (Variant.needs)."""
+    from modelgen import loadable_on
 
-    variants = _default_variants() + (slow_variants() if "slow" in config._fuzz_nemesis else [])
-    install_dir = config.getoption("--triton-install")
-    # 2.39 refuses iterative_sequence: that model is left out there.
-    return loadable_on(variants, triton_version_of(install_dir) if install_dir else None)
+    return loadable_on(_wanted_variants(config), _install_version(config))
 
 
 def pytest_generate_tests(metafunc):

@@ -247,11 +247,15 @@ class Variant:
         return self.slots if self.batching else 0
 
 
+def _major_minor(triton_version: str) -> tuple:
+    return tuple(int(n) for n in triton_version.split(".")[:2])
+
+
 def left_out_on(variants, triton_version: str | None) -> list[tuple]:
     """(variant, why) for each variant a Triton of that version would refuse (None: any loads all)."""
     if triton_version is None:
         return []
-    have = tuple(int(n) for n in triton_version.split(".")[:2])
+    have = _major_minor(triton_version)
     return [(v, "; ".join(why for version, why in v.needs if version > have)) for v in variants if v.min_triton > have]
 
 
@@ -260,7 +264,7 @@ def loadable_on(variants, triton_version: str | None) -> list[Variant]:
     model's config at start, and with it the whole server."""
     if triton_version is None:
         return list(variants)
-    have = tuple(int(n) for n in triton_version.split(".")[:2])
+    have = _major_minor(triton_version)
     return [v for v in variants if v.min_triton <= have]
 
 

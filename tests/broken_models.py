@@ -268,7 +268,7 @@ NATIVE_BUGS = (
                                                 '&first_ready), "reading READY");\n'))),
     Bug("native_second_state_not_committed", "a backend with two states commits only the first: the second stays "
                                              "at its initial value",
-        '    err = write_state(request, "OUTPUT_STATE_B", &state, input_copy->data);\n', "    err = NULL;\n",
+        '    err = write_state(request, "OUTPUT_STATE_B", &state, input.data);\n', "    err = NULL;\n",
         attrs.evolve(_NATIVE, two_states=True), 2, "START a with 1, then a with 1: answered 3 (2 * 2 - 1)"),
 )
 ALL_BUGS = BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + NATIVE_BUGS

@@ -28,10 +28,8 @@ class NativeUnavailable(RuntimeError):
 
 def compiler() -> str | None:
     """The C compiler to build with: $CC, else cc or gcc on PATH."""
-    for name in (os.environ.get("CC"), "cc", "gcc"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
+    found = (shutil.which(name) for name in (os.environ.get("CC"), "cc", "gcc") if name)
+    return next((path for path in found if path), None)
 
 
 def unavailable_reason() -> str | None:

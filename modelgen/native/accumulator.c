@@ -297,20 +297,23 @@ static bool has_input(TRITONBACKEND_Request* request, const char* name) {
   return false;
 }
 
-/* The second state, if the model has one: the same rule from INPUT (`input_copy`), its new
- * value committed, and the answer in `sum` combined with it. */
-static TRITONSERVER_Error* second_state(TRITONBACKEND_Request* request, const Tensor* input_copy,
-                                        unsigned char* sum, bool start, bool ready, bool adds_initial_state) {
+/* The second state, if the model has one: the same rule from INPUT (read again: the first
+ * state's sum is already in the other copy), its new value committed, and the answer in `sum`
+ * combined with it. A one-state model reads nothing more. */
+static TRITONSERVER_Error* second_state(TRITONBACKEND_Request* request, unsigned char* sum, bool start, bool ready,
+                                        bool adds_initial_state) {
   if (!has_input(request, "INPUT_STATE_B")) return NULL;
-  Tensor state = {0};
-  TRITONSERVER_Error* err = read_input(request, "INPUT_STATE_B", &state);
-  if (err == NULL && (state.dtype != input_copy->dtype || state.bytes != input_copy->bytes))
+  Tensor input = {0}, state = {0};
+  TRITONSERVER_Error* err = read_input(request, "INPUT", &input);
+  if (err == NULL) err = read_input(request, "INPUT_STATE_B", &state);
+  if (err == NULL && (state.dtype != input.dtype || state.bytes != input.bytes))
     err = fail(ERROR_INVALID_ARG, "INPUT and INPUT_STATE_B differ in type or size for", "INPUT_STATE_B");
   if (err == NULL) {
-    accumulate(state.dtype, input_copy->data, state.data, state.bytes, start, ready, adds_initial_state);
-    err = write_state(request, "OUTPUT_STATE_B", &state, input_copy->data);
+    accumulate(state.dtype, input.data, state.data, state.bytes, start, ready, adds_initial_state);
+    err = write_state(request, "OUTPUT_STATE_B", &state, input.data);
   }
-  if (err == NULL) combine(state.dtype, sum, input_copy->data, state.bytes);
+  if (err == NULL) combine(state.dtype, sum, input.data, state.bytes);
+  tensor_free(&input);
   tensor_free(&state);
   return err;
 }
@@ -321,10 +324,9 @@ static TRITONSERVER_Error* run_one(TRITONBACKEND_Request* request, TRITONBACKEND
   bool start = false, ready = false;
   TRY(read_flag(request, "START", &start));
   TRY(read_flag(request, "READY", &ready));
-  Tensor input = {0}, state = {0}, input_copy = {0};
+  Tensor input = {0}, state = {0};
   TRITONSERVER_Error* err = read_input(request, "INPUT", &input);
   if (err == NULL) err = read_input(request, "INPUT_STATE", &state);
-  if (err == NULL) err = read_input(request, "INPUT", &input_copy);
   if (err == NULL && (input.dtype != state.dtype || input.bytes != state.bytes))
     err = fail(ERROR_INVALID_ARG, "INPUT and INPUT_STATE differ in type or size for", "INPUT");
   if (err == NULL && input.dtype != TYPE_INT32 && input.dtype != TYPE_INT64 && input.dtype != TYPE_FP32)
@@ -333,7 +335,7 @@ static TRITONSERVER_Error* run_one(TRITONBACKEND_Request* request, TRITONBACKEND
     accumulate(input.dtype, input.data, state.data, input.bytes, start, ready, adds_initial_state);
     err = write_state(request, "OUTPUT_STATE", &state, input.data);
   }
-  if (err == NULL) err = second_state(request, &input_copy, input.data, start, ready, adds_initial_state);
+  if (err == NULL) err = second_state(request, input.data, start, ready, adds_initial_state);
   if (err == NULL && output_requested(request, "OUTPUT")) {
     TRITONBACKEND_Output* output;
     void* buffer;
@@ -346,7 +348,6 @@ static TRITONSERVER_Error* run_one(TRITONBACKEND_Request* request, TRITONBACKEND
   }
   tensor_free(&input);
   tensor_free(&state);
-  tensor_free(&input_copy);
   return err;
 }
 
