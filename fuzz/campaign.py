@@ -60,6 +60,7 @@ class ModelResult:
     faults: tuple = ()  # (nemesis rule, times it struck)
     fault_s: tuple = ()  # (server fault, seconds its strikes took)
     wait_s: float = 0.0  # seconds the ends of examples waited out idle windows and pauses
+    stuck_s: float = 0.0  # seconds every client waited mid-example for windows to free slots
     depth: DepthSummary = DepthSummary()  # sequence lengths and expiry -> reuse cycles
     left_out: tuple = ()  # what this model's campaign does not fuzz, and why (e.g. a long idle timeout)
     interrupted: str = ""  # why the campaign stopped early (Ctrl-C, SIGTERM); its counts are what it did
@@ -184,7 +185,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             ambiguous_waits=stats.ambiguous_waits, failures=(), expected_divergences=(),
             guards=tuple(d.guard for d in known if d.guard), faults=tuple(sorted(stats.faults.items())),
             fault_s=tuple(sorted((k, round(v, 2)) for k, v in stats.fault_s.items())),
-            wait_s=round(stats.wait_s, 2),
+            wait_s=round(stats.wait_s, 2), stuck_s=round(stats.stuck_s, 2),
             depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,
             coverage=stats.coverage.report(goals, rows, stopped_at), model_spec=spec)
         return ModelResult(**{**counts, **verdict})

@@ -122,9 +122,16 @@ class Coverage:
     # Goals the running example reached: what steering (fuzz/steering.py) aims past. The example's
     # own, so that a replay of it makes the same choices whatever else the campaign reached.
     here: set = attrs.Factory(set)
+    # Goals the campaign had reached when the running example began: among the choices open in
+    # the example, steering takes one the campaign lacks first, so examples spread over the goals
+    # instead of each drawing from all of them again. Kept from the first failure on, so that the
+    # shrinker's replays of the failing example steer as it did.
+    seen: frozenset = frozenset()
 
-    def new_example(self) -> None:
+    def new_example(self, shrinking: bool = False) -> None:
         self.here = set()
+        if not shrinking:
+            self.seen = frozenset(self.reached)
 
     def hit(self, goal: str) -> None:
         self.here.add(goal)

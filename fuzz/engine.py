@@ -119,6 +119,7 @@ class RunStats:
     faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
     fault_s: dict = attrs.Factory(dict)  # server fault -> seconds its strikes took (restarts, reloads)
     wait_s: float = 0.0  # seconds the ends of examples waited for parked requests (idle windows, pauses)
+    stuck_s: float = 0.0  # seconds every client waited mid-example for windows to free slots (wait_while_stuck, wait_for_slots)
     # How many sequences had each length (requests), over every example (fuzz/depth.py): a
     # tally, not a list, so that a campaign of hours keeps it as small as one of seconds.
     lengths: collections.Counter = attrs.Factory(collections.Counter)
@@ -225,7 +226,8 @@ class Engine(CancelSteps, SharedSteps):
         self.margin, self.late, self.n_clients, self.proxied = setup.margin, setup.late, setup.n_clients, setup.proxied
         self.as_value, self.lingering_guard = setup.as_value, setup.lingering_guard
         self.salt = salt  # fresh ids differ per example: no state leaks between them
-        self.stats.coverage.new_example()  # steering aims at what this example has not reached
+        # steering aims at what this example has not reached (what the campaign lacks first)
+        self.stats.coverage.new_example(shrinking=self.stats.first_failure_s is not None)
         self.nemesis = nemesis.Nemesis(self.server, self.spec.batcher)  # an ensemble: reload its step
         self.teardown_client = self.n_clients  # past the stream clients: ends what is left, on unary gRPC
         self.model = BatcherModel(self.spec, margin_s=self.margin, prompt_s=self.settings.prompt_s, late_s=self.late,
@@ -659,6 +661,52 @@ class Engine(CancelSteps, SharedSteps):
         waited = go_silent(seconds)
         self.record(client=None, action="go silent past the idle timeout", kind=Kind.GO_SILENT, wait_s=waited)
         self.collect()
+
+    def wait_while_stuck(self) -> float:
+        """When no client can do anything but wait (every slot held by sequences left to expire
+        or waiting for an answer, none live to send on), every client waits until the next thing
+        time brings: the earliest such sequence surely idles out or a parked request is due.
+        Skipping steps instead spent the rest of the example doing nothing (a fifth of a 2-slot
+        model's steps). Returns the seconds waited (0: not stuck)."""
+        now = time.monotonic()
+        self.model.settle(now)
+        if self.live() or self.model.free_slots() and now >= self.backlog_settled_at:
+            return 0.0
+        ends = [s.expiry.hi for s in self.model.running if s.key not in self.model.awaiting]
+        ends += [p.until for p in self.parked.values()]
+        return self._wait_until(min(ends, default=now) + 0.005, "no slot and no live sequence until a window passes")
+
+    def wait_for_slots(self, needed: int, keep=None) -> float:
+        """Every client waits until `needed` slots are surely free, where only time can free them:
+        no START waits in the backlog, no live sequence but `keep` could be ended instead, and
+        sequences left to expire hold the slots. Never up to the early edge of `keep`'s window
+        (a live sequence that is to go on after the wait; it may be one not started yet).
+        Returns the seconds waited (0: no such wait)."""
+        now = time.monotonic()
+        self.model.settle(now)
+        short = needed - self.model.free_slots()
+        if short <= 0 or self.model.backlog or now < self.backlog_settled_at or \
+                any(k != keep for k in self.live()):
+            return 0.0
+        ends = sorted(s.expiry.hi for s in self.model.running
+                      if s.key in self.silenced and s.key not in self.model.awaiting)
+        if len(ends) < short:
+            return 0.0
+        until = ends[short - 1] + 0.005
+        if keep in self.model.seqs and until >= self.model.seqs[keep].expiry.lo - self.settings.wire_s:
+            return 0.0
+        return self._wait_until(until, f"{needed} slot(s) free once sequences left to expire have")
+
+    def _wait_until(self, until: float, why: str) -> float:
+        """Every client waits until `until` (at most one idle window from now), recorded as a
+        pause, which a replay sleeps too; then what came back is checked and what is parked goes."""
+        now = time.monotonic()
+        if until <= now or until - now > self.setup.expiry_wait_s + 0.005:
+            return 0.0
+        waited = go_silent(until - now)
+        self.record(client=None, action=f"every client waits: {why}", kind=Kind.PAUSE, wait_s=waited)
+        self.collect()
+        return waited
 
     def park(self, client: int, req: Request, action: str, until: float, context: str = ""):
         self.parked[client] = Parked(req, "stream", action, context, until, time.monotonic())

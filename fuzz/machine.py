@@ -19,7 +19,8 @@ from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, ban
                     id_bands, into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
 from .coverage import FLAG_SHAPES, FLAGS, flags_goal, sibling_family
-from .steering import STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, choose, open_depth, open_sums, open_twins
+from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, open_depth, open_sums,
+                       open_twins)
 from .divergences import known_for
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .engine import Engine, Fault, Kind, Setup, event
@@ -65,9 +66,12 @@ START_MORE = st.integers(0, 24)
 # the twin's START), not to two interleaved ones it cannot turn into a `start`.
 TURNS = st.sampled_from(("older", "both", "both"))
 # Steering (fuzz/steering.py): a flag and an index drawn beside a choice; the flag's top value
-# (1 in 4, or 1 in 8 for a run's length: a deep run costs hundreds of requests) takes the open
-# choice the index names. Both shrink to 0: an unsteered choice.
+# (1 in 4, or 1 in 8 for a run's length: a deep run costs hundreds of requests; 1 in 2 for a
+# twin: a model has up to 18 twin goals and a campaign few alias steps, and an unsteered twin
+# stands wherever salting put its id, seldom below 2**32) takes the open choice the index
+# names. All shrink to 0: an unsteered choice.
 STEER_TOP, STEER_DEPTH_TOP = 3, 7
+STEER_TWIN_FROM = 2
 STEER = st.integers(0, STEER_TOP)
 STEER_DEPTH = st.integers(0, STEER_DEPTH_TOP)
 STEER_INDEX = st.integers(0, STEERED_RANGE - 1)
@@ -81,6 +85,12 @@ FAULT_SHARE = 0.25
 # Waits for idle windows longer than FuzzSettings.max_wait_s end their examples with seconds of
 # idling: they are taken while such ends took at most this share of the campaign's wall time.
 WAIT_SHARE = 0.1
+# Waits of every client mid-example for sequences left to expire to free slots, where only time
+# can (no slot free and nothing live, so rules could only skip; or an alias needs two slots):
+# at most this many per example, and only where a window is short (not rationed). Counted per example, not as a share of the campaign's time: a shrink's
+# replays of an example must decide to wait as the example did (a share did not, and Hypothesis
+# found the failure flaky).
+STUCK_WAITS = 3
 LONG_PAUSE_S = 0.5  # a pause longer than this is such a wait too (on the 2 s models: up to 1.3 s)
 
 
@@ -213,6 +223,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             stats.examples += 1
             Engine.__init__(self, setup, salt=stats.examples)
             self.twin_steps: set = set()  # integer twin steps steering took in this example
+            self.stuck_waits = 0  # waits of every client for windows to free slots (STUCK_WAITS)
 
         def _value(self, data):
             """Drawn from a fixed range (see the rules' note); _fit keeps the running sum in range.
@@ -220,7 +231,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             stood on yet."""
             value = data.draw(value_draws, label="value")
             steer, index = data.draw(STEER, label="steer value"), data.draw(STEER_INDEX, label="steered value")
-            aim = choose(open_sums(sum_targets, self.stats.coverage.here, lo_sum, hi_sum), index) \
+            cov = self.stats.coverage
+            aim = choose(open_sums(sum_targets, cov.here, lo_sum, hi_sum, cov.seen), index) \
                 if steer == STEER_TOP else None
             if aim is not None:
                 return target(aim - spec.initial_sum)
@@ -305,6 +317,17 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
         def _skip(self, why: str):
             event(f"skipped: {why}")
+            self._stuck_wait(self.wait_while_stuck)
+
+        def _stuck_wait(self, wait, *args) -> float:
+            """Every client waits for a window to pass (the engine's `wait`, where only time can
+            help), within STUCK_WAITS per example and where a window is short."""
+            if setup.expiry_rationed or self.stuck_waits >= STUCK_WAITS:
+                return 0.0
+            waited = wait(*args)
+            self.stuck_waits += waited > 0
+            self.stats.stuck_s += waited
+            return waited
 
         def _faults_had_their_share(self) -> bool:
             spent = sum(self.stats.fault_s.values())
@@ -444,8 +467,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if client is None or key is None:
                 return self._skip(f"{action}: no idle client or no live sequence")
             if steer == STEER_TOP:
-                here = self.stats.coverage.here
-                shape = choose([f for f in FLAG_SHAPES if flags_goal(f, "live") not in here], index)
+                cov = self.stats.coverage
+                shapes = [f for f in FLAG_SHAPES if flags_goal(f, "live") not in cov.here]
+                shape = choose(campaign_first(shapes, lambda f: [flags_goal(f, "live")], cov.seen), index)
                 if shape is not None:
                     start, end = FLAGS[shape]
                     action = LIVE_ACTIONS[shape]
@@ -531,7 +555,10 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # Both must hold slots at once for their states to meet; a START queued behind the
             # backlog is `start`'s case. Live sequences end first to make room (on a small model
             # the slots are full most of the time).
-            if not self._make_room(client, via, older, values[0], 1 if self.model.is_live(older) else 2):
+            needed = 1 if self.model.is_live(older) else 2
+            if not self._make_room(client, via, older, values[0], needed) and \
+                    not (self._stuck_wait(self.wait_for_slots, needed, older) and
+                         self._make_room(client, via, older, values[0], needed)):
                 return self._skip("alias: no free slot for both")
             if not self.model.is_live(older):
                 if not isinstance(self.send(client, spec.request(base, values[0], start=True), via, "start"), Answer):
@@ -569,7 +596,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             a band of the older id) this example has not had live at once yet, as often as there is
             one (an integer family's step from the index); band None: wherever the id stands."""
             family, step, steer, index = raw
-            aim = choose(open_twins(twin_kinds, self.stats.coverage.here), index) if steer == STEER_TOP else None
+            cov = self.stats.coverage
+            aim = choose(open_twins(twin_kinds, cov.here, cov.seen), index) if steer >= STEER_TWIN_FROM else None
             if aim is not None and aim[0] in TWIN_STEPS:  # a step below the model's id width, a new one first
                 steps = [s for s in TWIN_STEPS[aim[0]] if s < 2**spec.id_bits]
                 step = choose([s for s in steps if s not in self.twin_steps] or steps, index // len(twin_kinds))
@@ -604,12 +632,13 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             return None
 
         def _make_room(self, client, via, keep, value, needed: int) -> bool:
-            """Ends live sequences other than `keep` until `needed` slots are free; False where it
-            cannot (the backlog waits, nothing else to end, or an END is not answered at once)."""
+            """Ends live sequences other than `keep` until `needed` slots are free (a slot an END
+            frees while STARTs wait in the backlog goes to the first of them: then one more);
+            False where it cannot (nothing else to end, or an END is not answered at once)."""
             self.model.settle(time.monotonic())
             while self.model.free_slots() < needed:
                 others = [k for k in self.live() if k != keep]
-                if self.model.backlog or not others:
+                if not others:
                     return False
                 end = self._next_of(others[0], value, end=True)
                 if not isinstance(self.send(client, end, via, "end another sequence to make room"), Answer):

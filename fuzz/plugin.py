@@ -507,6 +507,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if r.wait_s >= 0.1 and r.wall_s:
             tr.write_line(f"      waiting out idle windows at the ends of examples: {r.wait_s:.1f} s, "
                           f"{r.wait_s / r.wall_s:.0%} of the wall time")
+        if r.stuck_s >= 0.1 and r.wall_s:
+            tr.write_line(f"      every client waiting mid-example for windows to free slots: "
+                          f"{r.stuck_s:.1f} s, {r.stuck_s / r.wall_s:.0%} of the wall time")
         for why in r.left_out:
             tr.write_line(f"      not fuzzed: {why}")
     guarded: dict = {}  # a build's guards once, with how many models each kept safe

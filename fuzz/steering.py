@@ -32,21 +32,27 @@ def choose(open_items, index: int):
     return open_items[index % len(open_items)] if open_items else None
 
 
-def open_sums(targets, here, lo: float, hi: float) -> tuple:
+def open_sums(targets, here, lo: float, hi: float, seen=frozenset()) -> tuple:
     """The sum targets whose sum (or, sent as a START, input) stands on an edge the example has
-    not reached: as `sum E` or `input E` goals."""
-    out = []
-    for t in targets:
-        edges = value_edges(t, lo, hi)
-        if any(f"sum {e}" not in here or f"input {e}" not in here for e in edges):
-            out.append(t)
-    return tuple(out)
+    not reached: as `sum E` or `input E` goals; those on an edge the campaign had not reached
+    (`seen`: Coverage.seen) where there are any."""
+    def goals(t):
+        return [g for e in value_edges(t, lo, hi) for g in (f"sum {e}", f"input {e}")]
+    return campaign_first([t for t in targets if any(g not in here for g in goals(t))], goals, seen)
 
 
-def open_twins(kinds, here) -> tuple:
+def open_twins(kinds, here, seen=frozenset()) -> tuple:
     """The twin kinds, (family, band) (band None for a string family), the example has not had
-    live at once."""
-    return tuple(k for k in dict.fromkeys(kinds) if twin_goal(*k) not in here)
+    live at once; those the campaign had not had where there are any."""
+    return campaign_first([k for k in dict.fromkeys(kinds) if twin_goal(*k) not in here],
+                          lambda k: [twin_goal(*k)], seen)
+
+
+def campaign_first(open_items, goals, seen) -> tuple:
+    """The open items with a goal the campaign had not reached (not in `seen`) where there are
+    any, else every open item: a choice among them stays a draw of the example's own."""
+    wanted = [i for i in open_items if any(g not in seen for g in goals(i))]
+    return tuple(wanted or open_items)
 
 
 def open_depth(deepest: int, current: int) -> int | None:

@@ -177,6 +177,18 @@ def test_open_twins_are_the_kinds_not_yet_live_at_once_each_once():
     assert open_twins(kinds, {"twins live: other type", "twins live: 2^k apart, past 2^53"}) == (kinds[1], kinds[4])
 
 
+def test_steering_takes_what_the_campaign_lacks_first_among_what_the_example_lacks():
+    kinds = (("2^k apart", "past 2^53"), ("neighbours", "below 2^32"), ("case", None))
+    campaign = {"twins live: 2^k apart, past 2^53", "twins live: case"}
+    assert open_twins(kinds, set(), frozenset(campaign)) == (kinds[1],)
+    # what the campaign has is still a choice where the example lacks nothing else
+    assert open_twins(kinds, {"twins live: neighbours, below 2^32"}, frozenset(campaign)) == (kinds[0], kinds[2])
+    lo, hi = -(2**31), 2**31 - 1
+    targets = core_targets(lo, hi, False) + power_targets(lo, hi)
+    reached = {f"{side} {e}" for t in targets if t != hi for e in value_edges(t, lo, hi) for side in ("sum", "input")}
+    assert set(open_sums(targets, set(), lo, hi, frozenset(reached))) == {hi}
+
+
 def test_integer_twins_are_goals_once_per_band_the_corrid_can_hold():
     assert id_bands(32) == ("below 2^32",) and id_bands(64) == tuple(ID_BANDS)
     assert band_of(5) == "below 2^32" and band_of(2**32) == "2^32 to 2^53" and band_of(2**64 - 1) == "past 2^53"
@@ -221,3 +233,7 @@ def test_the_tracker_keeps_each_examples_own_goals_apart_from_the_campaigns():
     assert {"input 0", "depth 8", "depth 64"} <= c.here
     c.new_example()
     assert c.here == set() and "input 0" in c.reached and "depth 64" in c.reached
+    assert c.seen == {"input 0", "depth 8", "depth 64"}  # what steering takes the campaign to have
+    c.hit("sum 0")
+    c.new_example(shrinking=True)  # a failure is shrinking: its replays steer as it did
+    assert "sum 0" in c.reached and "sum 0" not in c.seen

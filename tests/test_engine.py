@@ -187,3 +187,23 @@ def test_a_dev_campaign_steers_onto_every_request_shape_on_live_ids_and_twins_pa
         if not missed:
             return
     pytest.fail(f"three dev campaigns never reached {sorted(missed)}")
+
+
+def test_every_client_waits_while_no_slot_is_free_and_nothing_is_live_then_a_start_gets_in(triton, engine):
+    from fuzz.model import key_of
+    from fuzz.values import Kind
+
+    base = engine.salt * 2**40
+    assert engine.wait_while_stuck() == 0.0  # a free slot: nothing to wait for
+    assert isinstance(engine.send(0, Request(ONE_SLOT, base + 1, 3, start=True), "stream", "start"), Answer)
+    assert engine.wait_while_stuck() == 0.0  # a live sequence to send on
+    engine.leave_to_expire([key_of(base + 1)])
+    window = engine.model.seqs[key_of(base + 1)].expiry
+    waited = engine.wait_while_stuck()
+    assert waited > 0 and time.monotonic() > window.hi  # until its slot surely freed, no longer
+    assert waited <= engine.setup.expiry_wait_s + 0.1  # one window at most
+    pause = engine.log[-1]
+    assert pause.kind is Kind.PAUSE and pause.wait_s == waited and pause.client is None  # a replay sleeps it too
+    assert isinstance(engine.send(0, Request(ONE_SLOT, base + 2, 5, start=True), "stream", "start"), Answer)
+    engine.finish()
+    assert not engine.failed
