@@ -207,3 +207,30 @@ def test_every_client_waits_while_no_slot_is_free_and_nothing_is_live_then_a_sta
     assert isinstance(engine.send(0, Request(ONE_SLOT, base + 2, 5, start=True), "stream", "start"), Answer)
     engine.finish()
     assert not engine.failed
+
+
+def test_every_client_waits_for_slots_only_time_can_free_and_not_while_a_sequence_could_be_ended(triton):
+    from fuzz.model import key_of
+
+    two = "py_corrid_oldest_s2_i1_fp32_csec_u32"  # two slots, a 500 ms idle window
+    engine = Engine(Setup.of(triton, ModelSpec.fetch(triton, two)), salt=20_000 + time.monotonic_ns() % 10_000)
+    try:
+        base = engine.salt * 2**20
+        for i in (1, 2):
+            assert isinstance(engine.send(i, engine.spec.request(base + i, 1, start=True), "stream", "start"), Answer)
+        assert engine.wait_for_slots(1) == 0.0  # both slots held, by live sequences that could be ended
+        engine.leave_to_expire([key_of(base + 1)])
+        assert engine.wait_for_slots(1) == 0.0  # the live one could be ended instead
+        assert engine.wait_for_slots(1, keep=key_of(base + 2)) == 0.0  # it would idle out first
+        engine.leave_to_expire([key_of(base + 2)])
+        last = max(engine.model.seqs[key_of(base + i)].expiry.hi for i in (1, 2))
+        waited = engine.wait_for_slots(2)
+        assert waited > 0 and time.monotonic() > last and engine.log[-1].wait_s == waited
+        for i in (3, 4):  # both slots surely free: two STARTs get in at once
+            assert isinstance(engine.send(i, engine.spec.request(base + i, 1, start=True), "stream", "start"), Answer)
+        engine.finish()
+        assert not engine.failed
+    finally:
+        if not engine.finished:
+            engine.failed = True
+            engine.finish()
