@@ -670,7 +670,7 @@ class Engine(CancelSteps, SharedSteps):
         model's steps). Returns the seconds waited (0: not stuck)."""
         now = time.monotonic()
         self.model.settle(now)
-        if self.live() or self.model.free_slots() and now >= self.backlog_settled_at:
+        if self.live() or self.model.free_slots():
             return 0.0
         ends = [s.expiry.hi for s in self.model.running if s.key not in self.model.awaiting]
         ends += [p.until for p in self.parked.values()]

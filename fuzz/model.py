@@ -38,6 +38,12 @@ class OutsideContract(ValueError):
     not fold): replaying it is a drift, never a finding."""
 
 
+class AnswerPending(ValueError):
+    """A request on a sequence whose last request is not answered yet. The generator never sends
+    one (a generator error while fuzzing); a program cut short by shrinking can (a removed wait
+    let a START into the backlog instead of a slot): replaying it is a drift, never a finding."""
+
+
 START_ERROR = ("inference request for sequence {id} to model '{model}' must specify the START flag on the "
                "first request of the sequence")
 ZERO_ID_ERROR = "inference request to model '{model}' must specify a non-zero or non-empty correlation ID"
@@ -257,7 +263,7 @@ class BatcherModel:
         ghost = self.ghosts.pop(key, None) if req.start else None
         seq = self.seqs.get(key)
         if self.waits_for_an_answer(key):
-            raise ValueError(f"generator error: request for {req.seq_id!r} while its previous one is pending")
+            raise AnswerPending(f"generator error: request for {req.seq_id!r} while its previous one is pending")
         if seq is not None and now >= seq.expiry.lo:
             return Ambiguous(seq.expiry.hi, f"sequence {req.seq_id!r} is at its idle timeout")
 

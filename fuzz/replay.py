@@ -14,7 +14,7 @@ from . import nemesis
 from .corpus import CorpusEntry
 from .divergences import KNOWN, by_key
 from .invariants import InvariantViolation
-from .model import OutsideContract, key_of
+from .model import AnswerPending, OutsideContract, key_of
 from .engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
 from .sharing import NotAnswered
 from .spec import ModelSpec
@@ -70,7 +70,7 @@ def replay_steps(server, spec: ModelSpec, steps, settings: FuzzSettings = FuzzSe
                     _send_held(engine, held)
                 else:
                     _step(engine, steps[i], spec, settings)
-            except OutsideContract as err:  # a shortened program whose removed request could not fold
+            except (OutsideContract, AnswerPending) as err:  # a shortened program that no longer fits
                 raise ReplayDrift(f"step {steps[i].index} ({steps[i].action}): {err}") from None
             engine.check_alive()
             i += max(1, len(held))

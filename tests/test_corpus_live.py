@@ -242,3 +242,14 @@ def test_a_held_request_on_a_sequence_still_in_the_backlog_is_a_drift_not_a_cras
                                   expect=Answer(9))]
     with pytest.raises(ReplayDrift, match="waits for an answer"):
         check_entry(triton, must_pass(triton, ONE_SLOT, program))
+
+
+def test_a_request_sent_aside_on_a_sequence_still_in_the_backlog_is_a_drift_not_a_crash(triton):
+    """The same from a cancel's first step (sent aside on unary gRPC): a shrink removed the wait
+    that let its START into a slot (seen: a delta-debugging try of corrid_truncated_to_32_bits
+    crashed the campaign with `generator error: ... while its previous one is pending`)."""
+    steps = backlog_program(ONE_SLOT)[:2]
+    program = steps + [StepRecord(3, 1, "send aside", Request(ONE_SLOT, 2, 4), via="grpc", kind=Kind.ASIDE,
+                                  expect=Answer(9))]
+    with pytest.raises(ReplayDrift, match="previous one is pending"):
+        check_entry(triton, must_pass(triton, ONE_SLOT, program))
