@@ -119,7 +119,7 @@ class RunStats:
     faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
     fault_s: dict = attrs.Factory(dict)  # server fault -> seconds its strikes took (restarts, reloads)
     wait_s: float = 0.0  # seconds the ends of examples waited for parked requests (idle windows, pauses)
-    stuck_s: float = 0.0  # seconds every client waited mid-example for windows to free slots (wait_while_stuck, wait_for_slots)
+    stuck_s: float = 0.0  # seconds every client waited mid-example for windows to free slots (Engine.wait_*)
     # How many sequences had each length (requests), over every example (fuzz/depth.py): a
     # tally, not a list, so that a campaign of hours keeps it as small as one of seconds.
     lengths: collections.Counter = attrs.Factory(collections.Counter)

@@ -87,9 +87,9 @@ FAULT_SHARE = 0.25
 WAIT_SHARE = 0.1
 # Waits of every client mid-example for sequences left to expire to free slots, where only time
 # can (no slot free and nothing live, so rules could only skip; or an alias needs two slots):
-# at most this many per example, and only where a window is short (not rationed). Counted per example, not as a share of the campaign's time: a shrink's
-# replays of an example must decide to wait as the example did (a share did not, and Hypothesis
-# found the failure flaky).
+# at most this many per example, and only where a window is short (not rationed). Counted per
+# example, not as a share of the campaign's time: a shrink's replays of an example must decide to
+# wait as the example did (a share did not, and Hypothesis found the failure flaky).
 STUCK_WAITS = 3
 LONG_PAUSE_S = 0.5  # a pause longer than this is such a wait too (on the 2 s models: up to 1.3 s)
 
