@@ -286,6 +286,10 @@ def model_name(bug: Bug) -> str:
     return f"broken_{bug.name}"
 
 
+def bug_named(name: str) -> Bug:
+    return next(b for b in ALL_BUGS if b.name == name)
+
+
 def write_broken_repository(models_dir: Path, bugs=ALL_BUGS) -> list[str]:
     names = []
     for bug in bugs:

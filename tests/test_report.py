@@ -6,10 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .broken_models import BUGS, model_name, write_broken_repository
+from .broken_models import bug_named, model_name, write_broken_repository
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = "broken_int16_wrap"  # one START whose value does not fit 16 bits
+BUG = bug_named("int16_wrap")  # one START whose value does not fit 16 bits
+MODEL = model_name(BUG)
 
 
 def run(args, **kw):
@@ -19,7 +20,7 @@ def run(args, **kw):
 
 
 def test_a_failure_report_ends_in_commands_that_replay_it(tmp_path):
-    write_broken_repository(tmp_path / "models", [b for b in BUGS if model_name(b) == MODEL])  # one model loads fast
+    write_broken_repository(tmp_path / "models", [BUG])  # one model loads fast
     corpus_dir = tmp_path / "corpus"
     found = run([sys.executable, "-m", "pytest", "fuzz/", "-p", "no:cacheprovider", "-q", "--basetemp",
                  str(tmp_path / "bt"), "--models-dir", str(tmp_path / "models"), "--model", MODEL,

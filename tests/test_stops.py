@@ -216,9 +216,9 @@ def test_a_server_that_dies_at_start_up_ends_the_run_with_why(tmp_path, workers)
 def test_a_server_that_dies_while_a_failure_shrinks_keeps_the_finding(tmp_path):
     # The finding seen before the death is written, shrunk as far as it got; what the shrinker
     # ran into after the death is the death's, not another broken promise.
-    from .broken_models import BUGS, model_name, write_broken_repository
+    from .broken_models import bug_named, write_broken_repository
 
-    write_broken_repository(tmp_path / "models", [b for b in BUGS if model_name(b) == "broken_drops_every_third"])
+    write_broken_repository(tmp_path / "models", [bug_named("drops_every_third")])
     for attempt in range(5):  # a shrink can end before the kill lands: then try again
         run = tmp_path / f"run{attempt}"
         run.mkdir()

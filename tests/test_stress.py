@@ -6,7 +6,7 @@ from fuzz.server import EmbeddedTriton
 from fuzz.stress import StressSettings, run_stress
 from modelgen import python_variants, write_model
 
-from .broken_models import BUGS, model_name, write_broken_repository
+from .broken_models import BUGS, bug_named, model_name, write_broken_repository
 
 CORRECT = "py_corrid_direct_s1_i1_int32_cserc_u64"  # one slot: most STARTs wait in the backlog
 
@@ -42,7 +42,7 @@ def test_backlog_is_checked_without_false_alarms(correct_triton):
 
 
 def test_cli_exits_nonzero_on_a_broken_model(broken_repo, capsys):
-    bug = next(b for b in BUGS if b.name == "drops_every_third")
+    bug = bug_named("drops_every_third")
     code = stress.main(["--concurrency", "3", "--iterations", "5", "--seed", "1",
                         "--models-dir", str(broken_repo), "--model", model_name(bug)])
     out = capsys.readouterr().out
@@ -51,7 +51,7 @@ def test_cli_exits_nonzero_on_a_broken_model(broken_repo, capsys):
 
 
 def test_a_violation_says_when_it_happened(broken_repo, tmp_path):
-    bug = next(b for b in BUGS if b.name == "int16_wrap")
+    bug = bug_named("int16_wrap")
     with EmbeddedTriton(broken_repo, workdir=tmp_path) as server:
         result = run_stress(server, model_name(bug), StressSettings(concurrency=2, iterations=5, seed=2))
     assert not result.ok
