@@ -13,7 +13,8 @@ import time
 
 import attrs
 
-from .edges import FP32_GOALS, ID_EDGES, VALUE_GOALS, id_bands, id_edges, value_edges
+from .edges import (FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, VALUE_GOALS, band_of, id_bands, id_edges,
+                    shared_low_bits, value_edges)
 
 DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
 INTEGER_TWINS = ("2^k apart", "neighbours", "10^k apart")  # coverage.sibling_family's names
@@ -97,7 +98,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     if not spec.iterations:  # an iterative START's sums are multiples of its value
         goals += [f"sum {e}" for e in edges]
         if spec.capacity > 1:  # two sequences hold slots at once
-            goals += [twin_goal(f, b) for f in INTEGER_TWINS for b in id_bands(spec.id_bits)]
+            goals += [twin_goal(f, p) for f in INTEGER_TWINS for p in twin_places(f, spec.id_bits)]
             if strings:
                 goals += ["twins live: other type"] + [f"twins live: {f}" for f in families]
         goals += [f"depth {d}" for d in DEPTHS]
@@ -154,8 +155,8 @@ class Coverage:
         """A request went out on an id that stood `state` (ID_STATES) just before."""
         self.hit(flags_goal(flag_shape(req.start, req.end), state))
 
-    def twins(self, family: str, band: str | None = None) -> None:
-        self.hit(twin_goal(family, band))
+    def twins(self, family: str, place: str | None = None) -> None:
+        self.hit(twin_goal(family, place))
 
     def situation(self, name: str) -> None:
         self.hit(f"situation: {name}")
@@ -191,9 +192,26 @@ class Coverage:
                               stopped_at)
 
 
-def twin_goal(family: str, band: str | None = None) -> str:
-    """Two ids of `family` live at once; an integer family's with the older id's band (edges.ID_BANDS)."""
-    return f"twins live: {family}" + (f", {band}" if band else "")
+def twin_goal(family: str, place: str | None = None) -> str:
+    """Two ids of `family` live at once; an integer family's with its place (twin_places)."""
+    return f"twins live: {family}" + (f", {place}" if place else "")
+
+
+def twin_places(family: str, bits: int) -> tuple:
+    """Where integer twins of `family` are a goal on a `bits`-wide CORRID: ids 2^k apart once per
+    width of low bits they share (edges.SHARED_LOW_BITS, "by 2^k"), the others once per band of
+    the older id (edges.ID_BANDS: a float64 makes neighbours one key only past 2**53)."""
+    if family == "2^k apart":
+        return tuple(f"by 2^{k}" for k in SHARED_LOW_BITS if k < bits)
+    return id_bands(bits)
+
+
+def twin_place(family: str, older: int, twin: int, bits: int) -> str | None:
+    """The place (twin_places) of integer twins `older` and `twin`: None where it is none."""
+    if family == "2^k apart":
+        k = shared_low_bits((twin - older) % 2**bits)
+        return None if k is None or k >= bits else f"by 2^{k}"
+    return band_of(older)
 
 
 def flag_shape(start: bool, end: bool) -> str:

@@ -91,6 +91,20 @@ def id_edges(seq_id) -> tuple:
 ID_BANDS = {"below 2^32": (1, 2**32), "2^32 to 2^53": (2**32, 2**53), "past 2^53": (2**53, 2**64)}
 
 
+# Ids 2^k apart (equal modulo 2^k) are goals once per k here: equal in their low 8, 16, 32 or 63
+# bits, what a CORRID masked, hashed or cut to that width makes one key (the top bit: a signed
+# field). Their band does not matter to such a cut.
+SHARED_LOW_BITS = (8, 16, 32, 63)
+
+
+def shared_low_bits(distance: int) -> int | None:
+    """The widest of SHARED_LOW_BITS in which two ids `distance` apart agree (None: narrower)."""
+    if distance <= 0:
+        return None
+    zeros = (distance & -distance).bit_length() - 1
+    return max((k for k in SHARED_LOW_BITS if k <= zeros), default=None)
+
+
 def id_bands(bits: int) -> tuple:
     """The bands an id of a `bits`-wide CORRID can stand in."""
     return tuple(b for b, (lo, _) in ID_BANDS.items() if lo < 2**bits)

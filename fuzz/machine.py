@@ -16,11 +16,11 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from . import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
-                    id_bands, into_band, is_fraction, power_targets, string_twin)
+                    into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
-from .coverage import FLAG_SHAPES, FLAGS, flags_goal, sibling_family
+from .coverage import FLAG_SHAPES, FLAGS, flags_goal, sibling_family, twin_place, twin_places
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, open_depth, open_sums,
-                       open_twins)
+                       open_twins, twin_aim)
 from .divergences import known_for
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .engine import Engine, Fault, Kind, Setup, event
@@ -197,8 +197,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         values.append(st.integers(-400, 400).map(lambda q: q * 0.25))
     value_draws = st.one_of(*values)
     sum_targets = core_targets(lo_sum, hi_sum, fp32) + power_targets(lo_sum, hi_sum)
-    # (family, band): an integer family once per band of the older id, a string family once
-    twin_kinds = tuple((f, b) for f in TWIN_STEP_FAMILIES for b in id_bands(spec.id_bits)) + \
+    # (family, place): an integer family once per place (coverage.twin_places), a string family once
+    twin_kinds = tuple((f, p) for f in TWIN_STEP_FAMILIES for p in twin_places(f, spec.id_bits)) + \
         (tuple((f, None) for f in families) if strings_ok else ())
     faults = settings.nemesis
     why_not = nemesis.unsupported(faults, server)
@@ -592,17 +592,18 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             return family, step, data.draw(STEER, label="steer twin"), data.draw(STEER_INDEX, label="steered twin")
 
         def _twin_kind(self, raw) -> tuple:
-            """(family, band, integer step) for a drawn twin: steered, a family (an integer one in
-            a band of the older id) this example has not had live at once yet, as often as there is
-            one (an integer family's step from the index); band None: wherever the id stands."""
+            """(family, band, integer step) for a drawn twin: steered, a family (an integer one at
+            a place, coverage.twin_places) this example has not had live at once yet, as often as
+            there is one (an integer family's step from the index); band None: wherever the id
+            stands."""
             family, step, steer, index = raw
             cov = self.stats.coverage
             aim = choose(open_twins(twin_kinds, cov.here, cov.seen), index) if steer >= STEER_TWIN_FROM else None
-            if aim is not None and aim[0] in TWIN_STEPS:  # a step below the model's id width, a new one first
-                steps = [s for s in TWIN_STEPS[aim[0]] if s < 2**spec.id_bits]
+            if aim is not None and aim[0] in TWIN_STEPS:  # a step of its place, a new one first
+                band, steps = twin_aim(*aim, spec.id_bits)
                 step = choose([s for s in steps if s not in self.twin_steps] or steps, index // len(twin_kinds))
                 self.twin_steps.add(step)
-                return aim[0], aim[1], step
+                return aim[0], band, step
             if aim is not None:
                 return aim[0], None, step
             return family or sibling_family(step), None, step
@@ -661,7 +662,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             second = spec.request(twin, value, start=True)
             if not isinstance(self.send(client, second, via, action), Answer) or older not in self.live():
                 return False
-            self.stats.coverage.twins(kind, band_of(base) if kind in TWIN_STEPS else None)
+            place = twin_place(kind, base, twin, spec.id_bits) if kind in TWIN_STEPS else None
+            if place is not None or kind not in TWIN_STEPS:  # 2^3 apart: no goal of its own
+                self.stats.coverage.twins(kind, place)
             req = spec.request(base, self._fit(next_value, self.model.total(older)))
             return isinstance(self.send(client, req, via, "continue the aliased sequence"), Answer)
 

@@ -15,7 +15,7 @@ they are made from the example's own (salted) ids.
 from __future__ import annotations
 
 from .coverage import DEPTHS, INTEGER_TWINS, twin_goal
-from .edges import value_edges
+from .edges import shared_low_bits, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
 TWIN_STEPS = {
@@ -46,6 +46,16 @@ def open_twins(kinds, here, seen=frozenset()) -> tuple:
     live at once; those the campaign had not had where there are any."""
     return campaign_first([k for k in dict.fromkeys(kinds) if twin_goal(*k) not in here],
                           lambda k: [twin_goal(*k)], seen)
+
+
+def twin_aim(family: str, place: str, bits: int) -> tuple:
+    """(band, steps) that make integer twins of `family` at `place` (coverage.twin_places) on a
+    `bits`-wide CORRID: ids 2^k apart from the steps that share that many low bits, anywhere;
+    the others from every step below the width, the older id in that band."""
+    steps = [s for s in TWIN_STEPS[family] if s < 2**bits]
+    if family == "2^k apart":
+        return None, [s for s in steps if f"by 2^{shared_low_bits(s)}" == place]
+    return place, steps
 
 
 def campaign_first(open_items, goals, seen) -> tuple:

@@ -4,11 +4,12 @@ import math
 import attrs
 
 from fuzz.coverage import (FLAG_SHAPES, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport, flag_shape, goals_for,
-                           live_row_goals, sibling_family)
+                           live_row_goals, sibling_family, twin_place, twin_places)
 from fuzz.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets,
-                        exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, string_twin, value_edges)
+                        exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, shared_low_bits,
+                        string_twin, value_edges)
 from fuzz.spec import ModelSpec
-from fuzz.steering import TWIN_STEPS, choose, open_depth, open_sums, open_twins
+from fuzz.steering import TWIN_STEPS, choose, open_depth, open_sums, open_twins, twin_aim
 from fuzz.values import Request
 
 INT32 = (-(2**31), 2**31 - 1)
@@ -198,10 +199,28 @@ def test_integer_twins_are_goals_once_per_band_the_corrid_can_hold():
             assert band_of(into_band(seq_id, band)) == band
     assert into_band(2**60, "past 2^53") == 2**60 and into_band(7, "past 2^53") != into_band(8, "past 2^53")
     wide = [g for g in goals_for(spec(), strings=False, expiry=True) if g.startswith("twins")]
-    assert len(wide) == len(TWIN_STEPS) * 3 and "twins live: neighbours, past 2^53" in wide
+    assert len(wide) == 4 + 2 * 3 and "twins live: neighbours, past 2^53" in wide
     narrow = [g for g in goals_for(spec(corrid_type="INT32"), strings=False, expiry=True) if g.startswith("twins")]
-    assert narrow == [f"twins live: {f}, below 2^32" for f in TWIN_STEPS]
+    assert narrow == ["twins live: 2^k apart, by 2^8", "twins live: 2^k apart, by 2^16",
+                      "twins live: neighbours, below 2^32", "twins live: 10^k apart, below 2^32"]
     assert tuple(TWIN_STEPS) == INTEGER_TWINS
+
+
+def test_ids_2k_apart_are_goals_once_per_width_of_low_bits_they_share():
+    assert twin_places("2^k apart", 64) == ("by 2^8", "by 2^16", "by 2^32", "by 2^63")
+    assert shared_low_bits(2**63) == 63 and shared_low_bits(3 * 2**32) == 32 and shared_low_bits(2**20) == 16
+    assert shared_low_bits(2**3) is None and shared_low_bits(0) is None
+    assert twin_place("2^k apart", 5, 5 + 2**63, 64) == "by 2^63"
+    assert twin_place("2^k apart", 2**63 + 5, 5, 64) == "by 2^63"  # the distance modulo the width
+    assert twin_place("2^k apart", 5, 13, 64) is None
+    assert twin_place("neighbours", 2**60, 2**60 + 1, 64) == "past 2^53"
+    # every place has a steered step that makes it, and only such steps
+    for bits in (32, 64):
+        for place in twin_places("2^k apart", bits):
+            band, steps = twin_aim("2^k apart", place, bits)
+            assert band is None and steps
+            assert {twin_place("2^k apart", 7, 7 + s, bits) for s in steps} == {place}
+    assert twin_aim("neighbours", "past 2^53", 64) == ("past 2^53", [1, 2])
 
 
 def test_requests_are_goals_by_flags_and_where_their_id_stood():
