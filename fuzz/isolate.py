@@ -43,8 +43,8 @@ EXAMPLES_BACK = tuple(n for n in (0, 1, 2, 4, 8) if n <= HISTORY_EXAMPLES)
 FLAKY_TRIES = 3
 # How many times a failing program is tried alone from a fresh model before history is added to it.
 ALONE_TRIES = FLAKY_TRIES
-# Steps that make a plain replay slow (an idle timeout waited out, a restart or reload): a
-# program with one is not cut with plain replays first.
+# Steps that make a plain replay slow (an idle timeout waited out, a restart or reload): plain
+# replays cut a program without them, where it fails without them.
 SLOW_STEPS = (*shrink.WAITS, Kind.FAULT)
 # A polish try's ids move by its number times this (odd: the low bits differ from try to try).
 POLISH_STRIDE = 0x9E3779B97F4A7C15
@@ -99,24 +99,52 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
                  deadline: float) -> InvariantViolation | None:
     """`found` (it failed alone from a fresh model) cut down with plain replays, ids moved (ms a
     try, where a reload takes 1.4 s; up to FLAKY_TRIES each), for up to a third of the time left,
-    as long as they fail too; what they leave, replayed from a fresh model (its program starts
-    with the reload), or None when plain replays do not fail or a fresh model does not. A failure
+    as long as they fail too; the shortest cut a fresh model fails on too (`_first_fresh`: its
+    program starts with the reload), or None when plain replays do not fail or a fresh model
+    fails on no cut. A failure
     that Hypothesis could not replay, or did not finish shrinking, often needs no history at all,
     only a batch that the server does not compose the same way every time (a crowd's): a reload
     per try would leave it long."""
     body = _body(found)
-    if any(s.kind in SLOW_STEPS for s in body):
-        return None  # every plain try would take seconds too
-
     share = time.monotonic() + (deadline - time.monotonic()) / 3
+    cuts = []  # every program a plain replay failed on, each shorter than the one before
 
     def moved(steps):  # a try that fails only now and then (a batch composed otherwise) gets three
-        return _first_failure(lambda: _moved(server, spec, steps, found.invariant, settings), FLAKY_TRIES, share)
-    start = moved(body)
+        again = _first_failure(lambda: _moved(server, spec, steps, found.invariant, settings), FLAKY_TRIES, share)
+        if again is not None:
+            cuts.append(list(again.program))
+        return again
+    # Every plain try of a program that waits would take seconds too: without its waits (and
+    # faults), or not at all. Most programs that fail fail without them (the `pause` that waits
+    # for slots to free up mid-example is in many).
+    slow = {i for i, s in enumerate(body) if s.kind in SLOW_STEPS}
+    start = moved(shrink.without(body, slow, spec) if slow else body)
     if start is None:
         return None
-    shortest = shrink.ddmin(start, moved, lambda v: list(v.program), spec, share).program
-    return _first_failure(lambda: _try(server, spec, shortest, found.invariant, settings), 2)
+    shrink.ddmin(start, moved, lambda v: list(v.program), spec, share)
+    return _first_fresh(server, spec, found.invariant, settings, cuts, deadline)
+
+
+def _first_fresh(server, spec: ModelSpec, invariant: str, settings: FuzzSettings, cuts: list,
+                 deadline: float) -> InvariantViolation | None:
+    """The shortest of the quick cuts that fails from a fresh model too (up to FLAKY_TRIES
+    tries each), tried from the shortest up, each next one at least half as long again, for up to
+    half the time left: a crowd's batch is composed otherwise after a reload in some replays,
+    and one unlucky check of the shortest must not throw the whole cut away (seen: cut to the
+    minimal 6 steps, checked twice from a fresh model, thrown away, and the reloads' shrink of
+    the whole program then ended at 13)."""
+    until = time.monotonic() + (deadline - time.monotonic()) / 2
+    tried = 0
+    for steps in sorted(cuts, key=len):
+        if time.monotonic() >= until:
+            break
+        if 2 * len(steps) < 3 * tried:
+            continue
+        tried = len(steps)
+        again = _first_failure(lambda: _try(server, spec, steps, invariant, settings), FLAKY_TRIES, until)
+        if again is not None:
+            return again
+    return None
 
 
 def _first_failure(attempt, times: int, until: float = float("inf")) -> InvariantViolation | None:

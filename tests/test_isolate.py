@@ -70,3 +70,67 @@ def test_shrinking_keeps_only_strictly_shorter_programs(monkeypatch):
     body = [s for s in shrunk.program if s.kind is not Kind.FAULT]
     assert [(s.request.seq_id, s.request.start) for s in body] == [(5, True), (6, True), (5, False)]
     assert len(tries) < 30, tries  # it ends when nothing shorter fails, not when the budget does
+
+
+def test_a_quick_cut_a_fresh_model_does_not_fail_on_falls_back_to_a_longer_one(monkeypatch):
+    """Plain replays (ids moved) cut the program to its STARTs of 5 and 6; from a fresh model (the
+    stand-in for a live replay) only programs with the START of 7 too fail, as a crowd's batch is
+    composed otherwise after a reload. The quick cut keeps the shortest cut a fresh model fails
+    on, instead of nothing."""
+    def plain(server, spec, steps, invariant, settings):
+        ids = {s.request.seq_id for s in steps if s.request is not None and s.request.start}
+        if not {5, 6} <= ids:
+            return None
+        v = InvariantViolation("sums_match", "wrong running sum")
+        v.program = list(steps)
+        return v
+    fresh_tries = []
+
+    def fresh(server, spec, steps, invariant, settings, fresh=None):
+        fresh_tries.append(len(steps))
+        if 7 not in {s.request.seq_id for s in steps if s.request is not None}:
+            return None
+        v = InvariantViolation("sums_match", "wrong running sum")
+        v.program = _program(steps)
+        return v
+
+    monkeypatch.setattr(isolate, "_moved", plain)
+    monkeypatch.setattr(isolate, "_try", fresh)
+    run = [step(1, 0, 5), *[step(i, 0, 5, start=False) for i in range(2, 12)], step(12, 1, 6), step(13, 2, 7)]
+    found = fresh(None, None, run, "sums_match", None)
+    quick = isolate._cut_quickly(None, SPEC, found, FuzzSettings(), time.monotonic() + 30)
+    assert quick is not None
+    body = [s for s in quick.program if s.kind is not Kind.FAULT]
+    assert [s.request.seq_id for s in body] == [5, 6, 7]
+    # the shortest cut (2 steps) was checked first, FLAKY_TRIES times, then the next one
+    assert fresh_tries[1:] == [2] * isolate.FLAKY_TRIES + [3]
+
+
+def test_a_quick_cut_starts_without_the_programs_waits_where_it_fails_without_them(monkeypatch):
+    """A program with a wait for slots to free (a pause) is still cut with plain replays, from
+    the program without its waits: each plain try would otherwise take the wait's seconds."""
+    plain_tries = []
+
+    def plain(server, spec, steps, invariant, settings):
+        plain_tries.append([s.kind for s in steps])
+        ids = {s.request.seq_id for s in steps if s.request is not None and s.request.start}
+        if not {5, 6} <= ids:
+            return None
+        v = InvariantViolation("sums_match", "wrong running sum")
+        v.program = list(steps)
+        return v
+
+    def fresh(server, spec, steps, invariant, settings, fresh=None):
+        v = plain(server, spec, steps, invariant, settings)
+        if v is not None:
+            v.program = _program(steps)
+        return v
+
+    monkeypatch.setattr(isolate, "_moved", plain)
+    monkeypatch.setattr(isolate, "_try", fresh)
+    run = [step(1, 0, 5), step(2, None, kind=Kind.PAUSE), *[step(i, 0, 5, start=False) for i in range(3, 12)],
+           step(12, 1, 6), step(13, 2, 7)]
+    found = fresh(None, None, run, "sums_match", None)
+    quick = isolate._cut_quickly(None, SPEC, found, FuzzSettings(), time.monotonic() + 30)
+    assert quick is not None and [s.request.seq_id for s in quick.program if s.request is not None] == [5, 6]
+    assert plain_tries and not any(Kind.PAUSE in kinds for kinds in plain_tries[1:])

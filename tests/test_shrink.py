@@ -129,3 +129,30 @@ def test_a_crowd_is_cut_a_layer_at_a_time_and_stays_a_crowd():
     kept = without(steps, {4, 7}, SPEC)  # with their answers (a held request and its answer go together)
     assert [s.kind for s in kept].count(Kind.HELD) == 6 and [s.kind for s in kept].count(Kind.HELD_ANSWER) == 5
     assert crowd_layers in DDMIN_PASSES
+
+
+def test_a_program_is_first_cut_to_the_sequences_it_ended_with():
+    """Ten sequences one after another, a START and two more requests each; the stand-in for a
+    live replay fails while the last two (18 and 19) are there. Focus keeps the last one alone
+    (passes), then the last two (fails): two tries, six steps left."""
+    import time
+    from fuzz.invariants import InvariantViolation
+    from fuzz.shrink import focus
+
+    steps = [req(3 * n + k, 10 + n, 1, start=k == 0) for n in range(10) for k in range(3)]
+    tries = []
+
+    def try_(kept):
+        tries.append(len(kept))
+        if not {18, 19} <= {s.request.seq_id for s in kept}:
+            return None
+        v = InvariantViolation("sums_match", "wrong running sum")
+        v.program = kept
+        return v
+
+    found = try_(steps)
+    cut = focus(found, try_, lambda v: v.program, SPEC, time.monotonic() + 10)
+    assert [s.request.seq_id for s in cut.program] == [18, 18, 18, 19, 19, 19]
+    assert tries[1:] == [3, 6]
+    # nothing shorter fails: the program as it was
+    assert focus(cut, try_, lambda v: v.program, SPEC, time.monotonic() + 10) is cut
