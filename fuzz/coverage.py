@@ -210,7 +210,7 @@ def twin_place(family: str, older: int, twin: int, bits: int) -> str | None:
     """The place (twin_places) of integer twins `older` and `twin`: None where it is none."""
     if family == "2^k apart":
         k = shared_low_bits((twin - older) % 2**bits)
-        return None if k is None or k >= bits else f"by 2^{k}"
+        return None if k is None else f"by 2^{k}"
     return band_of(older)
 
 

@@ -14,8 +14,8 @@ they are made from the example's own (salted) ids.
 """
 from __future__ import annotations
 
-from .coverage import DEPTHS, INTEGER_TWINS, twin_goal
-from .edges import shared_low_bits, value_edges
+from .coverage import DEPTHS, INTEGER_TWINS, twin_goal, twin_place
+from .edges import value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
 TWIN_STEPS = {
@@ -54,7 +54,7 @@ def twin_aim(family: str, place: str, bits: int) -> tuple:
     the others from every step below the width, the older id in that band."""
     steps = [s for s in TWIN_STEPS[family] if s < 2**bits]
     if family == "2^k apart":
-        return None, [s for s in steps if f"by 2^{shared_low_bits(s)}" == place]
+        return None, [s for s in steps if twin_place(family, 0, s, bits) == place]
     return place, steps
 
 

@@ -48,6 +48,16 @@ def test_a_sequences_requests_after_its_start_are_one_unit():
     assert every_continuation(steps[:1]) == []
 
 
+def failing(steps, needs: set, program=None):
+    """The stand-in for a live replay: a sums_match violation (its program `program`, else the
+    steps) when the steps START every id in `needs`, else None."""
+    if not needs <= {s.request.seq_id for s in steps if s.request is not None and s.request.start}:
+        return None
+    v = InvariantViolation("sums_match", "wrong running sum")
+    v.program = list(steps) if program is None else program
+    return v
+
+
 def test_shrinking_keeps_only_strictly_shorter_programs(monkeypatch):
     """The predicate stands in for a live replay (the algorithm is what is tested): a program
     fails when it holds the START of 5 and the START of 6, and like a replay's drain, every
@@ -56,12 +66,7 @@ def test_shrinking_keeps_only_strictly_shorter_programs(monkeypatch):
 
     def fails(server, spec, steps, invariant, settings, fresh=None):
         tries.append(len(steps))
-        ids = {s.request.seq_id for s in steps if s.request is not None and s.request.start}
-        if not {5, 6} <= ids:
-            return None
-        v = InvariantViolation("sums_match", "wrong running sum")
-        v.program = _program([*steps, step(99, 4, 5, start=False)])
-        return v
+        return failing(steps, {5, 6}, _program([*steps, step(99, 4, 5, start=False)]))
 
     monkeypatch.setattr(isolate, "_try", fails)
     run = [step(1, 0, 5), *[step(i, 0, 5, start=False) for i in range(2, 12)], step(12, 1, 6), step(13, 2, 7)]
@@ -78,21 +83,12 @@ def test_a_quick_cut_a_fresh_model_does_not_fail_on_falls_back_to_a_longer_one(m
     composed otherwise after a reload. The quick cut keeps the shortest cut a fresh model fails
     on, instead of nothing."""
     def plain(server, spec, steps, invariant, settings):
-        ids = {s.request.seq_id for s in steps if s.request is not None and s.request.start}
-        if not {5, 6} <= ids:
-            return None
-        v = InvariantViolation("sums_match", "wrong running sum")
-        v.program = list(steps)
-        return v
+        return failing(steps, {5, 6})
     fresh_tries = []
 
     def fresh(server, spec, steps, invariant, settings, fresh=None):
         fresh_tries.append(len(steps))
-        if 7 not in {s.request.seq_id for s in steps if s.request is not None}:
-            return None
-        v = InvariantViolation("sums_match", "wrong running sum")
-        v.program = _program(steps)
-        return v
+        return failing(steps, {7}, _program(steps))
 
     monkeypatch.setattr(isolate, "_moved", plain)
     monkeypatch.setattr(isolate, "_try", fresh)
@@ -113,18 +109,10 @@ def test_a_quick_cut_starts_without_the_programs_waits_where_it_fails_without_th
 
     def plain(server, spec, steps, invariant, settings):
         plain_tries.append([s.kind for s in steps])
-        ids = {s.request.seq_id for s in steps if s.request is not None and s.request.start}
-        if not {5, 6} <= ids:
-            return None
-        v = InvariantViolation("sums_match", "wrong running sum")
-        v.program = list(steps)
-        return v
+        return failing(steps, {5, 6})
 
     def fresh(server, spec, steps, invariant, settings, fresh=None):
-        v = plain(server, spec, steps, invariant, settings)
-        if v is not None:
-            v.program = _program(steps)
-        return v
+        return failing(steps, {5, 6}, _program(steps))
 
     monkeypatch.setattr(isolate, "_moved", plain)
     monkeypatch.setattr(isolate, "_try", fresh)
@@ -133,4 +121,4 @@ def test_a_quick_cut_starts_without_the_programs_waits_where_it_fails_without_th
     found = fresh(None, None, run, "sums_match", None)
     quick = isolate._cut_quickly(None, SPEC, found, FuzzSettings(), time.monotonic() + 30)
     assert quick is not None and [s.request.seq_id for s in quick.program if s.request is not None] == [5, 6]
-    assert plain_tries and not any(Kind.PAUSE in kinds for kinds in plain_tries[1:])
+    assert plain_tries and not any(Kind.PAUSE in kinds for kinds in plain_tries)  # only the quick cut's tries
