@@ -96,8 +96,8 @@ class CancelSteps:
         got = [StreamClient.poll(call, 0) for _, call in g.behind]
         ran = sum(1 for o in got if o is not None and o.ok)
         g.cancelled = ran < len(got)
-        self.cancelled_unseen += len(got) - ran  # the server may have run it: inference_count
-        self.successes += ran
+        for o in got:  # one not answered OK: the server may have run it before the cancel, or not
+            self.tally.saw(o) if o is not None and o.ok else self.tally.cancel()
         self.record(client=client, action=action, kind=Kind.CANCEL_STREAM,
                     got=f"{ran} of {len(got)} request(s) behind answered before the cancel")
 
@@ -107,8 +107,7 @@ class CancelSteps:
         req, exp, call = g.asides[g.checked]
         g.checked += 1
         got = StreamClient.wait(call, self.settings.prompt_s)
-        if got.ok:
-            self.successes += 1
+        self.tally.saw(got)
         check = check_prompt(req, exp, got, "grpc")
         if g.checked == 1:
             check, indeterminate = self._first(req, exp, got, check)
@@ -202,8 +201,7 @@ class CancelSteps:
         rec = self.record(client=client, action=action, kind=Kind.AFTER_CANCEL, request=req, via=via,
                           expected=expected, got=got.describe(),
                           expect=EndedOr(go_on), outcome=got)
-        if got.ok:
-            self.successes += 1
+        self.tally.saw(got)
         event(f"cancel pipelined: witness {'failed with it' if g.ended else 'ran without it'}, "
               f"the sequence {'ended' if ended else 'went on'}")
         if ended:

@@ -250,6 +250,20 @@ def reload_model(url, model):
     print("       (reloaded through the repository API)")
 
 
+def model_statistics(url, model) -> dict:
+    """The model's inference and execution counts, and its success and fail counts and times (ms)."""
+    import tritonclient.grpc as grpcclient
+
+    out = {}
+    for m in grpcclient.InferenceServerClient(url).get_inference_statistics(model).model_stats:
+        s = m.inference_stats
+        for name, value in (("inference_count", m.inference_count), ("execution_count", m.execution_count),
+                            ("success", s.success.count), ("success ms", s.success.ns / 1e6),
+                            ("fail", s.fail.count), ("fail ms", s.fail.ns / 1e6)):
+            out[name] = out.get(name, 0) + value
+    return out
+
+
 def main(entry, argv=None):
     """Replays a corpus entry (its JSON, as a dict); returns the exit status."""
     parser = argparse.ArgumentParser(description=f"Replays triton-seqfuzz corpus entry {entry['name']}.")
@@ -282,6 +296,10 @@ def main(entry, argv=None):
 
     def stream(client):
         return streams.setdefault(client, Stream(url))
+
+    # A finding in the statistics: what they rose by is shown, for a reader to hold against the answers
+    statistics = entry["invariant"] == "stats_agree"
+    before = model_statistics(url, args.model) if statistics else None
 
     def verdict(step, got, via):
         if step.get("expect") is None:
@@ -364,6 +382,12 @@ def main(entry, argv=None):
             # a decoupled model's steps all went over streams, whose errors carry no status
             verdict(step, got, "stream" if spec.get("decoupled") else via if via != "http" or http else "grpc")
 
+    if statistics:
+        time.sleep(0.3)  # the server counts just after it answers
+        rose = {k: v - before.get(k, 0) for k, v in model_statistics(url, args.model).items()}
+        print("the model's statistics rose by: " + ", ".join(f"{k} {v}" for k, v in rose.items()))
+        print("this script checks the answers only: a stats_agree finding shows in these rises (replay the "
+              "entry with `pytest fuzz/ --corpus-dir DIR` to have them judged)")
     # Leave the server as found: nothing waits, no sequence holds a slot.
     for s in streams.values():
         s.close(cancel_requests=True, timeout_s=args.timeout)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import attrs
 
+from .server_stats import Snapshot
 from . import leftovers
 
 LOG_TAIL_LINES = 40
@@ -218,9 +219,10 @@ class _Base:
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return ""
 
-    def inference_count(self, model: str) -> int | None:
-        """The server's inference_count for `model` (None when the statistics cannot be read)."""
-        return self._statistic(model, "inference_count")
+    def statistics(self, model: str) -> Snapshot | None:
+        """The statistics extension's figures for `model`, read at once (None when they cannot be read)."""
+        stats = self._model_stats(model)
+        return None if stats is None else Snapshot.of(stats)
 
     def execution_count(self, model: str) -> int | None:
         """How many batches the server has run for `model` (None when it will not say)."""

@@ -86,7 +86,8 @@ class SharedSteps:
         g, self.shared = self.shared, None
         got = [StreamClient.wait(box, self.settings.prompt_s) for _, _, box, _ in g.sent]
         values = [req.value for _, req, _, _ in g.sent]
-        self.successes += sum(o.ok for o in got)
+        for o in got:
+            self.tally.saw(o)
         order = an_order(g.base, values, [o.value if o.ok else None for o in got], self.model.then) \
             if all(o.ok for o in got) else None
         recs = []

@@ -76,6 +76,14 @@ class Outcome:
         return f"OUTPUT={self.value!r}" + (f" after {list(self.partials)!r}" if self.partials else "")
 
 
+# Answers that mean the connection went, not that the server answered.
+LOST_CONNECTION = frozenset({"UNAVAILABLE", "STREAM_CLOSED"})
+# A clean-up END that came back so may still be queued: the server is not settled yet.
+UNSETTLED = LOST_CONNECTION | {"CLIENT_TIMEOUT"}
+# Answers that do not say whether the server ran the request (it may have, or not).
+UNSEEN = UNSETTLED | {"CANCELLED"}
+
+
 # -- what must happen: the reference model's expectations ----------------------------------------
 
 @attrs.frozen

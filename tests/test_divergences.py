@@ -170,3 +170,44 @@ def test_readmes_per_build_table_is_the_one_the_known_divergences_make():
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert build_table() in readme, "README's per-build table of known divergences is stale"
+
+
+@pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
+def test_failures_counted_by_ensembles_and_iterative_releases(tmp_path, release):
+    """The fail count of an ensemble whose step refuses a request (twice on 2.51, once before), and
+    of an iterative model whose START was answered in full (one on 2.51, none before): what
+    stats_agree takes as built where the divergences say the build shows them."""
+    from modelgen import python_variants, write_repository
+
+    from .release_installs import embedded_install
+
+    ensemble = next(v for v in python_variants() if v.ensemble)
+    iterative = next(v for v in python_variants() if v.iterations)
+    write_repository([ensemble, iterative], tmp_path / "models")
+    with EmbeddedTriton(tmp_path / "models", workdir=tmp_path / "w", **embedded_install(release)) as server:
+        server.wait_models_ready([ensemble.name, iterative.name])
+
+        def fail_rise(variant, client, reqs):
+            before = server.statistics(variant.name)
+            outs = [client.infer(r, 5.0) for r in reqs]
+            time.sleep(0.3)  # the server counts just after it answers
+            return server.statistics(variant.name).rise_since(before).fail.count, outs
+
+        spec = ModelSpec.fetch(server, ensemble.name)
+        unary = GrpcClient(server.grpc_url)
+        fails, outs = fail_rise(ensemble, unary, [spec.request(41, 1), spec.request(42, 1)])  # no START
+        assert not any(o.ok for o in outs) and all("START" in o.message for o in outs), outs
+        twice = divergence("ensemble-failure-counted-twice").applies(ensemble, server.version)
+        assert fails == (4 if twice else 2)
+        answered, _ = fail_rise(ensemble, unary, [spec.request(43, 1, start=True, end=True)])
+        assert answered == 0
+
+        spec = ModelSpec.fetch(server, iterative.name)
+        stream = StreamClient(server.grpc_url)
+        try:
+            fails, outs = fail_rise(iterative, stream, [spec.request(51, 2, start=True), spec.request(52, 2, start=True)])
+        finally:
+            stream.close(cancel_requests=True)
+        assert [len(o.partials) for o in outs] == [iterative.iterations - 1] * 2, outs
+        released = divergence("iterative-release-counts-failure").applies(iterative, server.version)
+        assert fails == (2 if released else 0)
