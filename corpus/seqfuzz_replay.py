@@ -250,6 +250,24 @@ def reload_model(url, model):
     print("       (reloaded through the repository API)")
 
 
+def give_up_in_flight(url, model, spec, fault) -> str:
+    """The deadlines fault: a START+END on each id over unary gRPC, at_once calls in flight
+    together (one channel each), each given up after deadline_us."""
+    units = [Unary(url) for _ in range(max(1, fault["at_once"]))]
+    statuses = []
+    for first in range(0, len(fault["ids"]), len(units)):
+        boxes = []
+        for unit, seq_id in zip(units, fault["ids"][first:first + len(units)]):
+            req = {"id": {"type": "uint64", "value": seq_id}, "value": 1, "start": True, "end": True, "dtype": spec["dtype"], "batch": 1,
+                   "batch_dim": spec["max_batch_size"] > 0}
+            box = queue.Queue(maxsize=1)
+            threading.Thread(target=lambda u=unit, r=req, b=box: b.put(u.infer(r, model, fault["deadline_us"] / 1e6)),
+                             daemon=True).start()
+            boxes.append(box)
+        statuses += [b.get(timeout=10).status for b in boxes]
+    return ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses)))
+
+
 def model_statistics(url, model) -> dict:
     """The model's inference and execution counts, and its success and fail counts and times (ms)."""
     import tritonclient.grpc as grpcclient
@@ -370,6 +388,8 @@ def main(entry, argv=None):
             streams.clear()
             # an ensemble's state is its step's: the fresh copy is the step's
             reload_model(url, spec.get("step") or args.model if args.model == entry["model"] else args.model)
+        elif kind == "fault" and (step.get("fault") or {}).get("name") == "deadlines":
+            print(f"       {give_up_in_flight(url, args.model, spec, step['fault'])}")
         elif kind == "fault":
             print("       (a nemesis fault: not replayed here)")
         elif kind in ("request", "refill", "after_cancel"):

@@ -154,7 +154,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     seed (a regression seed)."""
     spec = ModelSpec.fetch(server, model)
     version = getattr(server, "version", None) or "?"
-    known = known_for(spec, version)
+    known = [d for d in known_for(spec, version) if not d.needs_fault or d.needs_fault in fuzz_settings.nemesis]
     expected = [d for d in known if not d.guard]
     stats = RunStats()
     machine = make_machine(server, spec, fuzz_settings, stats)

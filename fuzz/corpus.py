@@ -203,6 +203,8 @@ def _step_to_json(s: StepRecord) -> dict:
          "outcome": _outcome_to_json(s.outcome) if s.outcome else None}
     if s.fault is not None:
         d["fault"] = {"name": s.fault.name, "graceful": s.fault.graceful, "env": dict(s.fault.env)}
+        if s.fault.ids:
+            d["fault"].update(ids=list(s.fault.ids), at_once=s.fault.at_once, deadline_us=s.fault.deadline_us)
     return d
 
 
@@ -270,7 +272,8 @@ def _fault_from_json(d) -> Fault | None:
     if d is None:
         return None
     return Fault(str(d["name"]), graceful=bool(d.get("graceful", False)),
-                 env=tuple(sorted((str(k), str(v)) for k, v in dict(d.get("env", {})).items())))
+                 env=tuple(sorted((str(k), str(v)) for k, v in dict(d.get("env", {})).items())),
+                 ids=tuple(d.get("ids", ())), at_once=int(d.get("at_once", 0)), deadline_us=int(d.get("deadline_us", 0)))
 
 
 def _step_from_json(d, i: int, version: int = FORMAT_VERSION) -> StepRecord:

@@ -50,6 +50,8 @@ class KnownDivergence:
     # on (FuzzSettings.accept): the name of that behaviour in the reference model (AS_BUILT), or ""
     # where none is modelled (the campaign then stops at it).
     as_built: str = ""
+    # the nemesis fault it takes (FuzzSettings.nemesis): a campaign without it cannot meet it
+    needs_fault: str = ""
 
     def applies(self, model, version: str | None) -> bool:
         return version in self.versions and self.affects(model)
@@ -213,6 +215,22 @@ KNOWN = KNOWN + (
         # its durations' sum wraps round 2**64 too, and seems to fall
         signatures=("fail count rose by", "fail duration rose by", "fail fell ("),
         guard="stats_agree lets the fail count rise by one, of any duration, for each request answered"),
+)
+
+KNOWN = KNOWN + (
+    KnownDivergence(
+        "unary-deadlines-crash",
+        "Unary gRPC calls that their clients give up at deadlines of a millisecond or two, several in "
+        "flight at once, crash tritonserver (SIGSEGV) within a few thousand calls: server issue 7368 "
+        "(reported on 24.08, fixed in r24.12). On 2.46, as often, unary gRPC inference stops being served "
+        "instead: every later unary call (a refusal too, on a fresh channel) goes unanswered, while HTTP, "
+        "streams and metadata go on (the symptom of server PR 7325). Found by the deadlines fault "
+        "(--nemesis deadlines); 2.36 survived 16000 such calls.",
+        versions=("2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0"),
+        symptom="the server dies (SIGSEGV); on 2.46 unary gRPC may go unanswered instead",
+        affects=lambda m: True, invariant="server_alive", also_under=("no_hangs",),
+        signatures=("given up",),  # the deadlines fault's step: a death seen right after it
+        needs_fault="deadlines"),
 )
 
 # What the reference model can take as built, each with what it then expects.

@@ -431,13 +431,15 @@ class Engine(CancelSteps, SharedSteps):
             return "live"
         return "done" if seq_id in self.touched else "fresh"
 
-    def going_out(self, req: Request) -> None:
+    def going_out(self, req: Request, *, whole: bool = False) -> None:
         """Bookkeeping for a request about to be sent, however it goes: the statistics baseline
-        (taken at the example's first request), its id (for clean-up), the request count."""
+        (taken at the example's first request), its id (for clean-up and reuse, unless it is a
+        `whole` sequence no rule goes on with), the request count."""
         if self.stats_before is None:
             began = time.monotonic()  # before the reading: the stretch it starts holds every request after it
             self.stats_before = (began, self.statistics())  # unreadable (None): not judged this example
-        self.remember(req.seq_id)
+        if not whole:
+            self.remember(req.seq_id)
         self.stats.requests += 1
         self.stats.coverage.sent(req, plain=self._plain(req))
 
@@ -850,6 +852,69 @@ class Engine(CancelSteps, SharedSteps):
         self.record(client=None, action=action, kind=Kind.FAULT, fault=fault)
         return True
 
+    def hurry(self, fault: Fault, action: str) -> bool:
+        """The deadlines fault: a START+END on each of the fault's ids, over unary gRPC, several at
+        once, each given up by its client at its deadline. An answer that came must be right; a
+        call given up may or may not have run, and whole, so the model only learns the ids were
+        used. Not while a START waits in the backlog or fewer slots are free than calls in
+        flight: a call given up in the backlog would hold a slot later, unseen."""
+        self.collect()
+        self.model.settle(time.monotonic())
+        if self.pending or self.parked or self.model.free_slots() < fault.at_once:
+            event("skipped: deadlines: too few free slots for the calls in flight together")
+            return False
+        reqs = [self.spec.request(i, self.as_value(1), start=True, end=True) for i in fault.ids]
+        expected = []
+        for req in reqs:
+            self.going_out(req, whole=True)  # hundreds of ids, each ended by its own request
+            expected.append(self.expect(req, time.monotonic()))
+        if not all(isinstance(e, Answer) for e in expected):
+            raise ValueError(f"generator error: a whole sequence of the deadlines fault expects {expected!r}")
+        got = self.nemesis.hurry(fault, reqs)
+        time.sleep(self.settings.wire_s)  # what was given up in flight finishes on the server meanwhile
+        self.struck(fault.name)
+        timed_out = sum(o.status == "CLIENT_TIMEOUT" for o in got)
+        rec = self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
+                          expected="each answered with its value, or given up; the server lives on",
+                          got=f"{len(got) - timed_out} answered, {timed_out} given up")
+        self._check_given_up(rec, reqs, expected, got)
+        self._unary_witness(rec, fault.ids[0])
+        return True
+
+    def _check_given_up(self, rec: StepRecord, reqs, expected, got) -> None:
+        """The deadlines fault's answers: a death first (the answers it cut off are its symptoms:
+        issue 7368's crash, on 2.39-2.51), then each answer that came against its expectation."""
+        died = self.death(DEATH_GRACE_S if any(o.status in LOST_CONNECTION for o in got) else 0.0)
+        if died is not None:
+            self.fail(died, rec)
+        for req, exp, o in zip(reqs, expected, got):
+            self.tally.saw(o)
+            if o.status == "CLIENT_TIMEOUT":
+                continue
+            check = check_prompt(req, exp, o, "grpc")
+            if check.violation:
+                self.fail(check.violation, attrs.evolve(rec, request=req, via="grpc", expected=check.expected,
+                                                        got=check.got))
+
+    def _unary_witness(self, rec: StepRecord, seq_id) -> None:
+        """After the deadlines fault (`rec`), a whole sequence on unary gRPC with no deadline: it must
+        still be served (2.46 once stopped answering unary calls while HTTP and streams went on). A
+        crash that comes just after the calls shows here, and is the fault's."""
+        witness = self.spec.request(seq_id, self.as_value(1), start=True, end=True)
+        self.going_out(witness, whole=True)
+        exp = self.expect(witness, time.monotonic())
+        got = self.grpc.infer(witness, timeout_s=self.settings.prompt_s)
+        action = "after the calls given up, a whole sequence on unary gRPC"
+        died = self.death(DEATH_GRACE_S) if got.status in LOST_CONNECTION else None
+        if died is not None:
+            self.fail(died, rec)
+        if got.status == "CLIENT_TIMEOUT":  # the fault's doing: the violation is its step's
+            self.record(client=self.teardown_client, action=action, request=witness, via="grpc",
+                        expected=describe_expectation(exp), got=got.describe(), expect=exp, outcome=got)
+            self.fail(InvariantViolation("no_hangs", f"unary gRPC stopped answering after the calls given up: a "
+                                                     f"whole sequence got no answer in {self.settings.prompt_s:g} s"), rec)
+        self.check(self.teardown_client, witness, exp, got, "grpc", action)
+
     def _strike_disconnected(self, fault: Fault) -> None:
         """Strikes a server fault with every client disconnected (an open stream keeps an
         unloaded model's old copy alive), then reconnects: the model holds no sequence, the
@@ -947,6 +1012,8 @@ class Engine(CancelSteps, SharedSteps):
                 if seq_id not in (0, "") and not too_long(seq_id):
                     got = self.grpc.infer(self.spec.request(seq_id, 0, end=True), timeout_s=2)
                     unanswered |= got.status in UNSETTLED
+                    if got.status in UNSETTLED:
+                        break  # a server that does not answer one END in 2 s answers none: wait instead
             if self.model.backlog or self.pending or unanswered:
                 # Let what was queued run or idle out: the next example may send to the same
                 # large ids (only small ones are salted), and must find none of them live.

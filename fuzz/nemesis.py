@@ -12,15 +12,18 @@ campaign may draw are named in FuzzSettings.nemesis (pytest --nemesis):
   reload      the model is reloaded through the repository API (explicit model control)
   full_batch  the server restarts with TRITONSERVER_DELAY_SCHEDULER set to the model's capacity,
               so that many STARTs must run as full batches
+  deadlines   clients give up on unary gRPC calls in flight: whole sequences (START+END) sent
+              several at once, each with a deadline of 0.3 to 10 ms (server issue 7368)
 """
 from __future__ import annotations
 
 import time
 
+from .client import GrpcClient
 from .proxy import FaultProxy
 from .values import Fault
 
-NEMESES = ("slow", "cut", "stall", "restart", "reload", "full_batch")
+NEMESES = ("slow", "cut", "stall", "restart", "reload", "full_batch", "deadlines")
 # Faults that restart the server or reload the model: they need the embedded server (and, for
 # reload, explicit model control), and they are slow (a restart takes seconds).
 SERVER_FAULTS = ("restart", "reload", "full_batch")
@@ -94,6 +97,22 @@ class Nemesis:
         finally:
             self.server.env.clear()
             self.server.env.update(saved)
+
+    def hurry(self, fault: Fault, requests) -> list:
+        """Sends `requests` (one per id of a deadlines Fault) over unary gRPC, `fault.at_once` in
+        flight together on as many channels, each given up after `fault.deadline_us`; returns
+        their Outcomes in order (CLIENT_TIMEOUT where the client gave up)."""
+        clients = [GrpcClient(self.server.grpc_url) for _ in range(max(1, fault.at_once))]
+        outcomes = []
+        try:
+            for first in range(0, len(requests), len(clients)):
+                calls = [c.send(r, timeout_s=fault.deadline_us / 1e6)
+                         for c, r in zip(clients, requests[first:first + len(clients)])]
+                outcomes += [call.get(timeout=5.0) for call in calls]  # each ends by its deadline
+        finally:
+            for c in clients:
+                c.close()
+        return outcomes
 
     @staticmethod
     def hold(proxy: FaultProxy, stream, req, until: float):

@@ -49,8 +49,8 @@ def pytest_addoption(parser):
     group.addoption("--nemesis", metavar="NAMES", default="",
                     help="faults the fuzzer may draw, comma-separated, or all: slow (adds slow models to the "
                          "generated repository), cut, stall (a TCP fault proxy before some clients), restart, "
-                         "reload, full_batch (restart with TRITONSERVER_DELAY_SCHEDULER); the last three need "
-                         "the embedded server. Default: none")
+                         "reload, full_batch (restart with TRITONSERVER_DELAY_SCHEDULER), which three need "
+                         "the embedded server; deadlines (unary gRPC calls given up in flight). Default: none")
     group.addoption("--fuzz-progress", type=float, metavar="SECONDS",
                     help="a progress line per model this often while it is fuzzed (default: 10 on a terminal, "
                          "60 in a log or a pipe; 0: none)")

@@ -30,7 +30,7 @@ class ReplayNeeds(ReplayDrift):
 
 
 # Faults a replay strikes again: all that a program records (a stall is a late request).
-REPLAYED_FAULTS = ("restart", "reload", "cut", "full_batch")
+REPLAYED_FAULTS = ("restart", "reload", "cut", "full_batch", "deadlines")
 
 
 class CorpusMismatch(AssertionError):
@@ -188,7 +188,12 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
         if client in engine.pending:  # otherwise it was answered (and checked) already
             _await_answer(engine, client, spec, settings)
     elif kind is Kind.FAULT and step.fault is not None and step.fault.name in REPLAYED_FAULTS:
-        struck = engine.cut(step.action) if step.fault.name == "cut" else engine.server_fault(step.fault, step.action)
+        if step.fault.name == "cut":
+            struck = engine.cut(step.action)
+        elif step.fault.name == "deadlines":
+            struck = engine.hurry(step.fault, step.action)
+        else:
+            struck = engine.server_fault(step.fault, step.action)
         if not struck:
             raise ReplayDrift(f"step {step.index} ({step.action}): a client still waits, the fault cannot strike")
     elif kind in (Kind.REQUEST, Kind.REFILL, Kind.QUEUED):

@@ -183,6 +183,11 @@ class Fault:
     name: str  # one of nemesis.NEMESES
     graceful: bool = False  # restart: SIGTERM (a clean stop), else SIGKILL (a crash)
     env: tuple = ()  # (name, value) pairs the restarted server gets (full_batch's scheduler hooks)
+    # deadlines: unary gRPC calls, each a whole sequence (START+END) on one of `ids`, `at_once` of
+    # them in flight together, each given up by its client after `deadline_us`
+    ids: tuple = attrs.field(default=(), converter=tuple)
+    at_once: int = 0
+    deadline_us: int = 0
 
 
 @attrs.frozen

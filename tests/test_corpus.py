@@ -246,3 +246,17 @@ def test_an_answer_with_partials_round_trips_and_the_reproducer_checks_them(tmp_
     assert matches(expect, ScriptOutcome(15, partials=[5, 10]), "stream")
     assert not matches(expect, ScriptOutcome(15, partials=[5, 11]), "stream")
     assert not matches(expect, ScriptOutcome(15), "stream") and matches({"answer": 15}, ScriptOutcome(15), "stream")
+
+
+def test_a_deadlines_fault_round_trips_with_its_ids_and_the_reproducer_strikes_it(tmp_path):
+    """The deadlines fault keeps its ids (uint64 ones past 2**63 too), how many calls were in
+    flight together and their deadline; the standalone reproducer sends them, not skips them."""
+    from fuzz.values import Fault
+
+    fault = Fault("deadlines", ids=(2**64 - 5, 17, 3, 2**40), at_once=2, deadline_us=700)
+    steps = (StepRecord(1, None, "4 unary gRPC calls given up", kind=Kind.FAULT, fault=fault, got="3 answered, 1 given up"),)
+    e = corpus.make_entry(SPEC, "2.51.0", "server_alive", "the server died", steps)
+    corpus.write(tmp_path, e)
+    assert corpus.load(tmp_path / f"{e.name}.json").steps[0].fault == fault
+    script = render(e)
+    assert "not replayed here" not in script and "give_up_in_flight" in runtime()

@@ -153,7 +153,8 @@ def test_backlog_delay_hook_waits_for_a_full_backlog(tmp_path):
         assert answered[1] <= answered[2] + 0.02, outcomes
 
 
-@pytest.mark.parametrize("faults", [frozenset(), nemesis.parse("all")], ids=["no faults", "every fault"])
+# Every fault but deadlines, which crashes 2.41-2.51 (server issue 7368): a finding, tested on its own
+@pytest.mark.parametrize("faults", [frozenset(), nemesis.parse("all") - {"deadlines"}], ids=["no faults", "every fault"])
 def test_a_budget_is_kept_inside_an_example_with_or_without_faults(slow_server, faults):
     """A campaign of long examples (each could take minutes: 100 steps, faults of seconds) ends
     soon after its budget: the step that runs past it is the example's last, and it is drained
@@ -169,3 +170,62 @@ def test_a_budget_is_kept_inside_an_example_with_or_without_faults(slow_server, 
     assert result.verdict == "pass" and not result.interrupted, result
     assert result.requests > 0 and result.examples >= 1, result
     assert wall < budget_s + 40, f"{wall:.1f} s for a budget of {budget_s} s"
+
+
+def test_calls_given_up_in_flight_keep_every_promise_but_the_known_crash(tmp_path_factory):
+    """The deadlines fault on a 2-slot model: every answer that came is right and every other
+    promise holds, or the server died of the known divergence (server issue 7368), which a campaign
+    names. A server of its own: it may die."""
+    from fuzz.divergences import by_key
+
+    crash = by_key("unary-deadlines-crash")
+    struck = 0
+    with one_model_server(tmp_path_factory, FAST) as server:
+        for seed in range(1, 13):
+            result, error = fuzz_model(server, FAST.name, settings(CAMPAIGN, max_examples=4), seed=seed,
+                                       fuzz_settings=FuzzSettings(nemesis={"deadlines"}))
+            struck += dict(result.faults).get("deadlines", 0)
+            assert result.verdict.startswith(("pass", "expected divergence")), (error, result.failures)
+            if result.failures:
+                assert error is None and crash.applies(FAST, server.version), (error, result.failures)
+                assert [f.expected_divergence for f in result.failures] == [crash.key], result.failures
+                return
+            if struck >= 3:
+                break
+    assert struck >= 3, struck
+
+
+@pytest.mark.parametrize("release", [None, "0.4.0"], ids=["2.51", "2.36"])
+def test_calls_given_up_in_flight_crash_the_builds_the_divergence_names(tmp_path_factory, release):
+    """Server issue 7368 pinned: unary gRPC calls given up at deadlines of 0.3-2 ms, 8 in flight at
+    once, each a whole sequence, kill the server (or, on 2.46, stop unary gRPC being served) within
+    a few thousand calls on the builds unary-deadlines-crash names; 2.36 lived through 16000."""
+    import random
+
+    from fuzz.client import GrpcClient
+    from fuzz.divergences import by_key
+    from fuzz.server import ServerDied
+    from fuzz.values import Fault
+
+    from .release_installs import embedded_install
+
+    wide = Variant("corrid", "direct", 4, 2, controls=("START", "END", "READY", "CORRID"))
+    rng = random.Random(7368)
+    with one_model_server(tmp_path_factory, wide, **embedded_install(release)) as server:
+        spec = ModelSpec.fetch(server, wide.name)
+        strike, seen, began = nemesis.Nemesis(server, wide.name), None, time.monotonic()
+        for round_ in range(1500):  # 12000 calls at most; seen: a death after 200 to 7000
+            fault = Fault("deadlines", ids=[round_ * 8 + i + 1 for i in range(8)], at_once=8,
+                          deadline_us=rng.choice([300, 700, 1000, 1500, 2000]))
+            try:
+                strike.hurry(fault, [spec.request(i, 1, start=True, end=True) for i in fault.ids])
+                server.check_alive()
+            except ServerDied:
+                seen = "died"
+                break
+            if round_ % 100 == 99 and GrpcClient(server.grpc_url).infer(spec.request(1, 1, start=True, end=True),
+                                                                     timeout_s=3).status == "CLIENT_TIMEOUT":
+                seen = "unary gRPC unanswered"
+                break
+        expected = by_key("unary-deadlines-crash").applies(wide, server.version)
+        assert (seen is not None) == expected, f"{seen} after {round_ + 1} rounds, {time.monotonic() - began:.1f} s"
