@@ -112,6 +112,17 @@ class Unary:
             status = "CLIENT_TIMEOUT" if code == self.grpc.StatusCode.DEADLINE_EXCEEDED else code.name
             return Outcome(status=status, message=err.details() or "")
 
+    def give_up(self, req, model):
+        """Sends the request and cancels it at once."""
+        call = self.stub.ModelInfer.future(encode(req, model), timeout=5.0)
+        call.cancel()
+        try:
+            return decode(call.result(timeout=10))
+        except self.grpc.FutureCancelledError:
+            return Outcome(status="CANCELLED", message="cancelled by the client")
+        except self.grpc.RpcError as err:
+            return Outcome(status=err.code().name, message=err.details() or "")
+
 
 class Http:
     def __init__(self, url):
@@ -252,7 +263,7 @@ def reload_model(url, model):
 
 def give_up_in_flight(url, model, spec, fault) -> str:
     """The deadlines fault: a START+END on each id over unary gRPC, at_once calls in flight
-    together (one channel each), each given up after deadline_us."""
+    together (one channel each), each given up after deadline_us (0: cancelled as soon as sent)."""
     units = [Unary(url) for _ in range(max(1, fault["at_once"]))]
     statuses = []
     for first in range(0, len(fault["ids"]), len(units)):
@@ -261,8 +272,9 @@ def give_up_in_flight(url, model, spec, fault) -> str:
             req = {"id": {"type": "uint64", "value": seq_id}, "value": 1, "start": True, "end": True, "dtype": spec["dtype"], "batch": 1,
                    "batch_dim": spec["max_batch_size"] > 0}
             box = queue.Queue(maxsize=1)
-            threading.Thread(target=lambda u=unit, r=req, b=box: b.put(u.infer(r, model, fault["deadline_us"] / 1e6)),
-                             daemon=True).start()
+            send = (lambda u, r: u.infer(r, model, fault["deadline_us"] / 1e6)) if fault["deadline_us"] else \
+                (lambda u, r: u.give_up(r, model))
+            threading.Thread(target=lambda u=unit, r=req, b=box: b.put(send(u, r)), daemon=True).start()
             boxes.append(box)
         statuses += [b.get(timeout=10).status for b in boxes]
     return ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses)))

@@ -125,9 +125,15 @@ class UnaryCall:
             response = self._future.result(timeout=timeout)
         except grpc.FutureTimeoutError:
             raise queue.Empty from None
+        except grpc.FutureCancelledError:
+            return Outcome(status="CANCELLED", message="cancelled by the client", latency_s=time.monotonic() - self._started)
         except grpc.RpcError as err:
             return _failed(err, self._started)
         return decode(response, self._started)
+
+    def cancel(self) -> None:
+        """The client gives the call up (its get() then says CANCELLED, unless it was answered)."""
+        self._future.cancel()
 
     def get_nowait(self) -> Outcome:
         return self.get(0)

@@ -60,6 +60,7 @@ class FuzzSettings:
 
 
 DEATH_GRACE_S = 0.5
+GIVEN_UP = frozenset({"CLIENT_TIMEOUT", "CANCELLED"})  # a deadlines fault's call its client gave up
 HISTORY_EXAMPLES = 8  # examples kept for a failure that needs what ran before it
 
 
@@ -873,7 +874,7 @@ class Engine(CancelSteps, SharedSteps):
         got = self.nemesis.hurry(fault, reqs)
         time.sleep(self.settings.wire_s)  # what was given up in flight finishes on the server meanwhile
         self.struck(fault.name)
-        timed_out = sum(o.status == "CLIENT_TIMEOUT" for o in got)
+        timed_out = sum(o.status in GIVEN_UP for o in got)
         rec = self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
                           expected="each answered with its value, or given up; the server lives on",
                           got=f"{len(got) - timed_out} answered, {timed_out} given up")
@@ -889,7 +890,7 @@ class Engine(CancelSteps, SharedSteps):
             self.fail(died, rec)
         for req, exp, o in zip(reqs, expected, got):
             self.tally.saw(o)
-            if o.status == "CLIENT_TIMEOUT":
+            if o.status in GIVEN_UP:
                 continue
             check = check_prompt(req, exp, o, "grpc")
             if check.violation:

@@ -1045,22 +1045,25 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def give_up_in_flight(self, data):
             """Clients give up on calls in flight (server issue 7368: a crash): whole sequences
             (START+END on fresh ids) over unary gRPC, as many at once as slots are free (at most
-            8), in 4 to 64 rounds, each call with a deadline of 0.3 to 10 ms. What was answered
-            must be right, the server must live on, and unary gRPC must still answer."""
+            8), in 4 to 64 rounds, each call with a deadline of 0.3 to 10 ms or cancelled as soon
+            as its round is sent (server PR 7325). What was answered must be right, the server
+            must live on, and unary gRPC must still answer."""
             self.collect()
             self.model.settle(time.monotonic())
             at_once = min(8, self.model.free_slots())
             if at_once == 0 or self.pending or self.parked:
                 return self._skip("deadlines: no free slot, or a START waits in the backlog")
             rounds = data.draw(st.sampled_from([4, 16, 64]), label="rounds")
-            deadline_us = data.draw(st.sampled_from([300, 700, 1000, 1500, 2000, 4000, 10000]), label="deadline (us)")
+            deadline_us = data.draw(st.sampled_from([0, 300, 700, 1000, 1500, 2000, 4000, 10000]),
+                                    label="deadline (us; 0: cancelled at once)")
             fresh = {self._fresh(data.draw(st.integers(3, 2**24), label="id")) for _ in range(at_once * rounds)}
             ids = [i for i in fresh if not isinstance(i, str) and i not in self.touched and not self.model.is_live(key_of(i))]
             fault = Fault("deadlines", ids=ids[:len(ids) - len(ids) % at_once], at_once=at_once, deadline_us=deadline_us)
             if not fault.ids:
                 return self._skip("deadlines: no fresh ids")
+            given_up = f"given up after {deadline_us} us" if deadline_us else "cancelled as soon as sent"
             self.hurry(fault, f"{len(fault.ids)} unary gRPC calls, {at_once} in flight together, each a whole "
-                              f"sequence given up after {deadline_us} us")
+                              f"sequence {given_up}")
 
         @only_if("restart" in faults)
         @rule(graceful=st.booleans())

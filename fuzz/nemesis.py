@@ -13,7 +13,8 @@ campaign may draw are named in FuzzSettings.nemesis (pytest --nemesis):
   full_batch  the server restarts with TRITONSERVER_DELAY_SCHEDULER set to the model's capacity,
               so that many STARTs must run as full batches
   deadlines   clients give up on unary gRPC calls in flight: whole sequences (START+END) sent
-              several at once, each with a deadline of 0.3 to 10 ms (server issue 7368)
+              several at once, each with a deadline of 0.3 to 10 ms (server issue 7368), or
+              cancelled as soon as they are sent (server PR 7325)
 """
 from __future__ import annotations
 
@@ -100,14 +101,17 @@ class Nemesis:
 
     def hurry(self, fault: Fault, requests) -> list:
         """Sends `requests` (one per id of a deadlines Fault) over unary gRPC, `fault.at_once` in
-        flight together on as many channels, each given up after `fault.deadline_us`; returns
-        their Outcomes in order (CLIENT_TIMEOUT where the client gave up)."""
+        flight together on as many channels, each given up after `fault.deadline_us` (0: cancelled
+        as soon as its round is sent); returns their Outcomes in order (CLIENT_TIMEOUT or
+        CANCELLED where the client gave up)."""
         clients = [GrpcClient(self.server.grpc_url) for _ in range(max(1, fault.at_once))]
         outcomes = []
         try:
             for first in range(0, len(requests), len(clients)):
-                calls = [c.send(r, timeout_s=fault.deadline_us / 1e6)
+                calls = [c.send(r, timeout_s=fault.deadline_us / 1e6 if fault.deadline_us else 5.0)
                          for c, r in zip(clients, requests[first:first + len(clients)])]
+                for call in calls if not fault.deadline_us else ():
+                    call.cancel()
                 outcomes += [call.get(timeout=5.0) for call in calls]  # each ends by its deadline
         finally:
             for c in clients:
