@@ -855,7 +855,7 @@ class Engine(CancelSteps, SharedSteps):
 
     def hurry(self, fault: Fault, action: str) -> bool:
         """The deadlines fault: a START+END on each of the fault's ids, over unary gRPC, several at
-        once, each given up by its client at its deadline. An answer that came must be right; a
+        once, each given up by its client (at its deadline, or cancelled). An answer that came must be right; a
         call given up may or may not have run, and whole, so the model only learns the ids were
         used. Not while a START waits in the backlog or fewer slots are free than calls in
         flight: a call given up in the backlog would hold a slot later, unseen."""

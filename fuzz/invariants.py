@@ -23,7 +23,7 @@ INVARIANTS = (
     "timeouts_respected",  # a START that waits in the backlog past its timeout fails then, not before
     "cancel_ends_sequence",  # a cancelled request (a backlogged START, or one queued on a running sequence) ends its sequence
     "server_alive",  # the server does not die
-    "stats_agree",  # the server's inference_count matches the successful requests
+    "stats_agree",  # the statistics extension agrees with what the clients saw (fuzz/server_stats.py)
     "batches_fill",  # requests held for a full batch run as one batch per instance
 )
 

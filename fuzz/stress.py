@@ -9,7 +9,7 @@ normal(16, 8), at least 1. Every response is checked, running sums included.
 One harness. The stress campaign is a driver of fuzz/engine.py, as the state machine and
 corpus replay are: one Engine with `concurrency` stream clients, one BatcherModel, the same
 send / park / collect / check and the same teardown (backlog drained, what is left ENDed, the
-server's inference_count against the successful requests). Its clients are not threads: each
+server's statistics against what the clients saw: stats_agree). Its clients are not threads: each
 round hands every idle client's next request to the engine (see _Driver), so many requests are in
 flight at once while the reference model sees them in one order it can trust. Every client owns
 a disjoint block of ids (contexts, as in L0), so each id's requests keep their order.
