@@ -12,7 +12,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from .coverage import CoverageReport, goals_for
 from .depth import DepthSummary
-from .divergences import by_key, known_for
+from .divergences import by_key, known_for, steered_around
 from .engine import BudgetSpent
 from .invariants import InvariantViolation
 from .isolate import can_isolate, from_fresh_model, polish
@@ -155,13 +155,16 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     spec = ModelSpec.fetch(server, model)
     version = getattr(server, "version", None) or "?"
     known = [d for d in known_for(spec, version) if not d.needs_fault or d.needs_fault in fuzz_settings.nemesis]
-    expected = [d for d in known if not d.guard]
+    # Guarded ones are not generated, so not expected; found unaided (find_known), each is named
+    expected = [d for d in known if fuzz_settings.find_known or not d.guard]
+    guards = tuple(d.guard for d in steered_around(spec, version, fuzz_settings.find_known))
     stats = RunStats()
     machine = make_machine(server, spec, fuzz_settings, stats)
     left_out = machine.left_out
     sizes_before = server.batch_sizes(spec.batcher) or {}
     runs_before = server.executions_and_inferences(spec.batcher)
-    goals = goals_for(spec, strings=string_ids_allowed(spec, version), families=twin_families(spec, version),
+    goals = goals_for(spec, strings=string_ids_allowed(spec, version, fuzz_settings.find_known),
+                      families=twin_families(spec, version, fuzz_settings.find_known),
                       statistics=runs_before is not None,
                       expiry=machine.expiry_ok)
     if seed is not None:
@@ -183,7 +186,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             model=model, spec=spec.describe(), triton_version=version, examples=stats.examples,
             steps=stats.steps, requests=stats.requests, wall_s=round(wall, 3),
             ambiguous_waits=stats.ambiguous_waits, failures=(), expected_divergences=(),
-            guards=tuple(d.guard for d in known if d.guard), faults=tuple(sorted(stats.faults.items())),
+            guards=guards, faults=tuple(sorted(stats.faults.items())),
             fault_s=tuple(sorted((k, round(v, 2)) for k, v in stats.fault_s.items())),
             wait_s=round(stats.wait_s, 2), stuck_s=round(stats.stuck_s, 2),
             depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,

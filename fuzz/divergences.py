@@ -194,6 +194,12 @@ def known_for(model, version: str | None) -> list[KnownDivergence]:
     return [d for d in KNOWN if d.applies(model, version)]
 
 
+def steered_around(model, version: str | None, find: bool = False) -> list[KnownDivergence]:
+    """The known divergences of this model and build whose guards the fuzzer keeps: none when it
+    is to find them unaided (FuzzSettings.find_known, pytest --known-divergences find)."""
+    return [] if find else [d for d in known_for(model, version) if d.guard]
+
+
 KNOWN = KNOWN + (
     KnownDivergence(
         "ensemble-failure-counted-twice",

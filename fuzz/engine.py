@@ -23,7 +23,7 @@ from .client import GrpcClient, HttpClient, StreamClient
 from .coverage import Coverage
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .values import LOST_CONNECTION, UNSETTLED
-from .divergences import accepted, known_for
+from .divergences import accepted, steered_around
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
 from .model import (DTYPE_ERROR, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins,
                     key_of, refused_for_start, too_long)
@@ -57,6 +57,9 @@ class FuzzSettings:
     # Keys of known divergences (fuzz/divergences.py) this campaign has seen on its build and whose
     # behaviour the reference now takes as built (their `as_built`), so that it fuzzes on past them.
     accept: frozenset = attrs.field(default=frozenset(), converter=frozenset)
+    # Turn the guards of known divergences off, so that the fuzzer meets them as it would a bug
+    # nobody had seen (the rediscovery benchmark); each found is still named.
+    find_known: bool = False
 
 
 DEATH_GRACE_S = 0.5
@@ -177,14 +180,15 @@ class Setup:
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
         lingering = any(d.key == "cancelled-backlog-id-lingers"
-                        for d in known_for(spec, getattr(server, "version", None)))
+                        for d in steered_around(spec, getattr(server, "version", None), settings.find_known))
         return cls(server, spec, settings, stats, margin, late,
                    n_clients, proxied, float if spec.dtype == "FP32" else int, lingering)
 
     @property
     def lenience(self) -> Lenience:
         """What stats_agree lets the fail count do: the guards of this build's known divergences."""
-        keys = {d.key for d in known_for(self.spec, getattr(self.server, "version", None))}
+        version = getattr(self.server, "version", None)
+        keys = {d.key for d in steered_around(self.spec, version, self.settings.find_known)}
         return Lenience(fails_per_error=2 if "ensemble-failure-counted-twice" in keys else 1,
                         fails_per_answer=1 if "iterative-release-counts-failure" in keys else 0)
 
@@ -208,7 +212,8 @@ class Setup:
         if self.spec.decoupled:
             return ("cancel_pipelined: the request after the cancel could only go over a stream, where an "
                     "error swept up with the cancelled sequence is lost (swept-request-error-lost-on-stream)")
-        keeps = [d.key for d in known_for(self.spec, getattr(self.server, "version", None))
+        version = getattr(self.server, "version", None)
+        keeps = [d.key for d in steered_around(self.spec, version, self.settings.find_known)
                  if d.key == "cancelled-request-keeps-sequence"]
         return f"cancel_pipelined: this build keeps a sequence whose requests were cancelled ({keeps[0]})" \
             if keeps else ""

@@ -21,7 +21,7 @@ from .client import StreamClient
 from .coverage import FLAG_SHAPES, FLAGS, flags_goal, sibling_family, twin_place, twin_places
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, open_depth, open_sums,
                        open_twins, twin_aim)
-from .divergences import known_for
+from .divergences import steered_around
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .engine import Engine, Fault, Kind, Setup, event
 from .invariants import InvariantViolation
@@ -111,7 +111,7 @@ def salted_id(seq_id: int, salt: int) -> int:
     return top | ((seq_id - top + salt * SALT_STRIDE) % top)
 
 
-def id_strategy(spec: ModelSpec, version: str | None):
+def id_strategy(spec: ModelSpec, version: str | None, find: bool = False):
     """Ids small and large, around every integer boundary, colliding modulo powers of two, and
     strings; uint64 and string ids are distinct sequences, so both come up."""
     colliding = st.builds(lambda base, k, p: (base + k * 2**p) % 2**64 or 1,
@@ -120,7 +120,7 @@ def id_strategy(spec: ModelSpec, version: str | None):
     # come up as often as small ones, so twins there come up too.
     ints = st.one_of(st.integers(1, 12), st.sampled_from(SPECIAL_IDS), colliding, st.integers(1, 2**64 - 1),
                      st.integers(2**53, 2**64 - 1))
-    if not string_ids_allowed(spec, version):
+    if not string_ids_allowed(spec, version, find):
         return ints
     strings = st.text(ID_ALPHABET, min_size=1, max_size=MAX_STRING_ID)
     return st.one_of(ints, ints, strings)
@@ -150,17 +150,17 @@ def _twin(seq_id, family: str):
     return string_twin(str(seq_id), family)
 
 
-def twin_families(spec: ModelSpec, version: str | None) -> tuple:
+def twin_families(spec: ModelSpec, version: str | None, find: bool = False) -> tuple:
     """The string-id families `alias` may make twins of on this model and build: none where string
-    ids are guarded, and no embedded NUL where the build cuts ids there."""
-    if not string_ids_allowed(spec, version):
+    ids are guarded, and no embedded NUL where the build cuts ids there (`find`: no guard)."""
+    if not string_ids_allowed(spec, version, find):
         return ()
-    nul = any(d.no_nul_ids for d in known_for(spec, version))
+    nul = any(d.no_nul_ids for d in steered_around(spec, version, find))
     return tuple(f for f in STRING_FAMILIES if not (nul and f == "embedded NUL"))
 
 
-def string_ids_allowed(spec: ModelSpec, version: str | None) -> bool:
-    return not any(d.no_string_ids for d in known_for(spec, version))
+def string_ids_allowed(spec: ModelSpec, version: str | None, find: bool = False) -> bool:
+    return not any(d.no_string_ids for d in steered_around(spec, version, find))
 
 
 def only_if(enabled: bool):
@@ -176,12 +176,13 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     setup = Setup.of(server, spec, settings, stats)
     stats, n_clients, proxied = setup.stats, setup.n_clients, setup.proxied
     version = getattr(server, "version", None)
-    ids = id_strategy(spec, version)
-    strings_ok = string_ids_allowed(spec, version)
-    families = ("other type", "other type") + twin_families(spec, version)
+    ids = id_strategy(spec, version, settings.find_known)
+    strings_ok = string_ids_allowed(spec, version, settings.find_known)
+    families = ("other type", "other type") + twin_families(spec, version, settings.find_known)
     vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url and not spec.decoupled else [])
-    # Never a stream: there the error of a request swept up with a cancel is lost (divergences.py).
-    after_cancel_vias = ["grpc"] + (["http"] if server.http_url else [])
+    # Never a stream: there the error of a request swept up with a cancel is lost (divergences.py),
+    # unless the campaign is to find that (find_known)
+    after_cancel_vias = ["grpc"] + (["http"] if server.http_url else []) + (["stream"] if settings.find_known else [])
     lo_sum, hi_sum = spec.value_range
     as_value = setup.as_value
     fp32 = spec.dtype == "FP32"

@@ -51,6 +51,10 @@ def pytest_addoption(parser):
                          "generated repository), cut, stall (a TCP fault proxy before some clients), restart, "
                          "reload, full_batch (restart with TRITONSERVER_DELAY_SCHEDULER), which three need "
                          "the embedded server; deadlines (unary gRPC calls given up in flight). Default: none")
+    group.addoption("--known-divergences", choices=("steer", "find"), default="steer",
+                    help="steer: keep the guards around the build's known divergences (fuzz/divergences.py); "
+                         "find: turn them off, so that the fuzzer meets them as bugs nobody had seen (each found "
+                         "is still named). Default: steer")
     group.addoption("--fuzz-progress", type=float, metavar="SECONDS",
                     help="a progress line per model this often while it is fuzzed (default: 10 on a terminal, "
                          "60 in a log or a pipe; 0: none)")
@@ -434,7 +438,8 @@ def pytest_generate_tests(metafunc):
 def fuzz_options(request) -> FuzzOptions:
     config = request.config
     return FuzzOptions(budget_s=config.getoption("--fuzz-budget"),
-                       fuzz_settings=FuzzSettings(nemesis=config._fuzz_nemesis),
+                       fuzz_settings=FuzzSettings(nemesis=config._fuzz_nemesis,
+                                                  find_known=config.getoption("--known-divergences") == "find"),
                        corpus_dir=corpus_dir(config), corpus_write=config.getoption("corpus_write"),
                        database=config._fuzz_db)
 

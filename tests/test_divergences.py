@@ -211,3 +211,19 @@ def test_failures_counted_by_ensembles_and_iterative_releases(tmp_path, release)
         assert [len(o.partials) for o in outs] == [iterative.iterations - 1] * 2, outs
         released = divergence("iterative-release-counts-failure").applies(iterative, server.version)
         assert fails == (2 if released else 0)
+
+
+def test_find_turns_every_guard_off_and_steer_keeps_each_of_this_build():
+    """--known-divergences find (FuzzSettings.find_known): no guard is kept, so the fuzzer meets the
+    build's known divergences unaided; steer keeps every guard that applies, and nothing else."""
+    from fuzz.divergences import steered_around
+    from fuzz.machine import string_ids_allowed, twin_families
+
+    uint64 = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=1, instances=1, idle_s=0.5,
+                       max_batch_size=1, controls=frozenset(FULL), corrid_type="UINT64", implicit_state=False)
+    kept = steered_around(uint64, "2.51.0")
+    assert {d.key for d in kept} == {d.key for d in known_for(uint64, "2.51.0") if d.guard}
+    assert "string-id-on-uint64-corrid" in {d.key for d in kept}
+    assert not string_ids_allowed(uint64, "2.51.0") and twin_families(uint64, "2.51.0") == ()
+    assert steered_around(uint64, "2.51.0", find=True) == []
+    assert string_ids_allowed(uint64, "2.51.0", find=True) and "embedded NUL" in twin_families(uint64, "2.51.0", True)
