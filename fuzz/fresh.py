@@ -22,7 +22,7 @@ from pathlib import Path
 import attrs
 
 from .spec import ModelSpec
-from .values import Kind
+from .values import CONTROL_TIMEOUT_S, Kind
 
 AHEAD = 3  # copies loading at once (Triton loads up to 4 models side by side by default)
 _NAMES = itertools.count(1)
@@ -52,7 +52,7 @@ class FreshCopies:
             return None
         client = server.client()
         try:
-            config = client.get_model_config(spec.name, as_json=True)["config"]
+            config = client.get_model_config(spec.name, as_json=True, client_timeout=CONTROL_TIMEOUT_S)["config"]
         except Exception:  # noqa: BLE001 - no copies; the caller reloads instead
             return None
         return cls(client, spec, config, _files(root))

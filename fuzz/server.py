@@ -25,12 +25,14 @@ from pathlib import Path
 import attrs
 
 from .server_stats import Snapshot
+from .values import CONTROL_TIMEOUT_S
 from . import leftovers
 
 LOG_TAIL_LINES = 40
 # Complaints every CPU-only start makes; they are not why anything failed.
 _HARMLESS = re.compile(r"CudaDriverHelper|NVML|DCGM|CUDA driver")
 _PR_SET_PDEATHSIG = 1
+
 
 
 class TritonError(Exception):
@@ -214,7 +216,7 @@ class _Base:
         return grpcclient.InferenceServerClient(self.grpc_url)
 
     def server_version(self) -> str:
-        return self.client().get_server_metadata().version
+        return self.client().get_server_metadata(client_timeout=CONTROL_TIMEOUT_S).version
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return ""
@@ -231,7 +233,7 @@ class _Base:
     def _model_stats(self, model: str) -> list | None:
         """The statistics extension's model_stats of `model` (None when they cannot be read)."""
         try:
-            return list(self.client().get_inference_statistics(model).model_stats)
+            return list(self.client().get_inference_statistics(model, client_timeout=CONTROL_TIMEOUT_S).model_stats)
         except Exception:
             return None
 
@@ -270,7 +272,7 @@ class _Base:
         pending = set(names)
         while pending:
             self.check_alive()
-            index = {m.name: m for m in client.get_model_repository_index().models}
+            index = {m.name: m for m in client.get_model_repository_index(client_timeout=CONTROL_TIMEOUT_S).models}
             for name in list(pending):
                 entry = index.get(name)
                 if entry is not None and entry.state == "READY":

@@ -10,7 +10,7 @@ import math
 import attrs
 from tritonclient.grpc import model_config_pb2 as mc
 
-from .values import Request
+from .values import CONTROL_TIMEOUT_S, Request
 
 _DTYPES = {mc.TYPE_INT32: "INT32", mc.TYPE_FP32: "FP32", mc.TYPE_INT64: "INT64"}
 _KIND = mc.ModelSequenceBatching.Control
@@ -229,8 +229,9 @@ def _config(server, client, model: str) -> mc.ModelConfig:
     from tritonclient.utils import InferenceServerException
 
     try:
-        return client.get_model_config(model).config
+        return client.get_model_config(model, client_timeout=CONTROL_TIMEOUT_S).config
     except InferenceServerException as err:
-        loaded = sorted(m.name for m in client.get_model_repository_index().models if m.state == "READY")
+        loaded = sorted(m.name for m in client.get_model_repository_index(client_timeout=CONTROL_TIMEOUT_S).models
+                        if m.state == "READY")
         raise ContractError(f"cannot read the config of model {model!r} from {server.grpc_url}: "
                             f"{err.message()}; ready models: {loaded}") from None

@@ -80,6 +80,8 @@ class Outcome:
 LOST_CONNECTION = frozenset({"UNAVAILABLE", "STREAM_CLOSED"})
 # A clean-up END that came back so may still be queued: the server is not settled yet.
 UNSETTLED = LOST_CONNECTION | {"CLIENT_TIMEOUT"}
+# How long a control call (metadata, statistics, a config) may take: a wedged server must not hang the fuzzer.
+CONTROL_TIMEOUT_S = 10.0
 # Answers that do not say whether the server ran the request (it may have, or not).
 UNSEEN = UNSETTLED | {"CANCELLED"}
 
