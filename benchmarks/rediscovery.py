@@ -3,8 +3,8 @@
     python -m benchmarks.rediscovery [--release 0.7.0 ...] [--key KEY ...] [--out benchmarks/results]
 
 Every known divergence (fuzz/divergences.py) x every build that has it (of those given; default:
-the release matrix's), fuzzed from scratch with every guard off (FuzzSettings.find_known, pytest
---known-divergences find) and no hint but the fault a divergence needs: one default `dev` campaign
+the release matrix's), fuzzed from scratch with its guard off (FuzzSettings.find_known; the others'
+guards stay, so that another divergence does not hide it) and no hint but the fault it needs: one default `dev` campaign
 on a default model the divergence affects (model_for), on a server of its own (a crash kills it).
 Each row: found or not (a failure the campaign names as that divergence), seconds to the first
 failure, shrunk steps, and what else the campaign reported. A miss is a row, never a dropped one.
@@ -67,7 +67,7 @@ def measure_one(divergence, release: str, installed: str) -> Row:
     repo = tempfile.mkdtemp(prefix="seqfuzz-rediscovery-")
     write_repository([variant], repo)
     install = {} if release == installed else {"install": install_release(release)}
-    settings = FuzzSettings(find_known=True, nemesis={divergence.needs_fault} if divergence.needs_fault else ())
+    settings = FuzzSettings(find_known={divergence.key}, nemesis={divergence.needs_fault} if divergence.needs_fault else ())
     try:
         with EmbeddedTriton(repo, **install, **explicit_control(repo)) as server:
             result, _ = fuzz_model(server, variant.name, FUZZ_SETTINGS, fuzz_settings=settings)

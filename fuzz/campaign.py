@@ -156,7 +156,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     version = getattr(server, "version", None) or "?"
     known = [d for d in known_for(spec, version) if not d.needs_fault or d.needs_fault in fuzz_settings.nemesis]
     # Guarded ones are not generated, so not expected; found unaided (find_known), each is named
-    expected = [d for d in known if fuzz_settings.find_known or not d.guard]
+    expected = [d for d in known if d.key in fuzz_settings.find_known or not d.guard]
     guards = tuple(d.guard for d in steered_around(spec, version, fuzz_settings.find_known))
     stats = RunStats()
     machine = make_machine(server, spec, fuzz_settings, stats)

@@ -57,9 +57,9 @@ class FuzzSettings:
     # Keys of known divergences (fuzz/divergences.py) this campaign has seen on its build and whose
     # behaviour the reference now takes as built (their `as_built`), so that it fuzzes on past them.
     accept: frozenset = attrs.field(default=frozenset(), converter=frozenset)
-    # Turn the guards of known divergences off, so that the fuzzer meets them as it would a bug
-    # nobody had seen (the rediscovery benchmark); each found is still named.
-    find_known: bool = False
+    # Keys of known divergences whose guards are off, so that the fuzzer meets them as it would a
+    # bug nobody had seen (pytest --known-divergences find: all; the rediscovery benchmark: one).
+    find_known: frozenset = attrs.field(default=frozenset(), converter=frozenset)
 
 
 DEATH_GRACE_S = 0.5

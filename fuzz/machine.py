@@ -111,7 +111,7 @@ def salted_id(seq_id: int, salt: int) -> int:
     return top | ((seq_id - top + salt * SALT_STRIDE) % top)
 
 
-def id_strategy(spec: ModelSpec, version: str | None, find: bool = False):
+def id_strategy(spec: ModelSpec, version: str | None, find=frozenset()):
     """Ids small and large, around every integer boundary, colliding modulo powers of two, and
     strings; uint64 and string ids are distinct sequences, so both come up."""
     colliding = st.builds(lambda base, k, p: (base + k * 2**p) % 2**64 or 1,
@@ -150,7 +150,7 @@ def _twin(seq_id, family: str):
     return string_twin(str(seq_id), family)
 
 
-def twin_families(spec: ModelSpec, version: str | None, find: bool = False) -> tuple:
+def twin_families(spec: ModelSpec, version: str | None, find=frozenset()) -> tuple:
     """The string-id families `alias` may make twins of on this model and build: none where string
     ids are guarded, and no embedded NUL where the build cuts ids there (`find`: no guard)."""
     if not string_ids_allowed(spec, version, find):
@@ -159,7 +159,7 @@ def twin_families(spec: ModelSpec, version: str | None, find: bool = False) -> t
     return tuple(f for f in STRING_FAMILIES if not (nul and f == "embedded NUL"))
 
 
-def string_ids_allowed(spec: ModelSpec, version: str | None, find: bool = False) -> bool:
+def string_ids_allowed(spec: ModelSpec, version: str | None, find=frozenset()) -> bool:
     return not any(d.no_string_ids for d in steered_around(spec, version, find))
 
 
@@ -181,8 +181,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     families = ("other type", "other type") + twin_families(spec, version, settings.find_known)
     vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url and not spec.decoupled else [])
     # Never a stream: there the error of a request swept up with a cancel is lost (divergences.py),
-    # unless the campaign is to find that (find_known)
-    after_cancel_vias = ["grpc"] + (["http"] if server.http_url else []) + (["stream"] if settings.find_known else [])
+    # unless the campaign is to find that divergence (find_known)
+    after_cancel_vias = ["grpc"] + (["http"] if server.http_url else []) + (["stream"] if "swept-request-error-lost-on-stream" in settings.find_known else [])
     lo_sum, hi_sum = spec.value_range
     as_value = setup.as_value
     fp32 = spec.dtype == "FP32"

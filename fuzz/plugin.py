@@ -15,7 +15,7 @@ import pytest
 
 from . import profiles  # noqa: F401  (registers ci / dev / long)
 from . import leftovers, progress, xdist_support
-from .divergences import as_built_of
+from .divergences import KNOWN, as_built_of
 from .files import atomic_write
 from .machine import FuzzSettings
 from .releases import triton_version_of
@@ -439,7 +439,8 @@ def fuzz_options(request) -> FuzzOptions:
     config = request.config
     return FuzzOptions(budget_s=config.getoption("--fuzz-budget"),
                        fuzz_settings=FuzzSettings(nemesis=config._fuzz_nemesis,
-                                                  find_known=config.getoption("--known-divergences") == "find"),
+                                                  find_known=({d.key for d in KNOWN} if config.getoption("--known-divergences") == "find"
+                                                              else ())),
                        corpus_dir=corpus_dir(config), corpus_write=config.getoption("corpus_write"),
                        database=config._fuzz_db)
 

@@ -214,8 +214,9 @@ def test_failures_counted_by_ensembles_and_iterative_releases(tmp_path, release)
 
 
 def test_find_turns_every_guard_off_and_steer_keeps_each_of_this_build():
-    """--known-divergences find (FuzzSettings.find_known): no guard is kept, so the fuzzer meets the
-    build's known divergences unaided; steer keeps every guard that applies, and nothing else."""
+    """--known-divergences find (FuzzSettings.find_known, every key): no guard is kept, so the fuzzer
+    meets the build's known divergences unaided; one key lifts that guard only; steer keeps every
+    guard that applies, and nothing else."""
     from fuzz.divergences import steered_around
     from fuzz.machine import string_ids_allowed, twin_families
 
@@ -225,5 +226,8 @@ def test_find_turns_every_guard_off_and_steer_keeps_each_of_this_build():
     assert {d.key for d in kept} == {d.key for d in known_for(uint64, "2.51.0") if d.guard}
     assert "string-id-on-uint64-corrid" in {d.key for d in kept}
     assert not string_ids_allowed(uint64, "2.51.0") and twin_families(uint64, "2.51.0") == ()
-    assert steered_around(uint64, "2.51.0", find=True) == []
-    assert string_ids_allowed(uint64, "2.51.0", find=True) and "embedded NUL" in twin_families(uint64, "2.51.0", True)
+    every = {d.key for d in KNOWN}
+    assert steered_around(uint64, "2.51.0", find=every) == []
+    assert string_ids_allowed(uint64, "2.51.0", every) and "embedded NUL" in twin_families(uint64, "2.51.0", every)
+    one = steered_around(uint64, "2.51.0", find={"string-id-on-uint64-corrid"})
+    assert {d.key for d in one} == {d.key for d in kept} - {"string-id-on-uint64-corrid"}
