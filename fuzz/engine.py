@@ -1018,8 +1018,6 @@ class Engine(CancelSteps, SharedSteps):
                 if seq_id not in (0, "") and not too_long(seq_id):
                     got = self.grpc.infer(self.spec.request(seq_id, 0, end=True), timeout_s=2)
                     unanswered |= got.status in UNSETTLED
-                    if got.status in UNSETTLED:
-                        break  # a server that does not answer one END in 2 s answers none: wait instead
             if self.model.backlog or self.pending or unanswered:
                 # Let what was queued run or idle out: the next example may send to the same
                 # large ids (only small ones are salted), and must find none of them live.
