@@ -228,7 +228,8 @@ class _Base:
 
     def execution_count(self, model: str) -> int | None:
         """How many batches the server has run for `model` (None when it will not say)."""
-        return self._statistic(model, "execution_count")
+        snap = self.statistics(model)
+        return None if snap is None else snap.execution_count
 
     def _model_stats(self, model: str) -> list | None:
         """The statistics extension's model_stats of `model` (None when they cannot be read)."""
@@ -240,27 +241,13 @@ class _Base:
     def batch_sizes(self, model: str) -> dict | None:
         """How many executions the server has run for `model` at each batch size (its batch_stats;
         None when it will not say)."""
-        stats = self._model_stats(model)
-        if stats is None:
-            return None
-        sizes: dict = {}
-        for m in stats:
-            for b in m.batch_stats:
-                sizes[b.batch_size] = sizes.get(b.batch_size, 0) + b.compute_infer.count
-        return sizes
+        snap = self.statistics(model)
+        return None if snap is None else dict(snap.batches)
 
     def executions_and_inferences(self, model: str) -> tuple | None:
         """(execution_count, inference_count) of `model`, read at once (None when unreadable)."""
-        stats = self._model_stats(model)
-        if stats is None:
-            return None
-        return sum(m.execution_count for m in stats), sum(m.inference_count for m in stats)
-
-    def _statistic(self, model: str, field: str) -> int | None:
-        stats = self._model_stats(model)
-        if stats is None:
-            return None
-        return sum(getattr(m, field) for m in stats)
+        snap = self.statistics(model)
+        return None if snap is None else (snap.execution_count, snap.inference_count)
 
     def check_alive(self) -> None:
         raise NotImplementedError
