@@ -40,6 +40,8 @@ def test_fuzzer_catches_the_bug_and_shrinks_it(broken_triton, bug):
     for _ in range(2):
         with pytest.raises(InvariantViolation) as replayed:
             replay_steps(broken_triton, ModelSpec.fetch(broken_triton, model_name(bug)), failure.records)
+            pytest.fail(f"the shrunk program did not break {failure.invariant} again when replayed:\n"
+                        + "\n".join(failure.program))
         assert replayed.value.invariant == "sums_match", replayed.value
     # How short the shrunk program is (against the bug's minimal one) is a figure, not a verdict:
     # shrinking replays live programs within a time budget, so its result depends on the machine's
