@@ -202,6 +202,8 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
         if client in engine.pending:  # the recorded client was idle here; let its answer come in
             _await_answer(engine, client, spec, settings)
         engine.collect()
+        if kind is Kind.REFILL:
+            _refill_room(engine, step)
         if engine.model.waits_for_an_answer(key_of(step.request.seq_id)):
             # A shrunk program can lose what let that answer come first (fuzz/isolate.py).
             raise ReplayDrift(f"step {step.index} ({step.action}): {step.request.seq_id!r} still waits for an "
@@ -210,6 +212,25 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
         engine.send(client, step.request, via, step.action, context="refill" if kind is Kind.REFILL else "")
     else:
         raise ReplayDrift(f"step {step.index} ({step.action}): a {kind.value} step does not replay yet")
+
+
+def _refill_room(engine, step: StepRecord) -> None:
+    """A START after timeout went, as refill_after_timeout sends it, once the sequences it waited
+    for had surely idled out, and found a slot free. The steps that ran meanwhile (and the one
+    that left those sequences to expire) may be shrunk away, so it waits here until a sequence
+    holding a slot surely expired, as a client sending it would (the standalone reproducer's
+    START waits in the backlog just so); the drain's ENDs must not free the slot instead."""
+    while True:
+        now = time.monotonic()
+        engine.model.settle(now)
+        if engine.model.free_slots():
+            return
+        ends = sorted(s.expiry.hi for s in engine.model.running if not engine.model.waits_for_an_answer(s.key))
+        if engine.model.backlog or not ends or ends[0] + 0.005 < now:  # none, or one past its window stays
+            raise ReplayDrift(f"step {step.index} ({step.action}): no slot can free for it by an idle timeout at "
+                              f"replay")
+        go_silent(max(0.0, ends[0] + 0.005 - now))
+        engine.collect()
 
 
 @attrs.frozen

@@ -4,10 +4,12 @@ from hypothesis import HealthCheck, settings
 
 from fuzz.campaign import fuzz_model
 from fuzz.invariants import InvariantViolation
+from fuzz.isolate import _program
 from fuzz.replay import replay_steps
 from fuzz.spec import ModelSpec
 from fuzz.machine import FuzzSettings
 from fuzz.server import EmbeddedTriton, explicit_control
+from fuzz.values import Kind, Request, StepRecord
 
 from .broken_models import BUGS, NATIVE_BUGS, model_name, write_broken_repository
 
@@ -50,3 +52,24 @@ def test_fuzzer_catches_the_bug_and_shrinks_it(broken_triton, bug):
     print(f"\n{bug.name}: caught after {failure.seconds_to_first_failure:.1f} s, {result.examples} examples, "
           f"{'not replayable (history-dependent), shortest' if failure.flaky else 'shrunk to'} "
           f"{failure.shrunk_steps} steps:\n" + "\n".join(failure.program))
+
+
+def test_a_start_after_timeout_replays_once_a_slot_freed_by_expiry(broken_triton):
+    """A shrunk program seen in CI: its START after timeout had lost the step that left the other
+    sequence to expire, and the silence others' steps had filled, so a replay sent it at once, into
+    the backlog, and the drain's END freed the slot the bug needs freed by expiry: on a loaded
+    machine it replayed, elsewhere not. A START after timeout now waits, in a replay too, until a
+    slot frees by an idle timeout, as a client sending it does."""
+    bug = next(b for b in BUGS if b.name == "expired_slot_keeps_state")
+    model = model_name(bug)
+    program = _program([
+        StepRecord(0, 0, "start (to fill every slot)", Request(model, 2**31, -2**31, start=True, end=True), "stream"),
+        StepRecord(0, 3, "start (every slot held: into the backlog)", Request(model, 1990328647729846, -60, start=True),
+                   "stream"),
+        StepRecord(0, 1, "start after timeout", Request(model, 1990328647664998, 0, start=True), "stream",
+                   kind=Kind.REFILL),
+    ])
+    for _ in range(2):
+        with pytest.raises(InvariantViolation) as replayed:
+            replay_steps(broken_triton, ModelSpec.fetch(broken_triton, model), program)
+        assert replayed.value.invariant == "sums_match", replayed.value
