@@ -357,6 +357,20 @@ class Engine(CancelSteps, SharedSteps):
         """The model's statistics for stats_agree (None when it is not checked or they cannot be read)."""
         return self.server.statistics(self.spec.name) if self.settings.check_stats else None
 
+    def _settled_statistics(self) -> Snapshot | None:
+        """The baseline: two readings a moment apart that agree. The server counts a request just
+        after answering it, so a request answered right before this example (the last example's
+        teardown, someone else's warm-up) may not be counted yet by a first reading, and would
+        then count as one of this example's (seen on a loaded machine: one inference too many)."""
+        before, deadline = self.statistics(), time.monotonic() + 0.5
+        while before is not None and time.monotonic() < deadline:
+            time.sleep(0.002)
+            again = self.statistics()
+            if again == before:
+                break
+            before = again
+        return before
+
     def record(self, **kw) -> StepRecord:
         now, got = time.monotonic(), kw.get("outcome")
         rec = StepRecord(index=len(self.log) + 1, sent_at=now - (got.latency_s if got is not None else 0.0),
@@ -443,7 +457,7 @@ class Engine(CancelSteps, SharedSteps):
         `whole` sequence no rule goes on with), the request count."""
         if self.stats_before is None:
             began = time.monotonic()  # before the reading: the stretch it starts holds every request after it
-            self.stats_before = (began, self.statistics())  # unreadable (None): not judged this example
+            self.stats_before = (began, self._settled_statistics())  # unreadable (None): not judged this example
         if not whole:
             self.remember(req.seq_id)
         self.stats.requests += 1
