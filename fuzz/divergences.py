@@ -242,6 +242,20 @@ KNOWN = KNOWN + (
         needs_fault="deadlines"),
 )
 
+KNOWN = KNOWN + (
+    KnownDivergence(
+        "iterative-backlog-start-stalls",
+        "An iterative START that waited in the backlog (more iterative STARTs than slots) runs once and "
+        "is never rescheduled: its first answer comes, the rest and its final never do, and its client "
+        "waits for good. The core gave a request its reschedule callback only when it went straight to "
+        "a slot (core #337, r24.04). Found by the fuzzer's iterative bursts past the free slots, pinned "
+        "live (tests/test_iterative.py); 2.46 and 2.51 reschedule it.",
+        versions=("2.41.0", "2.44.0"),
+        symptom="one answer, then nothing: no further iteration and no final response",
+        affects=lambda m: bool(getattr(m, "iterations", 0)), invariant="no_hangs",
+        guard="an iterative burst starts no more sequences than there are free slots"),
+)
+
 # What the reference model can take as built, each with what it then expects.
 AS_BUILT = {
     "carries_no_state": "every answer is the initial sum plus the request's own value (BatcherModel.carries_state)",

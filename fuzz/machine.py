@@ -903,10 +903,14 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             ends = data.draw(st.lists(st.booleans(), min_size=n_clients, max_size=n_clients), label="ends")
             values = [self._value(data) for _ in range(n_clients)]
             fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(n_clients)] if spec.iterations else []
+            # an iterative burst may start more sequences than there are free slots: the rest wait
+            # in the backlog and iterate when a slot frees
+            past_free = data.draw(st.booleans(), label="more STARTs than free slots") if spec.iterations else False
+            past_free = past_free and not setup.guarded("iterative-backlog-start-stalls")
             self.collect()
             now = time.monotonic()
             if spec.iterations:
-                return self._start_together(size, fresh, ends, values)
+                return self._start_together(size, fresh, ends, values, past_free)
             # Sequences well inside their idle timeout only: nothing in a burst may be ambiguous.
             keys = [k for k in self.live() if self.model.seqs[k].expiry.lo > now + settings.wire_s]
             sends = list(zip(self.idle_clients(), keys, ends, values))[:size]
@@ -916,17 +920,21 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                     for client, key, end, value in sends]
             self.send_together(reqs, "burst")
 
-        def _start_together(self, size, fresh, ends, values):
+        def _start_together(self, size, fresh, ends, values, past_free):
             """An iterative model's burst: a sequence is one START, so clients start fresh ones at
-            the same moment, as many as there are free slots; their executions interleave in
-            shared batches (in-flight batching), each answering its own running sums."""
+            the same moment, as many as there are free slots, or up to twice as many (`past_free`:
+            those wait in the backlog for one START's iterations, then run theirs); their executions
+            interleave in shared batches (in-flight batching), each answering its own running sums."""
             self.model.settle(time.monotonic())
             distinct = [i for n, i in enumerate(fresh) if i not in fresh[:n] and not self.blocked(i)]
-            sends = list(zip(self.idle_clients(), distinct, ends, values))[:min(size, self.model.free_slots())]
+            free = self.model.free_slots()
+            sends = list(zip(self.idle_clients(), distinct, ends, values))[:min(size, 2 * free if past_free else free)]
             if len(sends) < 2:
                 return self._skip("burst: fewer than two idle clients and free slots")
             reqs = [(client, spec.request(seq_id, value, start=True, end=end)) for client, seq_id, end, value in sends]
             self.send_together(reqs, "burst of STARTs")
+            if len(sends) > free:  # sent together, the STARTs past the free slots met them taken
+                self.stats.coverage.situation("backlog")
 
         @only_if(not spec.iterations)  # an iterative model's sequences are single STARTs (burst)
         @rule(data=st.data())

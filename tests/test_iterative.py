@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
+from fuzz.divergences import by_key
 from fuzz.server import EmbeddedTriton, ServerStartError
 
 from .release_installs import embedded_install
@@ -258,3 +259,18 @@ def test_the_generated_iterative_model_answers_each_execution_through_the_fuzzer
         finally:
             for c in streams:
                 c.close(cancel_requests=True)
+
+
+@pytest.mark.parametrize("release", [None, "0.5.8", "0.5.5", "0.5.0"], ids=["2.51", "2.46", "2.44", "2.41"])
+def test_an_iterative_start_that_waited_in_the_backlog_is_rescheduled(tmp_path, release):
+    """iterative-backlog-start-stalls: more iterative STARTs than slots (core #337, r24.04). The one
+    that waits in the backlog must be rescheduled like any other once a slot frees, and get all its
+    answers; 2.41 and 2.44 run it once and never again."""
+    with _streaming(_repo(tmp_path / "models", slots=1, delay_ms=100), tmp_path, release) as (server, s):
+        s.send("a", 41, 1, 3, start=True)
+        s.send("b", 42, 5, 3, start=True)  # the one slot is a's: b waits in the backlog
+        answers = s.drain(2.0)
+        assert [x for x in answers if x[0] == "a"] == [("a", 1, False), ("a", 2, False), ("a", 3, True)], answers
+        stalls = server.version in by_key("iterative-backlog-start-stalls").versions
+        assert [x for x in answers if x[0] == "b"] == ([("b", 5, False)] if stalls else
+                                                      [("b", 5, False), ("b", 10, False), ("b", 15, True)]), answers
