@@ -5,8 +5,8 @@
 Every known divergence (fuzz/divergences.py) x every build that has it (of those given; default:
 the release matrix's), fuzzed from scratch with its guard off (FuzzSettings.find_known; the others'
 guards stay, so that another divergence does not hide it) and no hint but the fault it needs: one default `dev` campaign
-on each of two default models the divergence affects (models_for: the fewest slots and the most),
-on a server of its own (a crash kills it).
+on each of up to three models the divergence affects (models_for: the default ones with the fewest
+slots and the most, and a slow one), on a server of its own (a crash kills it).
 Each row: found or not (a failure the campaign names as that divergence), seconds to the first
 failure, shrunk steps, and what else the campaign reported. A miss is a row, never a dropped one.
 A divergence no default model shows (none affected, or none this build loads) says so.
@@ -48,22 +48,26 @@ def _version(release: str) -> tuple:
 
 
 def models_for(divergence, release: str) -> list:
-    """The default variants the divergence affects that this build loads, with the fewest other
-    known divergences of the build in the way (one the campaign meets first can hide it): of those,
-    the one with the fewest slots and the one with the most (calls or rows at once). A bug of the
-    backlog shows where a slot is scarce, one of load where many calls run at once; which a
-    divergence is, the benchmark is not told. Empty when none loads."""
-    from modelgen import default_variants
+    """The variants the divergence affects that this build loads, with the fewest other known
+    divergences of the build in the way (one the campaign meets first can hide it): of the default
+    ones, the one with the fewest slots and the one with the most (calls or rows at once), and of
+    the slow ones (modelgen's slow_variants: 100 ms an execution), one. A bug of the backlog shows
+    where a slot is scarce, one of load where many calls run at once, one of a queue (a cancel
+    while a request waits behind another) where executions take time; which a divergence is, the
+    benchmark is not told. Empty when none loads."""
+    from modelgen import default_variants, slow_variants
 
     version = TRITON_VERSION[release]
-    fits = [v for v in default_variants() if divergence.affects(v) and v.min_triton <= _version(release)]
-    if not fits:
-        return []
-    others = {v.name: sum(d.applies(v, version) for d in KNOWN if d is not divergence) for v in fits}
-    fewest = [v for v in fits if others[v.name] == min(others.values())]
-    scarce = min(fewest, key=lambda v: v.total_slots)
-    ample = max(fewest, key=lambda v: v.total_slots)
-    return [scarce] if ample is scarce else [scarce, ample]
+
+    def fewest_others(variants):
+        fits = [v for v in variants if divergence.affects(v) and v.min_triton <= _version(release)]
+        others = {v.name: sum(d.applies(v, version) for d in KNOWN if d is not divergence) for v in fits}
+        return [v for v in fits if others[v.name] == min(others.values())]
+
+    fast, slow = fewest_others(default_variants()), fewest_others(slow_variants())
+    picks = [min(fast, key=lambda v: v.total_slots), max(fast, key=lambda v: v.total_slots)] if fast else []
+    picks += [max(slow, key=lambda v: v.total_slots)] if slow else []
+    return list({v.name: v for v in picks}.values())
 
 
 def measure_one(divergence, release: str, installed: str, variant) -> Row:

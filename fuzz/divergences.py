@@ -187,6 +187,9 @@ KNOWN = KNOWN + (
         versions=("2.46.0", "2.51.0"),
         symptom="the id before the NUL answers with the sum of the one with it (two sequences are one)",
         affects=lambda m: _corrid_type(m) in (None, "STRING"), invariant="sums_match",
+        # 'a\0x' ended ends 'a' (a request on 'a\0y' is refused); a fresh 'a\0z' goes on with 'a'
+        # without START (benchmarks.rediscovery, guard off: both, beside the wrong sums)
+        also_under=("valid_is_accepted", "start_is_required"),
         guard="no string id with an embedded NUL is sent (this build cuts string ids at the NUL)", no_nul_ids=True),
 )
 
