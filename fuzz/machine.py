@@ -183,6 +183,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     # Never a stream: there the error of a request swept up with a cancel is lost (divergences.py),
     # unless the campaign is to find that divergence (find_known)
     after_cancel_vias = ["grpc"] + (["http"] if server.http_url else []) + (["stream"] if "swept-request-error-lost-on-stream" in settings.find_known else [])
+    # Whether an iterative burst may go past the free slots (not where the backlogged START stalls)
+    backlog_bursts = not setup.guarded("iterative-backlog-start-stalls")
     lo_sum, hi_sum = spec.value_range
     as_value = setup.as_value
     fp32 = spec.dtype == "FP32"
@@ -906,7 +908,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # an iterative burst may start more sequences than there are free slots: the rest wait
             # in the backlog and iterate when a slot frees
             past_free = data.draw(st.booleans(), label="more STARTs than free slots") if spec.iterations else False
-            past_free = past_free and not setup.guarded("iterative-backlog-start-stalls")
+            past_free = past_free and backlog_bursts
             self.collect()
             now = time.monotonic()
             if spec.iterations:
