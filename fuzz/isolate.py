@@ -14,14 +14,16 @@ and the result starts with the reload, so its replay from the corpus strikes it 
 A reload takes ~1.4 s (Triton starts a new Python backend stub), so this is for the failures
 Hypothesis could not replay, within a budget of its own, and its tries run on fresh copies of
 the model loaded ahead, several at a time (fuzz/fresh.py: a try then waits for no load); what
-they show is kept only once the model itself shows it after a reload (`_try`). One that fails alone from a fresh model
-is cut down with plain replays first, where they fail too, and what they leave is checked from a
-fresh model again (`_cut_quickly`). A failure that does replay is polished
+they show is kept only once the model itself shows it after a reload (`_try`). What fails from a
+fresh model (alone or after its history) is cut down with plain replays first, where they fail
+too, each cut replayed as often as the failure's own rate asks, and what they leave is checked
+from a fresh model again (`_cut_quickly`). A failure that does replay is polished
 instead (`polish`): cut down with plain replays, and checked from a fresh model once at the end.
 """
 from __future__ import annotations
 
 import itertools
+import math
 import time
 
 import attrs
@@ -43,6 +45,11 @@ EXAMPLES_BACK = tuple(n for n in (0, 1, 2, 4, 8) if n <= HISTORY_EXAMPLES)
 FLAKY_TRIES = 3
 # How many times a failing program is tried alone from a fresh model before history is added to it.
 ALONE_TRIES = FLAKY_TRIES
+# Plain replays of a failing program that tell how often it fails (`tries_for`), and the most
+# replays a cut of it gets before it counts as passing: a crowd's composition bug fails in 1 to 8
+# of 20 plain replays (measured live), where three tries threw a good cut away half the time.
+RATE_REPLAYS = 8
+MAX_TRIES = 10
 # Steps that make a plain replay slow (an idle timeout waited out, a restart or reload): plain
 # replays cut a program without them, where it fails without them.
 SLOW_STEPS = (*shrink.WAITS, Kind.FAULT)
@@ -84,8 +91,10 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
             found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant, settings),
                                    ALONE_TRIES if back == 0 else 1)
             if found is not None:
-                # One that fails alone from a fresh model may fail alone without one too.
-                quick = _cut_quickly(server, spec, found, settings, deadline) if back == 0 else None
+                # It may fail without a fresh model too; and one that failed only with history
+                # may have failed alone by chance (a crowd's batch) or need only what the
+                # history left behind, which a cut of the whole keeps.
+                quick = _cut_quickly(server, spec, found, settings, deadline)
                 return _shrink(server, spec, quick or found, settings, deadline, fresh)
     except ServerGone:
         return None  # the run reports the death itself
@@ -98,31 +107,58 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
                  deadline: float) -> InvariantViolation | None:
     """`found` (it failed alone from a fresh model) cut down with plain replays, ids moved (ms a
-    try, where a reload takes 1.4 s; up to FLAKY_TRIES each), for up to a third of the time left,
-    as long as they fail too; the shortest cut a fresh model fails on too (`_first_fresh`: its
-    program starts with the reload), or None when plain replays do not fail or a fresh model
-    fails on no cut. A failure
+    try, where a reload takes 1.4 s), for up to a third of the time left, as long as they fail
+    too; the shortest cut a fresh model fails on too (`_first_fresh`: its program starts with the
+    reload), or None when plain replays do not fail or a fresh model fails on no cut. A failure
     that Hypothesis could not replay, or did not finish shrinking, often needs no history at all,
     only a batch that the server does not compose the same way every time (a crowd's): a reload
-    per try would leave it long."""
+    per try would leave it long. Each cut gets as many replays as the program's own failure rate
+    asks for (`_rated`)."""
     body = _body(found)
     share = time.monotonic() + (deadline - time.monotonic()) / 3
-    cuts = []  # every program a plain replay failed on, each shorter than the one before
-
-    def moved(steps):  # a try that fails only now and then (a batch composed otherwise) gets three
-        again = _first_failure(lambda: _moved(server, spec, steps, found.invariant, settings), FLAKY_TRIES, share)
-        if again is not None:
-            cuts.append(list(again.program))
-        return again
     # Every plain try of a program that waits would take seconds too: without its waits (and
     # faults), or not at all. Most programs that fail fail without them (the `pause` that waits
     # for slots to free up mid-example is in many).
     slow = {i for i, s in enumerate(body) if s.kind in SLOW_STEPS}
-    start = moved(shrink.without(body, slow, spec) if slow else body)
+    plain = lambda steps: _moved(server, spec, steps, found.invariant, settings)  # noqa: E731
+    start, tries = _rated(plain, shrink.without(body, slow, spec) if slow else body, share)
     if start is None:
         return None
-    shrink.ddmin(start, moved, lambda v: list(v.program), spec, share)
+    cuts = [list(start.program)]  # every program a plain replay failed on, each shorter than the one before
+
+    def kept(steps):
+        again = _first_failure(lambda: plain(steps), tries, share)
+        if again is not None:
+            cuts.append(list(again.program))
+        return again
+    shrink.ddmin(start, kept, lambda v: list(v.program), spec, share)
     return _first_fresh(server, spec, found.invariant, settings, cuts, deadline)
+
+
+def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, int]:
+    """(the first failure of up to RATE_REPLAYS plain replays of `steps`, how many replays each
+    of its cuts gets: `tries_for` the rate the program failed at), or (None, 0) when none
+    failed. A cut of a program that failed 2 of 8 replays, failing as often, must not be thrown
+    away on three unlucky replays."""
+    results = []
+    while len(results) < RATE_REPLAYS and time.monotonic() < until:
+        results.append(plain(steps))
+        if len(results) == RATE_REPLAYS // 2 and all(results):
+            break  # fails every time: one replay a cut
+    failed = [r for r in results if r is not None]
+    if not failed:
+        return None, 0
+    return failed[0], tries_for(len(failed), len(results))
+
+
+def tries_for(failed: int, replays: int) -> int:
+    """How many replays a cut gets before it counts as passing, when its program failed `failed`
+    of `replays`: enough that a cut failing as often is missed at most 1 time in 10 (one, when the
+    program failed every time)."""
+    if failed >= replays:
+        return 1
+    rate = failed / replays
+    return min(MAX_TRIES, math.ceil(math.log(0.1) / math.log(1 - rate)))
 
 
 def _first_fresh(server, spec: ModelSpec, invariant: str, settings: FuzzSettings, cuts: list,
@@ -165,17 +201,20 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
     not a reload's 1.4 s), each with the ids moved, so that no try sees state an earlier one left
     keyed by id. What they find is kept only if it breaks the promise from a freshly loaded model
     too, so a count or a slot that outlived a try cannot have made it fail; it keeps the reload
-    as its first step unless two more plain replays fail as well (it then needs no fresh model)."""
+    as its first step unless two more plain replays fail as well (it then needs no fresh model).
+    A failure that does not come back in every replay gets more replays a cut (`_rated`)."""
     deadline = time.monotonic() + budget_s
-    moved = lambda steps: _moved(server, spec, steps, violation.invariant, settings)  # noqa: E731
+    plain = lambda steps: _moved(server, spec, steps, violation.invariant, settings)  # noqa: E731
     try:
-        found = moved(violation.program)
+        found, tries = _rated(plain, violation.program, deadline)
         if found is None:
             return None  # it fails only with its own ids (a boundary id) or after its own history
+        moved = lambda steps: _first_failure(lambda: plain(steps), tries, deadline)  # noqa: E731
         shortest = shrink.ddmin(found, moved, lambda v: list(v.program), spec, deadline).program
         if len(shortest) >= len(violation.program):
             return None
-        fresh = _try(server, spec, shortest, violation.invariant, settings)
+        fresh = _first_failure(lambda: _try(server, spec, shortest, violation.invariant, settings),
+                               1 if tries == 1 else FLAKY_TRIES)
         if fresh is None:
             return None
         fresh = _without_reload(server, spec, fresh, settings)

@@ -122,3 +122,36 @@ def test_a_quick_cut_starts_without_the_programs_waits_where_it_fails_without_th
     quick = isolate._cut_quickly(None, SPEC, found, FuzzSettings(), time.monotonic() + 30)
     assert quick is not None and [s.request.seq_id for s in quick.program if s.request is not None] == [5, 6]
     assert plain_tries and not any(Kind.PAUSE in kinds for kinds in plain_tries)  # only the quick cut's tries
+
+
+
+def test_a_cut_gets_replays_enough_to_miss_one_failing_as_often_at_most_1_time_in_10():
+    assert isolate.tries_for(4, 4) == 1  # it failed every time
+    assert isolate.tries_for(4, 8) == 4  # 1 - 0.5**4 >= 0.9
+    assert isolate.tries_for(2, 8) == 9  # 1 - 0.75**9 >= 0.9
+    assert isolate.tries_for(1, 8) == isolate.MAX_TRIES
+
+
+def test_a_cut_of_a_failure_that_comes_back_now_and_then_gets_as_many_replays_as_its_rate_asks(monkeypatch):
+    """A crowd's batch-composition bug fails in a fraction of plain replays only. The stand-in
+    plain replay fails 1 time in 4 (seeded), when the program STARTs 5 and 6: its cuts get enough
+    replays that most shrinks end at those two, where three replays a cut threw good cuts away
+    (14 of 40 seeds ended at the two then)."""
+    import random
+
+    def fresh(server, spec, steps, invariant, settings, fresh=None):
+        return failing(steps, {5, 6}, _program(steps))
+
+    monkeypatch.setattr(isolate, "_try", fresh)
+    program = [step(i, c, seq_id, start=s) for i, (c, seq_id, s) in
+               enumerate([(0, 5, True), (2, 8, True), (0, 5, False), (3, 9, True), (2, 8, False), (1, 6, True),
+                          (3, 9, False), (0, 5, False), (4, 10, True), (1, 6, False), (4, 10, False)], start=1)]
+    ended = []
+    for seed in range(40):
+        luck = random.Random(seed)
+        monkeypatch.setattr(isolate, "_moved", lambda server, spec, steps, invariant, settings:
+                            failing(steps, {5, 6}) if luck.random() < 0.25 else None)
+        quick = isolate._cut_quickly(None, SPEC, fresh(None, None, program, "sums_match", None), FuzzSettings(),
+                                     time.monotonic() + 30)
+        ended.append(quick and [s.request.seq_id for s in quick.program if s.request is not None])
+    assert sum(ids == [5, 6] for ids in ended) >= 30, ended  # 31 of 40
