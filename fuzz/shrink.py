@@ -41,8 +41,9 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
           deadline: float) -> InvariantViolation:
     """First every wait for an idle timeout at once (most bugs need none, and each costs every
     later try a second or more), then every request after a START at once (one try: bugs of
-    slots and STARTs need none of them, and every later try replays a shorter program), then a
-    crowd's requests a layer at a time (the last of each of its sequences, ...), then
+    slots and STARTs need none of them, and every later try replays a shorter program), then
+    every such request sent alone (a crowd's bug needs its crowd, not how its sums were built),
+    then a crowd's requests a layer at a time (the last of each of its sequences, ...), then
     whole sequences (every step naming one id), then every request of a sequence after its
     START (a long run whose START the bug needs, not its middle), then single steps. Past the
     waits, a removal that no longer fails is tried once more keeping the time the removed steps
@@ -263,8 +264,18 @@ def every_continuation(steps) -> list[list[int]]:
     return [unit] if unit else []
 
 
+def every_plain_continuation(steps) -> list[list[int]]:
+    """Every request that is not a START and was sent alone (not in a crowd, a burst or a run's
+    group), as one unit: the answered ones fold into their STARTs, so a crowd's bug keeps its
+    crowd while the sequences it crowded lose the steps that only built their sums (seen: six
+    continuations of one sequence left at the end, with single steps the last pass)."""
+    unit = [i for i, s in enumerate(steps) if s.kind is Kind.REQUEST and s.request is not None and not s.request.start]
+    return [unit] if unit else []
+
+
 def single_steps(steps) -> list[list[int]]:
     return [[i] for i in range(len(steps))]
 
 
-DDMIN_PASSES = (every_wait, every_continuation, crowd_layers, by_sequence, continuations, single_steps)  # ddmin's, in order
+DDMIN_PASSES = (every_wait, every_continuation, every_plain_continuation, crowd_layers, by_sequence, continuations,
+                single_steps)  # ddmin's, in order

@@ -156,3 +156,19 @@ def test_a_program_is_first_cut_to_the_sequences_it_ended_with():
     assert tries[1:] == [3, 6]
     # nothing shorter fails: the program as it was
     assert focus(cut, try_, lambda v: v.program, SPEC, time.monotonic() + 10) is cut
+
+
+def test_the_requests_sent_alone_fold_into_their_starts_in_one_try_and_the_crowd_stays():
+    """A sequence built up by six requests sent alone, then a crowd with one of its requests: a
+    crowd's bug needs the crowd, not how the sum was built. One removal folds the six into the
+    START (its sum the same) and keeps the crowd, where single steps would take six tries (seen
+    live: six such continuations left when the budget ran out)."""
+    from fuzz.shrink import every_plain_continuation
+    steps = [req(1, 5, 1, start=True), *[req(i, 5, i) for i in range(2, 8)],
+             req(8, 5, 1, kind=Kind.HELD), req(9, 6, 2, start=True, kind=Kind.HELD),
+             req(10, 5, 1, kind=Kind.HELD_ANSWER), req(11, 6, 2, start=True, kind=Kind.HELD_ANSWER)]
+    assert every_plain_continuation(steps) == [[1, 2, 3, 4, 5, 6]]
+    kept = without(steps, set(every_plain_continuation(steps)[0]), SPEC)
+    assert sent(kept)[0] == (5, 1 + sum(range(2, 8)), True, False)
+    assert [s.kind for s in kept[1:]] == [Kind.HELD, Kind.HELD, Kind.HELD_ANSWER, Kind.HELD_ANSWER]
+    assert DDMIN_PASSES.index(every_plain_continuation) < DDMIN_PASSES.index(crowd_layers)
