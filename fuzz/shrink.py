@@ -13,6 +13,7 @@ Everything here is pure: programs in, programs out.
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import Callable, Optional
 
@@ -31,6 +32,9 @@ MIN_GAP_S = 0.05
 SENT = (Kind.REQUEST, Kind.REFILL, Kind.QUEUED)
 # cancel_pipelined's and share_sequence's steps with a request (fuzz/cancelling.py, sharing.py)
 CANCEL_GROUP = (Kind.ASIDE, Kind.BEHIND, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.SHARED, Kind.SHARED_ANSWER)
+# The tags earlier tries put in front of string ids (fuzz/isolate.py's "p<n>."): a try's tag
+# replaces them, so that a cut of a cut of a cut does not carry a dozen (seen: 'p90.p89.p46...4.g').
+EARLIER_TAGS = re.compile(r"^(?:p\d+\.)+")
 # Replays a candidate program: the violation when it broke the same promise again, else None.
 Try = Callable[[list], Optional[InvariantViolation]]
 # The steps of a replayed violation's program that a next candidate is cut from.
@@ -193,15 +197,15 @@ def shifted(steps, offset: int, tag: str) -> list[StepRecord]:
     """The program with its ids moved, so that a try sees no state an earlier try left keyed by
     id: integers (and strings that name one, so 5 and "5" stay twins) by `offset` modulo 2**64,
     which keeps every equality and every congruence modulo a power of two; other strings get
-    `tag` in front (cut to the longest id a server takes, unless already longer: a misuse). The
-    misuse ids 0 and "" stay."""
+    `tag` in front, in place of an earlier try's (cut to the longest id a server takes, unless
+    already longer: a misuse). The misuse ids 0 and "" stay."""
     def move(seq_id):
         if seq_id in (0, ""):
             return seq_id
         if isinstance(seq_id, str):
             if seq_id.isdigit() and 0 < int(seq_id) < 2**64:
                 return str(move(int(seq_id)))
-            moved = f"{tag}{seq_id}"
+            moved = f"{tag}{EARLIER_TAGS.sub('', seq_id, count=1)}"
             return moved if too_long(seq_id) else clip_id(moved)
         return (seq_id + offset) % 2**64 or offset
     return [attrs.evolve(s, request=attrs.evolve(s.request, seq_id=move(s.request.seq_id)))

@@ -75,6 +75,9 @@ def test_moved_ids_keep_equalities_and_congruences():
     assert ids[7] == "p1." + "L" * 130  # still too long
     assert len(ids[8]) == 128  # still a valid id
     assert ids[9] is None
+    # a cut of a cut: the next try's tag replaces the last one's, it does not stack
+    again = [s.request.seq_id if s.request else None for s in shifted(shifted(steps, offset, "p1."), offset, "p2.")]
+    assert again[3] == "p2.abc" and again[7] == "p2." + "L" * 130
 
 
 def test_a_held_request_and_its_answer_go_together():
