@@ -94,7 +94,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # It may fail without a fresh model too; and one that failed only with history
                 # may have failed alone by chance (a crowd's batch) or need only what the
                 # history left behind, which a cut of the whole keeps.
-                quick = _cut_quickly(server, spec, found, settings, deadline)
+                quick = _cut_quickly(server, spec, found, settings, deadline, alone=failing if back else None)
                 return _shrink(server, spec, quick or found, settings, deadline, fresh)
     except ServerGone:
         return None  # the run reports the death itself
@@ -105,24 +105,29 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
 
 
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
-                 deadline: float) -> InvariantViolation | None:
-    """`found` (it failed alone from a fresh model) cut down with plain replays, ids moved (ms a
+                 deadline: float, alone=None) -> InvariantViolation | None:
+    """`found` (it failed from a fresh model) cut down with plain replays, ids moved (ms a
     try, where a reload takes 1.4 s), for up to a third of the time left, as long as they fail
     too; the shortest cut a fresh model fails on too (`_first_fresh`: its program starts with the
     reload), or None when plain replays do not fail or a fresh model fails on no cut. A failure
     that Hypothesis could not replay, or did not finish shrinking, often needs no history at all,
     only a batch that the server does not compose the same way every time (a crowd's): a reload
     per try would leave it long. Each cut gets as many replays as the program's own failure rate
-    asks for (`_rated`)."""
-    body = _body(found)
+    asks for (`_rated`). Given `alone` (the failing example without the history `found` has), the
+    cut starts from that where plain replays of it fail: a crowd that passed its lone replays from
+    a fresh model by chance is otherwise cut from a thousand steps of history, whose replays
+    (seconds each) spend the share before one cut (seen: 1186 steps left of a 7-step bug)."""
     share = time.monotonic() + (deadline - time.monotonic()) / 3
-    # Every plain try of a program that waits would take seconds too: without its waits (and
-    # faults), or not at all. Most programs that fail fail without them (the `pause` that waits
-    # for slots to free up mid-example is in many).
-    slow = {i for i, s in enumerate(body) if s.kind in SLOW_STEPS}
     plain = lambda steps: _moved(server, spec, steps, found.invariant, settings)  # noqa: E731
-    start, tries = _rated(plain, shrink.without(body, slow, spec) if slow else body, share)
-    if start is None:
+    for body in ([list(alone)] if alone else []) + [_body(found)]:
+        # Every plain try of a program that waits would take seconds too: without its waits (and
+        # faults), or not at all. Most programs that fail fail without them (the `pause` that
+        # waits for slots to free up mid-example is in many).
+        slow = {i for i, s in enumerate(body) if s.kind in SLOW_STEPS}
+        start, tries = _rated(plain, shrink.without(body, slow, spec) if slow else body, share)
+        if start is not None:
+            break
+    else:
         return None
     cuts = [list(start.program)]  # every program a plain replay failed on, each shorter than the one before
 

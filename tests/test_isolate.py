@@ -155,3 +155,32 @@ def test_a_cut_of_a_failure_that_comes_back_now_and_then_gets_as_many_replays_as
                                      time.monotonic() + 30)
         ended.append(quick and [s.request.seq_id for s in quick.program if s.request is not None])
     assert sum(ids == [5, 6] for ids in ended) >= 30, ended  # 31 of 40
+
+
+def test_a_failure_found_with_history_is_cut_from_its_own_example_where_that_fails_alone(monkeypatch):
+    """From a fresh model the crowd failed only after the examples before it (its three lone
+    tries passed by chance); plain replays of the failing example alone fail, so the cut starts
+    there, not from the hundreds of history steps whose replays took seconds each (seen: a 7-step
+    bug left at 1186 steps)."""
+    plain_tries = []
+
+    def plain(server, spec, steps, invariant, settings):
+        plain_tries.append(len(steps))
+        return failing(steps, {5, 6})
+
+    def fresh(server, spec, steps, invariant, settings, fresh=None):
+        return failing(steps, {5, 6}, _program(steps))
+
+    monkeypatch.setattr(isolate, "_moved", plain)
+    monkeypatch.setattr(isolate, "_try", fresh)
+    history = [step(i, 3, 100 + i) for i in range(1, 201)]
+    alone = [step(201, 0, 5), step(202, 2, 8), step(203, 1, 6), step(204, 0, 5, start=False)]
+    found = fresh(None, None, history + alone, "sums_match", None)
+    quick = isolate._cut_quickly(None, SPEC, found, FuzzSettings(), time.monotonic() + 30, alone=alone)
+    assert plain_tries[0] == len(alone) and max(plain_tries) == len(alone)
+    assert [s.request.seq_id for s in quick.program if s.request is not None] == [5, 6]
+    # where the example alone does not fail, the whole (history and all) is cut
+    plain_tries.clear()
+    assert isolate._cut_quickly(None, SPEC, found, FuzzSettings(), time.monotonic() + 30,
+                                alone=alone[1:]) is not None
+    assert plain_tries[:4] == [3] * 4 and plain_tries[8] == len(history) + len(alone)
