@@ -29,7 +29,7 @@ def broken_triton(tmp_path_factory):
 
 @pytest.mark.parametrize("bug", BUGS + NATIVE_BUGS, ids=lambda b: b.name)
 def test_fuzzer_catches_the_bug_and_shrinks_it(broken_triton, bug):
-    result, error = fuzz_model(broken_triton, model_name(bug), BUDGET, fuzz_settings=FuzzSettings(shrink_budget_s=15))
+    result, error = fuzz_model(broken_triton, model_name(bug), BUDGET, fuzz_settings=FuzzSettings(shrink_budget_s=10))
     assert error is not None, f"{bug.summary}: not caught in {result.examples} examples"
     assert result.failures, f"no violation recorded; the run ended with {error!r}"
     assert all(f.expected_divergence is None for f in result.failures)

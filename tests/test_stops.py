@@ -300,7 +300,7 @@ def test_pytest_timeout_is_a_stop_and_a_budget_moves_it(tmp_path):
     assert not servers_of(tmp_path)
     # With --fuzz-budget, the campaign's own limit is the one that holds.
     (tmp_path / "b").mkdir()
-    budgeted = pytest_fuzz(tmp_path / "b", "--model", MODEL, "-k", "test_sequence_batcher", "--fuzz-budget", "15",
+    budgeted = pytest_fuzz(tmp_path / "b", "--model", MODEL, "-k", "test_sequence_batcher", "--fuzz-budget", "10",
                            "--timeout", "5", "-o", "timeout_func_only=true")
     out, _ = budgeted.communicate(timeout=180)
     assert budgeted.returncode == 0 and "1 passed" in out, out
