@@ -93,8 +93,13 @@ KNOWN = (
         "between requests of one sequence (its state is lost), 109-110 characters are refused with "
         "'unknown request', 111-128 abort tritonserver (SIGABRT from std::__throw_length_error), and "
         "short ids have also aborted it. On 2.46 (the release matrix) a short string id over HTTP went "
-        "unanswered, and the server then died ('free(): invalid size').",
-        versions=("2.46.0", "2.51.0"),
+        "unanswered, and the server then died ('free(): invalid size'). On 2.44, which refuses a string "
+        "id's START ('not an unsigned int': string-ids-refused), the requests that are not refused go on "
+        "the same way: over unary gRPC a 64-character id without flags and a 110-character START went "
+        "unanswered, and the server aborted ('malloc(): unaligned tcache chunk detected'; in a campaign "
+        "'corrupted size vs. prev_size'). Found by benchmarks.rediscovery with string-ids-refused's "
+        "guard off, then by hand.",
+        versions=("2.44.0", "2.46.0", "2.51.0"),
         symptom="wrong running sums, no answer, or the server dies (UNAVAILABLE: Stream removed)",
         affects=lambda m: _corrid_type(m) == "UINT64", invariant="sums_match", also_under=("no_hangs", "server_alive"),
         guard="no string ids are sent to this model (its CORRID is uint64)", no_string_ids=True),
