@@ -130,9 +130,10 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     else:
         return None
     cuts = [list(start.program)]  # every program a plain replay failed on, each shorter than the one before
+    replayed = _replayed(plain, tries, share)
 
     def kept(steps):
-        again = _first_failure(lambda: plain(steps), tries, share)
+        again = replayed(steps)
         if again is not None:
             cuts.append(list(again.program))
         return again
@@ -154,6 +155,11 @@ def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, int]:
     if not failed:
         return None, 0
     return failed[0], tries_for(len(failed), len(results))
+
+
+def _replayed(plain, tries: int, until: float):
+    """A try for ddmin: a cut replayed up to `tries` times (started before `until`), its first failure."""
+    return lambda steps: _first_failure(lambda: plain(steps), tries, until)
 
 
 def tries_for(failed: int, replays: int) -> int:
@@ -214,8 +220,8 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
         found, tries = _rated(plain, violation.program, deadline)
         if found is None:
             return None  # it fails only with its own ids (a boundary id) or after its own history
-        moved = lambda steps: _first_failure(lambda: plain(steps), tries, deadline)  # noqa: E731
-        shortest = shrink.ddmin(found, moved, lambda v: list(v.program), spec, deadline).program
+        shortest = shrink.ddmin(found, _replayed(plain, tries, deadline), lambda v: list(v.program), spec,
+                                deadline).program
         if len(shortest) >= len(violation.program):
             return None
         fresh = _first_failure(lambda: _try(server, spec, shortest, violation.invariant, settings),
@@ -231,8 +237,8 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
 def _moved(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings) -> InvariantViolation | None:
     """A plain replay (no reload) with every id moved by a new offset (shrink.shifted)."""
     n = next(_POLISH_TRIES)
-    return _try(server, spec, shrink.shifted(steps, n * POLISH_STRIDE % 2**64, f"p{n}."), invariant, settings,
-                reload=False)
+    moved = shrink.shifted(steps, n * POLISH_STRIDE % 2**64, shrink.try_tag(n))
+    return _try(server, spec, moved, invariant, settings, reload=False)
 
 
 def _without_reload(server, spec: ModelSpec, fresh: InvariantViolation, settings: FuzzSettings) -> InvariantViolation:

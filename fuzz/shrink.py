@@ -32,8 +32,8 @@ MIN_GAP_S = 0.05
 SENT = (Kind.REQUEST, Kind.REFILL, Kind.QUEUED)
 # cancel_pipelined's and share_sequence's steps with a request (fuzz/cancelling.py, sharing.py)
 CANCEL_GROUP = (Kind.ASIDE, Kind.BEHIND, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.SHARED, Kind.SHARED_ANSWER)
-# The tags earlier tries put in front of string ids (fuzz/isolate.py's "p<n>."): a try's tag
-# replaces them, so that a cut of a cut of a cut does not carry a dozen (seen: 'p90.p89.p46...4.g').
+# The tags earlier tries put in front of string ids (`try_tag`): a try's tag replaces them, so
+# that a cut of a cut of a cut does not carry a dozen (seen: 'p90.p89.p46...4.g').
 EARLIER_TAGS = re.compile(r"^(?:p\d+\.)+")
 # Replays a candidate program: the violation when it broke the same promise again, else None.
 Try = Callable[[list], Optional[InvariantViolation]]
@@ -191,6 +191,11 @@ def _answered(s: StepRecord, spec: ModelSpec) -> bool:
     req = s.request
     plain = req.batch == 1 and req.dtype == spec.dtype
     return plain and (s.kind is Kind.QUEUED or (s.outcome is not None and s.outcome.ok))
+
+
+def try_tag(n: int) -> str:
+    """The tag try number `n` puts in front of string ids (EARLIER_TAGS matches it)."""
+    return f"p{n}."
 
 
 def shifted(steps, offset: int, tag: str) -> list[StepRecord]:
