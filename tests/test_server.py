@@ -204,6 +204,22 @@ def test_external_server_wraps_a_running_triton(triton):
     external.check_alive()
 
 
+def test_external_server_death_is_seen_by_a_fresh_check(one_model_repo, tmp_path):
+    """A liveness check within `within_s` of the last answer trusts it (the fuzzer's per-step
+    check); a check without it asks, and sees the death at once."""
+    server = EmbeddedTriton(one_model_repo, workdir=tmp_path / "w").start()
+    external = ExternalTriton(server.grpc_url, server.http_url)
+    try:
+        external.check_alive()
+        server.stop(graceful=False)
+        external.check_alive(within_s=60.0)
+        with pytest.raises(ServerDied, match="stopped answering"):
+            external.check_alive()
+    finally:
+        server.stop()
+        external.stop()
+
+
 def test_external_server_that_is_not_there(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
