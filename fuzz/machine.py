@@ -214,7 +214,9 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
     full_batch_ok = "full_batch" in faults and spec.strategy == "direct" and n_clients >= spec.capacity
     crowd_max = max(2, spec.capacity)  # sequences in one crowd: up to every slot
 
-    class SequenceBatcherMachine(Engine, RuleBasedStateMachine):
+    class SequenceBatcherMachine(RuleBasedStateMachine):
+        """Its rules choose what clients do; its engine (one per example) sends and checks."""
+
         def __init__(self):
             RuleBasedStateMachine.__init__(self)
             if stats.first_failure_s is not None and \
@@ -226,7 +228,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 stats.shrink_stopped = True
                 assume(False)
             stats.examples += 1
-            Engine.__init__(self, setup, salt=stats.examples)
+            self.engine = Engine(setup, salt=stats.examples)
             self.twin_steps: set = set()  # integer twin steps steering took in this example
             self.stuck_waits = 0  # waits of every client for windows to free slots (STUCK_WAITS)
 
@@ -235,7 +237,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             Steered: a sum target on an edge of the dtype this example's sums or inputs have not
             stood on yet."""
             value, steer, index = data.draw(value_and_steer, label="value, steer, steered value")
-            cov = self.stats.coverage
+            cov = self.engine.stats.coverage
             aim = choose(open_sums(sum_targets, cov.here, lo_sum, hi_sum, cov.seen), index) \
                 if steer == STEER_TOP else None
             if aim is not None:
@@ -254,7 +256,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
         def _next_of(self, key, value, **flags):
             """The next request of the live sequence `key`: `value` fitted to its running sum."""
-            return spec.request(key[1], self._fit(value, self.model.total(key)), **flags)
+            return spec.request(key[1], self._fit(value, self.engine.model.total(key)), **flags)
 
         # Requests whose order the server picks (or which a cancel may leave out) can make any sum
         # of a few of them: small values (|v| <= 100), on a sum at least 400 from the dtype's
@@ -264,7 +266,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             return as_value(max(-100, min(100, int(value))))  # whole: exact on any sum an FP32 model holds
 
         def _near_edge(self, key) -> bool:
-            return not lo_sum + 400 <= self.model.total(key) <= hi_sum - 400
+            return not lo_sum + 400 <= self.engine.model.total(key) <= hi_sum - 400
 
         # -- rules: what clients do -------------------------------------------------------------
         # Which sequences are live, and which clients wait on the backlog, depends on timing. So
@@ -273,7 +275,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         # Hypothesis then replays and shrinks a program without its draws drifting.
 
         def _client(self, data) -> int | None:
-            idle = self.idle_clients()
+            idle = self.engine.idle_clients()
             pick = data.draw(st.integers(0, n_clients - 1), label="client")
             return idle[pick % len(idle)] if idle else None
 
@@ -282,12 +284,12 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             for a window too, nothing could happen until a sequence idled out, and the example's
             remaining steps would all be skipped (on a 2-slot, 500 ms model, 70 % of a campaign's
             steps were). It goes on with the live sequences instead, which frees slots."""
-            return self.idle_clients() == [client]
+            return self.engine.idle_clients() == [client]
 
         def _stalls(self, client, seq_id) -> bool:
             """A START of `seq_id` from the last free client would wait in the backlog."""
-            self.model.settle(time.monotonic())
-            return self._last_idle(client) and not self.model.is_live(key_of(seq_id)) and not self.model.free_slots()
+            self.engine.model.settle(time.monotonic())
+            return self._last_idle(client) and not self.engine.model.is_live(key_of(seq_id)) and not self.engine.model.free_slots()
 
         def _pick(self, data, items, label):
             i = data.draw(st.integers(0, 15), label=label)
@@ -297,8 +299,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             """The id made unique to this example (salted_id), every boundary id of SPECIAL_IDS
             but 1 and 2 left as it is."""
             if isinstance(seq_id, str):
-                return clip_id(f"{self.salt}.{seq_id}")
-            return salted_id(seq_id, self.salt) % 2**spec.id_bits or 1  # a 32-bit CORRID keeps only the low bits
+                return clip_id(f"{self.engine.salt}.{seq_id}")
+            return salted_id(seq_id, self.engine.salt) % 2**spec.id_bits or 1  # a 32-bit CORRID keeps only the low bits
 
         def _id(self, data, among=None):
             """A fresh id, one from `among` (default: every id used so far), or a sibling of a used
@@ -306,11 +308,11 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             (a fresh draw rarely lands on one)."""
             fresh = self._fresh(data.draw(ids, label="id"))
             how = data.draw(st.sampled_from(ID_CHOICES), label="id choice")
-            pool = self.used_ids if among is None else among
+            pool = self.engine.used_ids if among is None else among
             reused = self._pick(data, pool, "which id")
             # A sibling of a live id, when there is one: the collision shows while both are live.
-            live = [k[1] for k in self.live()]
-            twin = sibling(self._pick(data, live or self.used_ids, "sibling of"),
+            live = [k[1] for k in self.engine.live()]
+            twin = sibling(self._pick(data, live or self.engine.used_ids, "sibling of"),
                            data.draw(SIBLING_STEPS, label="sibling step"), spec.id_bits)
             if how == "reuse" and reused is not None:
                 return reused
@@ -321,7 +323,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
 
         def _skip(self, why: str):
             event(f"skipped: {why}")
-            self._stuck_wait(self.wait_while_stuck)
+            self._stuck_wait(self.engine.wait_while_stuck)
 
         def _stuck_wait(self, wait, *args) -> float:
             """Every client waits for a window to pass (the engine's `wait`, where only time can
@@ -330,16 +332,16 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return 0.0
             waited = wait(*args)
             self.stuck_waits += waited > 0
-            self.stats.stuck_s += waited
+            self.engine.stats.stuck_s += waited
             return waited
 
         def _faults_had_their_share(self) -> bool:
-            spent = sum(self.stats.fault_s.values())
-            return spent > FAULT_SHARE * (time.monotonic() - self.stats.started)
+            spent = sum(self.engine.stats.fault_s.values())
+            return spent > FAULT_SHARE * (time.monotonic() - self.engine.stats.started)
 
         def _waits_had_their_share(self, rationed: bool = setup.expiry_rationed) -> bool:
             """A long wait is waited out at the example's end (the others have finished)."""
-            return rationed and self.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.stats.started)
+            return rationed and self.engine.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.engine.stats.started)
 
         @rule(data=st.data())
         def start(self, data):
@@ -350,18 +352,18 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             end = data.draw(st.sampled_from([False] * 9 + [True]), label="start-and-end")
             value, via = self._value(data), self._via(data)
             if data.draw(STEER, label="steer start-and-end") == STEER_TOP:  # where no START+END on such an id yet
-                end = end or flags_goal("START+END", self.id_state(seq_id)) not in self.stats.coverage.here
+                end = end or flags_goal("START+END", self.engine.id_state(seq_id)) not in self.engine.stats.coverage.here
             more = data.draw(START_MORE, label="more requests")
             # Only when there are more: every choice costs the shrinker live replays, and a
             # sequence's values rarely matter, so a START shrunk to itself draws no seed at all.
             seed = data.draw(st.integers(0, 255), label="values seed") if more else 0
-            if client is None or self.blocked(seq_id):
+            if client is None or self.engine.blocked(seq_id):
                 return self._skip("start: no idle client or id busy")
             if self._stalls(client, seq_id):
                 return self._skip("start: the last free client would wait on the backlog")
             req = spec.request(seq_id, value, start=True, end=end)
             began = time.monotonic()
-            exp = self.send(client, req, via, "start")
+            exp = self.engine.send(client, req, via, "start")
             if more and not end and isinstance(exp, Answer):
                 self._go_on(client, seq_id, exp.value, more, random.Random(seed), scale=100, end=False,
                             latency=time.monotonic() - began, action="continue")
@@ -390,7 +392,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             sequences are where state corruption that builds up over many requests shows."""
             client = self._client(data)
             fresh = data.draw(st.booleans(), label="fresh sequence")
-            key = self._pick(data, self.live(), "sequence")
+            key = self._pick(data, self.engine.live(), "sequence")
             seq_id = self._fresh(data.draw(ids, label="id"))
             k = data.draw(RUN_LENGTHS, label="requests")
             seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
@@ -400,28 +402,28 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if client is None:
                 return self._skip("run: no idle client")
             if deeper:  # as deep as the shallowest depth goal this example has not reached
-                current = self.model.seqs[key].requests if key is not None and not fresh else 0
+                current = self.engine.model.seqs[key].requests if key is not None and not fresh else 0
                 k = open_depth(self._deepest(), current) or k
             if fresh or key is None:
-                if self.blocked(seq_id):
+                if self.engine.blocked(seq_id):
                     return self._skip("run: id busy")
                 if self._stalls(client, seq_id):
                     return self._skip("run: the last free client would wait on the backlog")
                 total, start = spec.initial_sum, True
             else:
-                seq_id, total, start = key[1], self.model.total(key), False
+                seq_id, total, start = key[1], self.engine.model.total(key), False
             values = random.Random(seed)
             first = spec.request(seq_id, self._fit(values.randint(-scale, scale), total), start=start,
                                  end=end and k == 1)
             began = time.monotonic()
-            exp = self.send(client, first, "stream", f"run 1/{k}")
+            exp = self.engine.send(client, first, "stream", f"run 1/{k}")
             if isinstance(exp, Answer):  # else queued in the backlog, parked, or refused: it stops here
                 self._go_on(client, seq_id, exp.value, k - 1, values, scale, end, time.monotonic() - began,
                             action="run", numbered=(1, k))
 
         def _deepest(self) -> int:
             """The most requests one sequence of this example has had: ended, or live and free to send on."""
-            return max([*self.model.depth.lengths, *(self.model.seqs[k].requests for k in self.live())], default=0)
+            return max([*self.engine.model.depth.lengths, *(self.engine.model.seqs[k].requests for k in self.engine.live())], default=0)
 
         def _go_on(self, client, seq_id, total, n, values, scale, end, latency, action, numbered=(0, 0)):
             """Sends the next n requests of a sequence pipelined on the client's stream, a chunk at
@@ -443,20 +445,20 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             chunk = max(1, min(RUN_CHUNK, int(0.2 * spec.idle_s / latency)))
             i = 0
             while i < n:
-                if i and self.budget_spent():
+                if i and self.engine.budget_spent():
                     return event(f"{action}: stopped after {i} of {n}, the campaign's budget is spent")
-                self.collect()
+                self.engine.collect()
                 sent = []
                 for j in range(i, min(n, i + chunk)):
-                    item = self.send_nowait(client, nth(j, total), label(j))
+                    item = self.engine.send_nowait(client, nth(j, total), label(j))
                     if item is None or not isinstance(item[2], Answer):
                         # A slow chunk brought the sequence to its idle window (parked: only this
                         # client waits) or past it (refused): the run stops here.
-                        self.check_sent(sent + [item] if item else sent, latency)
+                        self.engine.check_sent(sent + [item] if item else sent, latency)
                         return
                     total = item[2].value
                     sent.append(item)
-                self.check_sent(sent, latency)
+                self.engine.check_sent(sent, latency)
                 i += len(sent)
             event(f"{action}: {n} more requests pipelined")
 
@@ -464,42 +466,42 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             """A request on a live sequence with these flags; steered, with the flags (coverage's
             request shapes) no request on a live id of this example has had yet."""
             client = self._client(data)
-            key = self._pick(data, self.live(), "sequence")
+            key = self._pick(data, self.engine.live(), "sequence")
             value, via = self._value(data), self._via(data)
             timeout = data.draw(REQUEST_TIMEOUTS, label="timeout (us)")
             steer, index = data.draw(STEER, label="steer flags"), data.draw(STEER_INDEX, label="steered flags")
             if client is None or key is None:
                 return self._skip(f"{action}: no idle client or no live sequence")
             if steer == STEER_TOP:
-                cov = self.stats.coverage
+                cov = self.engine.stats.coverage
                 shapes = [f for f in FLAG_SHAPES if flags_goal(f, "live") not in cov.here]
                 shape = choose(campaign_first(shapes, lambda f: [flags_goal(f, "live")], cov.seen), index)
                 if shape is not None:
                     start, end = FLAGS[shape]
                     action = LIVE_ACTIONS[shape]
-            total = spec.initial_sum if start else self.model.total(key)
+            total = spec.initial_sum if start else self.engine.model.total(key)
             req = spec.request(key[1], self._fit(value, total), start=start, end=end, timeout_us=timeout)
-            self.send(client, req, via, action)
+            self.engine.send(client, req, via, action)
 
         @rule(data=st.data())
         def send_without_start(self, data):
             """A client continues an id with no live sequence: never seen, ended, expired, cancelled."""
             client = self._client(data)
-            dead = [i for i in self.used_ids if not self.model.is_live(key_of(i))]
+            dead = [i for i in self.engine.used_ids if not self.engine.model.is_live(key_of(i))]
             seq_id = self._id(data, among=dead)
             end = data.draw(st.booleans(), label="end")
             value, via = self._value(data), self._via(data)
-            if client is None or self.model.is_live(key_of(seq_id)) or self.blocked(seq_id):
+            if client is None or self.engine.model.is_live(key_of(seq_id)) or self.engine.blocked(seq_id):
                 return self._skip("send without START: no idle client or id live")
             req = spec.request(seq_id, value, end=end)
-            self.send(client, req, via, "send without START")
+            self.engine.send(client, req, via, "send without START")
 
         @rule(data=st.data())
         def misuse(self, data):
             """A malformed request: id 0 or "", wrong dtype, batch > 1, over-long string id. It
             must be refused without disturbing the live sequence it names."""
             client = self._client(data)
-            live_ids = [k[1] for k in self.live()]
+            live_ids = [k[1] for k in self.engine.live()]
             target = self._id(data, among=live_ids)
             kind = data.draw(st.sampled_from(["zero id", "empty id", "wrong dtype", "batch 2", "long id"]),
                              label="misuse")
@@ -517,14 +519,14 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 fields["batch"] = 2
             else:
                 fields["seq_id"] = "L" * length
-            if client is None or self.blocked(fields["seq_id"]):
+            if client is None or self.engine.blocked(fields["seq_id"]):
                 return self._skip("misuse: no idle client or id busy")
             if spec.iterations and fields["seq_id"] in (0, ""):
                 # The core's iterative sequencer gives an id-less request an id and START of its
                 # own (tests/test_iterative.py pins what comes of it).
                 return self._skip("misuse: an iterative model takes an id-less request as a sequence")
             req = spec.request(value=value, **fields)
-            self.send(client, req, via, f"misuse ({kind})")
+            self.engine.send(client, req, via, f"misuse ({kind})")
 
         @only_if(not spec.iterations)  # it goes on with sequences an iterative START has ended
         @rule(data=st.data())
@@ -539,7 +541,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             family, a fresh one is started first, so the rule alone is the whole collision (START
             a, START b, a's next), which is what it shrinks to."""
             client = self._client(data)
-            key = self._pick(data, self.live(), "sequence")
+            key = self._pick(data, self.engine.live(), "sequence")
             fresh = self._fresh(data.draw(ids, label="id"))
             first = self._twin_draw(data)
             more = [self._twin_draw(data) for _ in range(data.draw(MORE_TWINS, label="more twins"))]
@@ -559,13 +561,13 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # Both must hold slots at once for their states to meet; a START queued behind the
             # backlog is `start`'s case. Live sequences end first to make room (on a small model
             # the slots are full most of the time).
-            needed = 1 if self.model.is_live(older) else 2
+            needed = 1 if self.engine.model.is_live(older) else 2
             if not self._make_room(client, via, older, values[0], needed) and \
-                    not (self._stuck_wait(self.wait_for_slots, needed, older) and
+                    not (self._stuck_wait(self.engine.wait_for_slots, needed, older) and
                          self._make_room(client, via, older, values[0], needed)):
                 return self._skip("alias: no free slot for both")
-            if not self.model.is_live(older):
-                if not isinstance(self.send(client, spec.request(base, values[0], start=True), via, "start"), Answer):
+            if not self.engine.model.is_live(older):
+                if not isinstance(self.engine.send(client, spec.request(base, values[0], start=True), via, "start"), Answer):
                     return
             if not self._start_twin(client, via, base, twin, kind, values[1], values[2]):
                 return
@@ -574,13 +576,13 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 other = self._twin_of(base, kind, step)
                 if other is None or not self._free(other):
                     continue
-                if not self.model.free_slots():  # the last twin makes room for the next
+                if not self.engine.model.free_slots():  # the last twin makes room for the next
                     last = key_of(twin)
-                    end = spec.request(twin, self._fit(values[0], self.model.total(last)), end=True)
-                    if last not in self.live() or not isinstance(self.send(client, end, via, "end the twin"), Answer):
+                    end = spec.request(twin, self._fit(values[0], self.engine.model.total(last)), end=True)
+                    if last not in self.engine.live() or not isinstance(self.engine.send(client, end, via, "end the twin"), Answer):
                         return
-                    self.model.settle(time.monotonic())
-                    if not self.model.free_slots():
+                    self.engine.model.settle(time.monotonic())
+                    if not self.engine.model.free_slots():
                         return
                 if not self._start_twin(client, via, base, other, kind, values[1], values[2]):
                     return
@@ -601,7 +603,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             there is one (an integer family's step from the index); band None: wherever the id
             stands."""
             family, step, steer, index = raw
-            cov = self.stats.coverage
+            cov = self.engine.stats.coverage
             aim = choose(open_twins(twin_kinds, cov.here, cov.seen), index) if steer >= STEER_TWIN_FROM else None
             if aim is not None and aim[0] in TWIN_STEPS:  # a step of its place, a new one first
                 band, steps = twin_aim(*aim, spec.id_bits)
@@ -618,7 +620,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
         def _free(self, seq_id) -> bool:
             """No sequence of `seq_id` live or on its way: a START on it would begin a new one."""
             key = key_of(seq_id)
-            return not self.blocked(seq_id) and not self.model.is_live(key) and key not in self.model.ghosts
+            return not self.engine.blocked(seq_id) and not self.engine.model.is_live(key) and key not in self.engine.model.ghosts
 
         def _alias_base(self, key, fresh, kind: str, band: str | None, step: int):
             """(id, its twin of `kind`): the live sequence's id where it has a free twin (and stands
@@ -640,15 +642,15 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             """Ends live sequences other than `keep` until `needed` slots are free (a slot an END
             frees while STARTs wait in the backlog goes to the first of them: then one more);
             False where it cannot (nothing else to end, or an END is not answered at once)."""
-            self.model.settle(time.monotonic())
-            while self.model.free_slots() < needed:
-                others = [k for k in self.live() if k != keep]
+            self.engine.model.settle(time.monotonic())
+            while self.engine.model.free_slots() < needed:
+                others = [k for k in self.engine.live() if k != keep]
                 if not others:
                     return False
                 end = self._next_of(others[0], value, end=True)
-                if not isinstance(self.send(client, end, via, "end another sequence to make room"), Answer):
+                if not isinstance(self.engine.send(client, end, via, "end another sequence to make room"), Answer):
                     return False
-                self.model.settle(time.monotonic())
+                self.engine.model.settle(time.monotonic())
             return True
 
         def _start_twin(self, client, via, base, twin, kind: str, value, next_value) -> bool:
@@ -660,17 +662,17 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # could not drop a step that made them differ). A sum target is fitted first: with a
             # non-zero initial sum its value alone can lie past the model's range.
             value = self._fit(value, spec.initial_sum) if isinstance(value, (SumTarget, FloatTarget)) else value
-            if spec.initial_sum + value == self.model.total(older):
+            if spec.initial_sum + value == self.engine.model.total(older):
                 value = as_value(value - 1 if value > 0 else value + 1)  # toward 0: stays in range
             action = {"other type": "start the other-typed twin"}.get(kind, f"start its twin ({kind})")
             second = spec.request(twin, value, start=True)
-            if not isinstance(self.send(client, second, via, action), Answer) or older not in self.live():
+            if not isinstance(self.engine.send(client, second, via, action), Answer) or older not in self.engine.live():
                 return False
             place = twin_place(kind, base, twin, spec.id_bits) if kind in TWIN_STEPS else None
             if place is not None or kind not in TWIN_STEPS:  # 2^3 apart: no goal of its own
-                self.stats.coverage.twins(kind, place)
-            req = spec.request(base, self._fit(next_value, self.model.total(older)))
-            return isinstance(self.send(client, req, via, "continue the aliased sequence"), Answer)
+                self.engine.stats.coverage.twins(kind, place)
+            req = spec.request(base, self._fit(next_value, self.engine.model.total(older)))
+            return isinstance(self.engine.send(client, req, via, "continue the aliased sequence"), Answer)
 
         def _take_turns(self, client, via, twin, base, turns, values):
             """The alias and the aliased sequence, one request each per round (or the older one
@@ -679,10 +681,10 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             for i, who in enumerate(turns):
                 for seq_id, whose in both if who == "both" else both[1:]:
                     key = key_of(seq_id)
-                    if key not in self.live():
+                    if key not in self.engine.live():
                         return
-                    req = spec.request(seq_id, self._fit(values.randint(-100, 100), self.model.total(key)))
-                    if not isinstance(self.send(client, req, via, f"continue {whose} ({i + 1} of {rounds})"), Answer):
+                    req = spec.request(seq_id, self._fit(values.randint(-100, 100), self.engine.model.total(key)))
+                    if not isinstance(self.engine.send(client, req, via, f"continue {whose} ({i + 1} of {rounds})"), Answer):
                         return
 
         @only_if(not spec.iterations)  # an iterative START ends its own sequence
@@ -695,30 +697,30 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity + 1)]
             values = [self._value(data) for _ in range(spec.capacity + 2)]
             which = data.draw(st.integers(0, 15), label="which sequence ends")
-            self.collect()
-            clients = self.idle_clients()
-            self.model.settle(time.monotonic())
-            if len(clients) < 2 or self.pending or self.model.backlog:
+            self.engine.collect()
+            clients = self.engine.idle_clients()
+            self.engine.model.settle(time.monotonic())
+            if len(clients) < 2 or self.engine.pending or self.engine.model.backlog:
                 return self._skip("queue behind full: fewer than two idle clients, or the backlog waits")
             new = [i for n, i in enumerate(fresh) if self._free(i) and key_of(i) not in map(key_of, fresh[:n])]
-            free = self.model.free_slots()
+            free = self.engine.model.free_slots()
             fill, queued = new[:free], new[free:][:1]
-            if not queued or not (self.live() or fill):
+            if not queued or not (self.engine.live() or fill):
                 return self._skip("queue behind full: no fresh id left to queue, or nothing to end")
             for seq_id, value in zip(fill, values):
-                if not isinstance(self.send(clients[0], spec.request(seq_id, value, start=True), "stream",
+                if not isinstance(self.engine.send(clients[0], spec.request(seq_id, value, start=True), "stream",
                                             "start (to fill every slot)"), Answer):
                     return
-            self.model.settle(time.monotonic())
-            if self.model.free_slots():
+            self.engine.model.settle(time.monotonic())
+            if self.engine.model.free_slots():
                 return self._skip("queue behind full: a slot is still free")
-            self.send(clients[-1], spec.request(queued[0], values[-2], start=True), "stream",
+            self.engine.send(clients[-1], spec.request(queued[0], values[-2], start=True), "stream",
                       "start (every slot held: into the backlog)")
-            live = self.live()
+            live = self.engine.live()
             if not live:
                 return  # the START waits for a sequence left to expire
             key = live[which % len(live)]
-            self.send(clients[0], self._next_of(key, values[-1], end=True),
+            self.engine.send(clients[0], self._next_of(key, values[-1], end=True),
                       "stream", "end a sequence (its slot goes to the backlog)")
 
         @rule(data=st.data())
@@ -727,20 +729,20 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             client = self._client(data)
             if client is None:
                 return self._skip("abandon: no idle client")
-            self.streams[client].close(cancel_requests=False, timeout_s=settings.prompt_s)  # its sequences stay live
-            self.record(client=client, action="close its stream", kind=Kind.CLOSE_STREAM)
+            self.engine.streams[client].close(cancel_requests=False, timeout_s=settings.prompt_s)  # its sequences stay live
+            self.engine.record(client=client, action="close its stream", kind=Kind.CLOSE_STREAM)
 
         @rule(data=st.data())
         def cancel(self, data):
             """A client whose START waits in the backlog cancels it (stop_stream(cancel_requests=True))."""
             now = time.monotonic()
-            choices = sorted(c for c, p in self.pending.items()
-                             if self.model.surely_backlogged_until(key_of(p.request.seq_id)) > now + 0.2
+            choices = sorted(c for c, p in self.engine.pending.items()
+                             if self.engine.model.surely_backlogged_until(key_of(p.request.seq_id)) > now + 0.2
                              and now > p.sent_at + settings.wire_s)  # it has reached the backlog
             client = self._pick(data, choices, "client")
             if client is None:
                 return self._skip("cancel: nothing surely in the backlog")
-            self.cancel_queued(client)
+            self.engine.cancel_queued(client)
 
         @only_if(not setup.cancel_pipelined_guard)
         @rule(data=st.data())
@@ -751,22 +753,22 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             next request: the sequence must have ended with the cancelled request, and the third
             failed with it (cancel_ends_sequence); see fuzz/cancelling.py for the timing."""
             client = self._client(data)
-            key = self._pick(data, self.live(), "sequence")
+            key = self._pick(data, self.engine.live(), "sequence")
             values = [self._value(data) for _ in range(4)]
             end = data.draw(st.booleans(), label="end after")
             via = data.draw(st.sampled_from(after_cancel_vias), label="via after")
-            self.collect()
-            if client is None or key is None or key not in self.live():
+            self.engine.collect()
+            if client is None or key is None or key not in self.engine.live():
                 return self._skip("cancel pipelined: " + ("no idle client" if client is None else "no live sequence"))
             # The slot a cancel frees goes to the backlog at a moment no one sees.
-            if self.pending or self.model.backlog:
+            if self.engine.pending or self.engine.model.backlog:
                 return self._skip("cancel pipelined: a START waits in the backlog")
-            if self.model.seqs[key].expiry.lo < time.monotonic() + 2 * settings.wire_s + 0.1:
+            if self.engine.model.seqs[key].expiry.lo < time.monotonic() + 2 * settings.wire_s + 0.1:
                 return self._skip("cancel pipelined: the sequence is near its idle timeout")
             if self._near_edge(key):
                 return self._skip("cancel pipelined: the sum is near the edge of the model's dtype")
             reqs = [spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
-            if not self.pipeline_and_cancel(client, *reqs, via):
+            if not self.engine.pipeline_and_cancel(client, *reqs, via):
                 self._skip("cancel pipelined: the sequence is not answered at once")
 
         @rule(data=st.data())
@@ -777,19 +779,19 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             them all (order_kept); the sequence goes on with all of them. Seed 003's "concurrent
             requests in the same sequence"."""
             size = data.draw(st.integers(2, 4), label="clients")
-            key = self._pick(data, self.live(), "sequence")
+            key = self._pick(data, self.engine.live(), "sequence")
             values = [self._value(data) for _ in range(4)]
-            self.collect()
-            if key is None or key not in self.live():
+            self.engine.collect()
+            if key is None or key not in self.engine.live():
                 return self._skip("share sequence: no live sequence")
-            if self.model.seqs[key].expiry.lo < time.monotonic() + settings.wire_s + 0.05:
+            if self.engine.model.seqs[key].expiry.lo < time.monotonic() + settings.wire_s + 0.05:
                 return self._skip("share sequence: the sequence is near its idle timeout")
             if self._near_edge(key):
                 return self._skip("share sequence: the sum is near the edge of the model's dtype")
-            idle = self.idle_clients()[:size]
-            who = [(c, "stream") for c in idle] + [(self.teardown_client, "grpc")] * (size - len(idle))
+            idle = self.engine.idle_clients()[:size]
+            who = [(c, "stream") for c in idle] + [(self.engine.teardown_client, "grpc")] * (size - len(idle))
             reqs = [(c, spec.request(key[1], self._small(v)), via) for (c, via), v in zip(who, values)]
-            if not self.send_at_once(reqs, "next request of one sequence, from several clients at once"):
+            if not self.engine.send_at_once(reqs, "next request of one sequence, from several clients at once"):
                 self._skip("share sequence: the sequence is not answered at once")
 
         @rule(data=st.data())
@@ -801,18 +803,18 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             client, seq_id = self._client(data), self._id(data)
             timeout = data.draw(START_TIMEOUTS, label="timeout (us)")
             value, via = self._value(data), self._via(data)
-            self.collect()
-            if client is None or self.blocked(seq_id):
+            self.engine.collect()
+            if client is None or self.engine.blocked(seq_id):
                 return self._skip("start with timeout: no idle client or id busy")
             now, key = time.monotonic(), key_of(seq_id)
-            self.model.settle(now)
-            if self.model.is_live(key) or key in self.model.ghosts:
+            self.engine.model.settle(now)
+            if self.engine.model.is_live(key) or key in self.engine.model.ghosts:
                 return self._skip("start with timeout: the id is live, or its sequence has just idled out")
-            if self.model.free_slots() or not self.model.running:
+            if self.engine.model.free_slots() or not self.engine.model.running:
                 return self._skip("start with timeout: a slot is free")
-            if min(s.expiry.lo for s in self.model.running) < now + timeout / 1e6 + self.late + settings.wire_s:
+            if min(s.expiry.lo for s in self.engine.model.running) < now + timeout / 1e6 + self.engine.late + settings.wire_s:
                 return self._skip("start with timeout: a slot may free before the timeout passes")
-            self.send(client, spec.request(seq_id, value, start=True, timeout_us=timeout), via,
+            self.engine.send(client, spec.request(seq_id, value, start=True, timeout_us=timeout), via,
                       "start with a timeout, every slot held")
 
         @only_if(setup.expiry_ok)
@@ -823,7 +825,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             START-flag error, or with a new sequence, which must get the slot it freed. Only that
             client waits: the others go on."""
             everyone = data.draw(st.booleans(), label="every sequence")
-            key = self._pick(data, self.live(), "sequence")
+            key = self._pick(data, self.engine.live(), "sequence")
             client = self._client(data)
             end = data.draw(st.booleans(), label="end")
             value = self._value(data)
@@ -833,24 +835,24 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                 return self._skip("let expire: no live sequence")
             if self._waits_had_their_share():
                 return self._skip("let expire: waits for long idle windows took their share of the campaign")
-            keys = [key] + [k for k in self.live() if k != key and everyone]
+            keys = [key] + [k for k in self.engine.live() if k != key and everyone]
             if spec.capacity > 1:
                 # An idle timeout outlasts an example's steps: sequences left to expire hold their
                 # slots for the rest of it. One slot stays for the other clients' work, or every
                 # later step of the example would be skipped.
-                dying = sum(1 for s in self.model.running if s.key in self.silenced)
+                dying = sum(1 for s in self.engine.model.running if s.key in self.engine.silenced)
                 keys = keys[:spec.capacity - 1 - dying]
                 if not keys:
                     return self._skip("let expire: the other clients would have no slot left")
-            self.leave_to_expire(keys)
+            self.engine.leave_to_expire(keys)
             if client is None or self._last_idle(client):
                 return  # no client comes back to it
-            until = self.model.seqs[key].expiry.hi + 0.005
-            if new and not self.blocked(new_id) and not self.model.is_live(key_of(new_id)):
+            until = self.engine.model.seqs[key].expiry.hi + 0.005
+            if new and not self.engine.blocked(new_id) and not self.engine.model.is_live(key_of(new_id)):
                 req = spec.request(new_id, value, start=True, end=end)
-                self.park(client, req, "start after timeout", until, context="refill")
+                self.engine.park(client, req, "start after timeout", until, context="refill")
             else:
-                self.park(client, self._next_of(key, value, end=end),
+                self.engine.park(client, self._next_of(key, value, end=end),
                           "send after its idle timeout", until)
 
         @rule(data=st.data(), fraction=st.sampled_from([0.05, 0.2, 0.6, 0.9]))
@@ -860,13 +862,13 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             than the window shows only there), then goes on: the sum must go on too. Only that
             client waits."""
             client = self._client(data)
-            key = self._pick(data, self.live(), "sequence")
+            key = self._pick(data, self.engine.live(), "sequence")
             end = data.draw(st.booleans(), label="end")
             value = self._value(data)
             if client is None or key is None or self._last_idle(client):
                 return self._skip("pause: no idle client to spare or no live sequence")
             now = time.monotonic()
-            room = self.model.seqs[key].expiry.lo - now - settings.wire_s  # the server surely keeps it
+            room = self.engine.model.seqs[key].expiry.lo - now - settings.wire_s  # the server surely keeps it
             if room <= 0:
                 return self._skip("pause: the sequence is near its idle timeout")
             if fraction * room > LONG_PAUSE_S and self._waits_had_their_share(rationed=True):
@@ -874,7 +876,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # The value is fitted to the sum when the request is drawn; nothing else touches
             # this sequence while it is parked, so the sum is the same when it goes.
             req = self._next_of(key, value, end=end)
-            self.park(client, req, "continue after a pause", now + fraction * room)
+            self.engine.park(client, req, "continue after a pause", now + fraction * room)
 
         @only_if(setup.expiry_ok)
         @rule(data=st.data())
@@ -883,20 +885,20 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             must get in promptly: a leaked slot shows up here. Those clients wait; the others go on."""
             fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity)]
             values = [self._value(data) for _ in range(spec.capacity)]
-            self.collect()
-            idle = self.idle_clients()
+            self.engine.collect()
+            idle = self.engine.idle_clients()
             if len(idle) <= spec.capacity:
                 return self._skip("refill: fewer idle clients than slots + 1")
             if self._waits_had_their_share():
                 return self._skip("refill: waits for long idle windows took their share of the campaign")
-            keys = self.live()
-            self.leave_to_expire(keys)
-            until = max([self.model.seqs[k].expiry.hi for k in keys] + [time.monotonic()]) + 0.005
+            keys = self.engine.live()
+            self.engine.leave_to_expire(keys)
+            until = max([self.engine.model.seqs[k].expiry.hi for k in keys] + [time.monotonic()]) + 0.005
             for client, seq_id, value in zip(idle, fresh, values):
-                if self.model.is_live(key_of(seq_id)) or self.blocked(seq_id):
+                if self.engine.model.is_live(key_of(seq_id)) or self.engine.blocked(seq_id):
                     continue  # refill wants fresh sequences
                 req = spec.request(seq_id, value, start=True)
-                self.park(client, req, "start after timeout", until, context="refill")
+                self.engine.park(client, req, "start after timeout", until, context="refill")
 
         @rule(data=st.data())
         def burst(self, data):
@@ -910,34 +912,34 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # in the backlog and iterate when a slot frees
             past_free = data.draw(st.booleans(), label="more STARTs than free slots") if spec.iterations else False
             past_free = past_free and backlog_bursts
-            self.collect()
+            self.engine.collect()
             now = time.monotonic()
             if spec.iterations:
                 return self._start_together(size, fresh, ends, values, past_free)
             # Sequences well inside their idle timeout only: nothing in a burst may be ambiguous.
-            keys = [k for k in self.live() if self.model.seqs[k].expiry.lo > now + settings.wire_s]
-            sends = list(zip(self.idle_clients(), keys, ends, values))[:size]
+            keys = [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > now + settings.wire_s]
+            sends = list(zip(self.engine.idle_clients(), keys, ends, values))[:size]
             if len(sends) < 2:
                 return self._skip("burst: fewer than two idle clients with live sequences")
             reqs = [(client, self._next_of(key, value, end=end))
                     for client, key, end, value in sends]
-            self.send_together(reqs, "burst")
+            self.engine.send_together(reqs, "burst")
 
         def _start_together(self, size, fresh, ends, values, past_free):
             """An iterative model's burst: a sequence is one START, so clients start fresh ones at
             the same moment, as many as there are free slots, or up to twice as many (`past_free`:
             those wait in the backlog for one START's iterations, then run theirs); their executions
             interleave in shared batches (in-flight batching), each answering its own running sums."""
-            self.model.settle(time.monotonic())
-            distinct = [i for n, i in enumerate(fresh) if i not in fresh[:n] and not self.blocked(i)]
-            free = self.model.free_slots()
-            sends = list(zip(self.idle_clients(), distinct, ends, values))[:min(size, 2 * free if past_free else free)]
+            self.engine.model.settle(time.monotonic())
+            distinct = [i for n, i in enumerate(fresh) if i not in fresh[:n] and not self.engine.blocked(i)]
+            free = self.engine.model.free_slots()
+            sends = list(zip(self.engine.idle_clients(), distinct, ends, values))[:min(size, 2 * free if past_free else free)]
             if len(sends) < 2:
                 return self._skip("burst: fewer than two idle clients and free slots")
             reqs = [(client, spec.request(seq_id, value, start=True, end=end)) for client, seq_id, end, value in sends]
-            self.send_together(reqs, "burst of STARTs")
+            self.engine.send_together(reqs, "burst of STARTs")
             if len(sends) > free:  # sent together, the STARTs past the free slots met them taken
-                self.stats.coverage.situation("backlog")
+                self.engine.stats.coverage.situation("backlog")
 
         @only_if(not spec.iterations)  # an iterative model's sequences are single STARTs (burst)
         @rule(data=st.data())
@@ -961,14 +963,14 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             # their sequence (what a cache or a dedup keyed by content mixes up).
             alike = data.draw(st.sampled_from([False, False, True]), label="alike rows")
             steer = data.draw(STEER, label="steer crowd")
-            if steer == STEER_TOP and f"live rows >= {crowd_max}" not in self.stats.coverage.here:
+            if steer == STEER_TOP and f"live rows >= {crowd_max}" not in self.engine.stats.coverage.here:
                 # No execution of this example surely carried every slot: a crowd on every slot,
                 # deep enough that its middle runs full, the first sequence restarting there.
                 size, depth = crowd_max, max(depth, 8)
                 restart_at = [depth // 2, *restart_at[1:]]
-            self.collect()
+            self.engine.collect()
             now = time.monotonic()
-            self.model.settle(now)
+            self.engine.model.settle(now)
             plans = self._crowd_plans(size, depth, fresh, new, now)
             if len(plans) < 2:
                 return self._skip("crowd: fewer than two sequences to send on")
@@ -982,22 +984,22 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                     total += value
                     reqs.append((client, spec.request(seq_id, value, start=start, end=end and j == depth - 1)))
             before = server.executions_and_inferences(spec.batcher)
-            self.send_together(reqs, "crowd")
+            self.engine.send_together(reqs, "crowd")
             after = server.executions_and_inferences(spec.batcher)
             if before and after:
-                rows = self.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])
+                rows = self.engine.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])
                 event(f"crowd: {len(plans)} sequences, some execution carried >= {rows} live rows")
 
         def _crowd_plans(self, size, depth, fresh, new, now):
             """(client, id, running sum, starts fresh) for each sequence of a crowd, the idle
             clients taken in turn: a fresh START only where a slot is free for it (nothing may wait
             in the backlog), else a live sequence well inside its idle timeout, each once."""
-            clients = self.idle_clients()
+            clients = self.engine.idle_clients()
             if not clients:
                 return []
-            free = self.model.free_slots() if now >= self.backlog_settled_at else 0
+            free = self.engine.model.free_slots() if now >= self.engine.backlog_settled_at else 0
             spare = size * depth * 0.002 + settings.wire_s + 0.05  # ample time for all of it to run
-            live = [k for k in self.live() if self.model.seqs[k].expiry.lo > now + spare]
+            live = [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > now + spare]
             plans, taken = [], set()
             for seq_id, fresh_one in zip(fresh[:size], new):
                 client, key = clients[len(plans) % len(clients)], key_of(seq_id)
@@ -1007,7 +1009,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
                     plans.append((client, seq_id, spec.initial_sum, True))
                 elif live:
                     key = live.pop(0)
-                    plans.append((client, key[1], self.model.total(key), False))
+                    plans.append((client, key[1], self.engine.model.total(key), False))
                 else:
                     continue
                 taken.add(key)
@@ -1020,7 +1022,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             """The network drops the proxied clients' connections (RST both ways) mid-sequence.
             Their sequences are the server's, not the connection's: they stay live until they idle
             out, and any client may go on with them before that."""
-            if not self.cut():
+            if not self.engine.cut():
                 return self._skip("cut: a proxied client waits on the backlog")
 
         @only_if("stall" in faults and bool(proxied))
@@ -1029,27 +1031,27 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             """The network holds a proxied client's bytes while it sends the next request of a live
             sequence: the request reaches the server late, either well before the sequence's idle
             timeout (the sum goes on) or after it (the START-flag error)."""
-            client = self._pick(data, self.proxied_idle(), "client")
-            key = self._pick(data, self.live(), "sequence")
+            client = self._pick(data, self.engine.proxied_idle(), "client")
+            key = self._pick(data, self.engine.live(), "sequence")
             end = data.draw(st.booleans(), label="end")
             hold = data.draw(st.sampled_from([0.2, 0.5, 1.5, 2.5]), label="hold (x idle timeout)")
             value = self._value(data)
-            self.collect()
-            if client is None or key is None or key not in self.live() or len(self.proxied_idle()) < len(proxied):
+            self.engine.collect()
+            if client is None or key is None or key not in self.engine.live() or len(self.engine.proxied_idle()) < len(proxied):
                 return self._skip("stall: no idle proxied client or no live sequence")
             now = time.monotonic()
             arrival = now + hold * spec.idle_s
-            window = self.model.seqs[key].expiry
+            window = self.engine.model.seqs[key].expiry
             if window.lo - settings.wire_s <= arrival <= window.hi + settings.wire_s:
                 arrival = window.hi + settings.wire_s  # never inside the idle-timeout window
             if arrival - now > settings.max_wait_s:
                 return self._skip("stall: the hold would outlast max_wait_s")
             req = self._next_of(key, value, end=end)
-            self.going_out(req)
-            exp = self.expect(req, arrival)  # what the server must do when it arrives
-            box = self.nemesis.hold(self.proxy, self.streams[client], req, arrival)
-            self.struck("stall")
-            self.check(client, req, exp, StreamClient.wait(box, settings.prompt_s), "stream",
+            self.engine.going_out(req)
+            exp = self.engine.expect(req, arrival)  # what the server must do when it arrives
+            box = self.engine.nemesis.hold(self.engine.proxy, self.engine.streams[client], req, arrival)
+            self.engine.struck("stall")
+            self.engine.check(client, req, exp, StreamClient.wait(box, settings.prompt_s), "stream",
                         "send while the network stalls, held", wait_s=arrival - now)
 
         @only_if("deadlines" in faults and not spec.decoupled)  # a decoupled model takes no unary call
@@ -1060,21 +1062,21 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             8), in 4 to 64 rounds, each call with a deadline of 0.3 to 10 ms or cancelled as soon
             as its round is sent (server PR 7325). What was answered must be right, the server
             must live on, and unary gRPC must still answer."""
-            self.collect()
-            self.model.settle(time.monotonic())
-            at_once = min(8, self.model.free_slots())
-            if at_once == 0 or self.pending or self.parked:
+            self.engine.collect()
+            self.engine.model.settle(time.monotonic())
+            at_once = min(8, self.engine.model.free_slots())
+            if at_once == 0 or self.engine.pending or self.engine.parked:
                 return self._skip("deadlines: no free slot, or a START waits in the backlog")
             rounds = data.draw(st.sampled_from([4, 16, 64]), label="rounds")
             deadline_us = data.draw(st.sampled_from([0, 300, 700, 1000, 1500, 2000, 4000, 10000]),
                                     label="deadline (us; 0: cancelled at once)")
             fresh = {self._fresh(data.draw(st.integers(3, 2**24), label="id")) for _ in range(at_once * rounds)}
-            ids = [i for i in fresh if not isinstance(i, str) and i not in self.touched and not self.model.is_live(key_of(i))]
+            ids = [i for i in fresh if not isinstance(i, str) and i not in self.engine.touched and not self.engine.model.is_live(key_of(i))]
             fault = Fault("deadlines", ids=ids[:len(ids) - len(ids) % at_once], at_once=at_once, deadline_us=deadline_us)
             if not fault.ids:
                 return self._skip("deadlines: no fresh ids")
             given_up = f"given up after {deadline_us} us" if deadline_us else "cancelled as soon as sent"
-            self.hurry(fault, f"{len(fault.ids)} unary gRPC calls, {at_once} in flight together, each a whole "
+            self.engine.hurry(fault, f"{len(fault.ids)} unary gRPC calls, {at_once} in flight together, each a whole "
                               f"sequence {given_up}")
 
         @only_if("restart" in faults)
@@ -1084,7 +1086,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             is gone, so a request without START is refused and every slot is free."""
             if self._faults_had_their_share():
                 return self._skip("restart: server faults took their share of the campaign so far")
-            self.server_fault(Fault("restart", graceful=graceful),
+            self.engine.server_fault(Fault("restart", graceful=graceful),
                               f"the server restarts ({'SIGTERM' if graceful else 'SIGKILL'})")
 
         @only_if("reload" in faults)
@@ -1093,7 +1095,7 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             """The model is reloaded through the repository API: its sequences are gone."""
             if self._faults_had_their_share():
                 return self._skip("reload: server faults took their share of the campaign so far")
-            self.server_fault(Fault("reload"), "the model is reloaded")
+            self.engine.server_fault(Fault("reload"), "the model is reloaded")
 
         @only_if(full_batch_ok)
         @rule(data=st.data())
@@ -1107,8 +1109,8 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             wanted = data.draw(st.integers(0, 2), label="backlog")
             fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity + 2)]
             values = [self._value(data) for _ in range(spec.capacity + 2)]
-            self.collect()
-            if self.pending or self.parked:
+            self.engine.collect()
+            if self.engine.pending or self.engine.parked:
                 return self._skip("full batch: a client waits on the backlog or holds a request back")
             if self._faults_had_their_share():
                 return self._skip("full batch: server faults took their share of the campaign so far")
@@ -1120,50 +1122,44 @@ def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(
             if backlog:
                 hook[nemesis.BACKLOG_DELAY_SCHEDULER] = str(backlog)
             said = " ".join(f"{k}={v}" for k, v in hook.items())
-            if not self.server_fault(Fault("full_batch", env=tuple(sorted(hook.items()))),
+            if not self.engine.server_fault(Fault("full_batch", env=tuple(sorted(hook.items()))),
                                      f"the server restarts with {said}"):
                 return
             before = server.execution_count(spec.batcher)
             reqs = [(c, spec.request(i, v, start=True))
-                    for c, i, v in zip(self.idle_clients(), fresh, values)]
-            held = self.send_held(reqs[:spec.capacity], "start (held for a full batch)")
+                    for c, i, v in zip(self.engine.idle_clients(), fresh, values)]
+            held = self.engine.send_held(reqs[:spec.capacity], "start (held for a full batch)")
             # The backlog STARTs go on other connections: sent at once, one could overtake a held
             # START (seen in CI: it took a slot and pushed that START into a second batch).
             time.sleep(settings.wire_s)
             for client, req in reqs[spec.capacity:]:  # queued behind the held batch
-                self.send(client, req, "stream", "start (into the held backlog)", park=False)
-            self.check_held(held)
+                self.engine.send(client, req, "stream", "start (into the held backlog)", park=False)
+            self.engine.check_held(held)
             after = server.execution_count(spec.batcher)
             if before is not None and after is not None and after - before != spec.instances:
-                self.fail(InvariantViolation(
+                self.engine.fail(InvariantViolation(
                     "batches_fill", f"{spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={spec.capacity} ran "
                                     f"in {after - before} execution(s), not one full batch per instance "
-                                    f"({spec.instances})"), self.log[-1])
-            while self.pending:  # the backlog gets in as slots idle out; each pass lets one in
-                self.go_silent_past_idle()
-            self.server_fault(Fault("full_batch"), "the server restarts without the hooks")
+                                    f"({spec.instances})"), self.engine.log[-1])
+            while self.engine.pending:  # the backlog gets in as slots idle out; each pass lets one in
+                self.engine.go_silent_past_idle()
+            self.engine.server_fault(Fault("full_batch"), "the server restarts without the hooks")
 
         # -- invariants checked after every step ------------------------------------------------
         @invariant()
         def no_hangs(self):
             """Every backlogged START let in is answered by its due time; parked requests whose
             time has come are sent (and checked) between steps, whatever the next rule is."""
-            self.collect()
+            self.engine.collect()
 
         @invariant()
         def server_alive(self):
-            self.check_alive()
+            self.engine.check_alive()
 
         # -- teardown: drain and clean up -------------------------------------------------------
         def teardown(self):
-            self.finish()
+            self.engine.finish()
 
-    # The machine is its rules over the engine: a rule named like an engine method would replace
-    # it for every caller (a `cancel` rule once hid Engine.cancel_queued).
-    shadowed = sorted(n for n, v in vars(SequenceBatcherMachine).items()
-                      if callable(v) and not n.startswith("__") and hasattr(Engine, n))
-    if shadowed:
-        raise TypeError(f"machine rules shadow engine methods: {', '.join(shadowed)}")
     SequenceBatcherMachine.__name__ = f"Machine_{spec.name}"
     SequenceBatcherMachine.left_out = setup.left_out()  # for the summary
     SequenceBatcherMachine.expiry_ok = setup.expiry_ok  # for the coverage goals

@@ -89,12 +89,6 @@ def test_a_wrong_answer_fails_with_the_program(triton, engine):
     assert engine.failed
 
 
-def test_rules_may_not_shadow_engine_methods(triton, monkeypatch):
-    monkeypatch.setattr(Engine, "let_expire", lambda self: None, raising=False)
-    with pytest.raises(TypeError, match="machine rules shadow engine methods: let_expire"):
-        make_machine(triton, ModelSpec.fetch(triton, ONE_SLOT), FuzzSettings())
-
-
 def test_teardown_ends_what_is_left_when_every_client_waits_on_the_backlog(triton, engine):
     base = engine.salt * 2**40
     engine.send(0, Request(ONE_SLOT, base + 1, 3, start=True), "stream", "start")
