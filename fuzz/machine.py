@@ -10,6 +10,7 @@ import random
 import string
 import time
 
+import attrs
 import hypothesis.strategies as st
 from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -163,1007 +164,1063 @@ def string_ids_allowed(spec: ModelSpec, version: str | None, find=frozenset()) -
     return not any(d.no_string_ids for d in steered_around(spec, version, find))
 
 
-def only_if(enabled: bool):
-    """Defines a rule only when `enabled` (a fault the campaign asked for). A rule whose
-    precondition is always false would still take part in Hypothesis's rule choice: the
-    shrinker's simplest choice (rule 0) is then refused and redrawn, so steps take draws of
-    varying length and deleting one misaligns the rest of the program, which stops shrinking."""
-    return (lambda f: f) if enabled else (lambda f: None)
+def when(enabled):
+    """Defines a rule only on the machines whose plan satisfies `enabled` (a fault the campaign
+    asked for, a model the rule fits). A rule whose precondition is always false would still take
+    part in Hypothesis's rule choice: the shrinker's simplest choice (rule 0) is then refused and
+    redrawn, so steps take draws of varying length and deleting one misaligns the rest of the
+    program, which stops shrinking. make_machine leaves such a rule out of the class instead."""
+    def mark(rule_function):
+        rule_function.enabled_when = enabled
+        return rule_function
+    return mark
+
+
+@attrs.frozen
+class Plan:
+    """What one model's machine draws from, fixed for its campaign: the engine's Setup, and the
+    ids, transports, values and twin kinds that the model and the build allow."""
+    setup: Setup
+    version: str | None
+    ids: st.SearchStrategy  # fresh ids of the model's CORRID type (id_strategy)
+    strings_ok: bool  # string ids may be sent (a uint64 CORRID with the guard on: not)
+    families: tuple  # twin families an alias draws from
+    vias: tuple  # transports a request may take
+    after_cancel_vias: tuple
+    backlog_bursts: bool  # an iterative burst may go past the free slots
+    value_and_steer: st.SearchStrategy  # (value, steer, steered index): one draw (see _value)
+    sum_targets: tuple  # sums on an edge of the dtype (edges.core_targets, power_targets)
+    twin_kinds: tuple  # (family, place): an integer family once per place, a string family once
+    full_batch_ok: bool
+    crowd_max: int  # sequences in one crowd: up to every slot
+
+    # What the rules read of the setup, by name
+    spec = property(lambda self: self.setup.spec)
+    settings = property(lambda self: self.setup.settings)
+    stats = property(lambda self: self.setup.stats)
+    server = property(lambda self: self.setup.server)
+    n_clients = property(lambda self: self.setup.n_clients)
+    proxied = property(lambda self: self.setup.proxied)
+    as_value = property(lambda self: self.setup.as_value)
+    faults = property(lambda self: self.settings.nemesis)
+    lo_sum = property(lambda self: self.spec.value_range[0])
+    hi_sum = property(lambda self: self.spec.value_range[1])
+    fp32 = property(lambda self: self.spec.dtype == "FP32")
+    # A drawn sum target: FP32 sums are floats
+    target = property(lambda self: FloatTarget if self.fp32 else SumTarget)
+
+    @classmethod
+    def of(cls, server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(),
+           stats: RunStats | None = None) -> "Plan":
+        why_not = nemesis.unsupported(settings.nemesis, server)
+        if why_not:
+            raise ValueError(why_not)
+        setup = Setup.of(server, spec, settings, stats)
+        version = getattr(server, "version", None)
+        strings_ok = string_ids_allowed(spec, version, settings.find_known)
+        families = ("other type", "other type") + twin_families(spec, version, settings.find_known)
+        lo_sum, hi_sum = spec.value_range
+        fp32 = spec.dtype == "FP32"
+        target = FloatTarget if fp32 else SumTarget
+        # Values: small ones, any in range, and ones that bring a running sum onto an edge of the
+        # dtype (edges.core_targets and power_targets: a START sent with one lands there); an FP32
+        # model also gets quarters, which every sum keeps exactly below edges.FRACTION_LIMIT.
+        # 0 and +-1 among the small ones: a value a careless model takes for "none" or a flag.
+        values = [st.one_of(st.integers(-100, 100), st.sampled_from((0, 1, -1))), st.integers(lo_sum, hi_sum)] + [
+            st.sampled_from(targets).map(lambda t: target(t - spec.initial_sum))
+            for targets in (core_targets(lo_sum, hi_sum, fp32), power_targets(lo_sum, hi_sum))]
+        if fp32:
+            values.append(st.integers(-400, 400).map(lambda q: q * 0.25))
+        return cls(
+            setup=setup, version=version, ids=id_strategy(spec, version, settings.find_known),
+            strings_ok=strings_ok, families=families,
+            vias=("stream", "stream", "grpc") + (("http",) if server.http_url and not spec.decoupled else ()),
+            # Never a stream: there the error of a request swept up with a cancel is lost
+            # (divergences.py), unless the campaign is to find that divergence (find_known)
+            after_cancel_vias=("grpc",) + (("http",) if server.http_url else ()) +
+            (("stream",) if "swept-request-error-lost-on-stream" in settings.find_known else ()),
+            # Whether an iterative burst may go past the free slots (not where the backlogged START stalls)
+            backlog_bursts=not setup.guarded("iterative-backlog-start-stalls"),
+            # One draw where three would do: each data.draw saves and restores the global random
+            # state (Hypothesis's check that strategies leave it alone), a tenth of the fuzzer's CPU.
+            value_and_steer=st.tuples(st.one_of(*values), STEER, STEER_INDEX),
+            sum_targets=core_targets(lo_sum, hi_sum, fp32) + power_targets(lo_sum, hi_sum),
+            twin_kinds=tuple((f, p) for f in TWIN_STEP_FAMILIES for p in twin_places(f, spec.id_bits)) +
+            (tuple((f, None) for f in families) if strings_ok else ()),
+            # The DELAY_SCHEDULER hook holds the direct strategy's batcher threads (the oldest
+            # strategy batches through its own dynamic batcher); every client must be free to send
+            # a full batch.
+            full_batch_ok="full_batch" in settings.nemesis and spec.strategy == "direct"
+            and setup.n_clients >= spec.capacity,
+            crowd_max=max(2, spec.capacity))
+
+
+class SequenceBatcherMachine(RuleBasedStateMachine):
+    """Its rules choose what clients do; its engine (one per example) sends and checks. The class
+    is every model's: make_machine gives a subclass its plan (what the model and build allow)."""
+
+    plan: Plan
+    left_out: tuple = ()
+    expiry_ok: bool = True
+
+    def __init__(self):
+        RuleBasedStateMachine.__init__(self)
+        stats = self.plan.stats
+        if stats.first_failure_s is not None and \
+                time.monotonic() - stats.started - stats.first_failure_s > self.plan.settings.shrink_budget_s:
+            # A failure that depends on the server's history can keep Hypothesis shrinking for
+            # minutes of live replays. Past the budget every attempt is rejected at once; the
+            # campaign then reports the shortest program it saw, flagged as not shrunk reliably.
+            event("shrink budget spent")
+            stats.shrink_stopped = True
+            assume(False)
+        stats.examples += 1
+        self.engine = Engine(self.plan.setup, salt=stats.examples)
+        self.twin_steps: set = set()  # integer twin steps steering took in this example
+        self.stuck_waits = 0  # waits of every client for windows to free slots (STUCK_WAITS)
+
+    def _value(self, data):
+        """Drawn from a fixed range (see the rules' note); _fit keeps the running sum in range.
+        Steered: a sum target on an edge of the dtype this example's sums or inputs have not
+        stood on yet."""
+        value, steer, index = data.draw(self.plan.value_and_steer, label="value, steer, steered value")
+        cov = self.engine.stats.coverage
+        plan = self.plan
+        aim = choose(open_sums(plan.sum_targets, cov.here, plan.lo_sum, plan.hi_sum, cov.seen), index) \
+            if steer == STEER_TOP else None
+        if aim is not None:
+            return self.plan.target(aim - self.plan.spec.initial_sum)
+        return value if isinstance(value, (SumTarget, FloatTarget)) else self.plan.as_value(value)
+
+    def _fit(self, value, total):
+        """The value clamped so that it and total + value stay where the model's dtype is exact
+        (a sum with a fraction: narrower); a drawn sum target becomes what brings total there."""
+        if isinstance(value, (SumTarget, FloatTarget)):
+            value = value + self.plan.spec.initial_sum - total
+        if is_fraction(value) and not is_fraction(total) and abs(total) > FRACTION_LIMIT:
+            value = float(round(value))  # the fraction would not survive on so large a sum
+        lo, hi = exact_range(self.plan.lo_sum, self.plan.hi_sum, is_fraction(value) or is_fraction(total))
+        return self.plan.as_value(min(max(value, lo, lo - total), hi, hi - total))
+
+    def _next_of(self, key, value, **flags):
+        """The next request of the live sequence `key`: `value` fitted to its running sum."""
+        return self.plan.spec.request(key[1], self._fit(value, self.engine.model.total(key)), **flags)
+
+    # Requests whose order the server picks (or which a cancel may leave out) can make any sum
+    # of a few of them: small values (|v| <= 100), on a sum at least 400 from the dtype's
+    # edges, keep every such sum exact.
+    def _small(self, value):
+        return self.plan.as_value(max(-100, min(100, int(value))))  # whole: exact on any sum an FP32 model holds
+
+    def _near_edge(self, key) -> bool:
+        return not self.plan.lo_sum + 400 <= self.engine.model.total(key) <= self.plan.hi_sum - 400
+
+    # -- rules: what clients do -------------------------------------------------------------
+    # Which sequences are live, and which clients wait on the backlog, depends on timing. So
+    # every rule draws the same shape of data whatever the state (indexes and values from
+    # fixed ranges) and maps it onto the state at run time, doing nothing when nothing fits.
+    # Hypothesis then replays and shrinks a program without its draws drifting.
+
+    def _client(self, data) -> int | None:
+        idle = self.engine.idle_clients()
+        pick = data.draw(st.integers(0, self.plan.n_clients - 1), label="client")
+        return idle[pick % len(idle)] if idle else None
+
+    def _last_idle(self, client) -> bool:
+        """`client` is the only one free. It must stay free: were it to wait on the backlog or
+        for a window too, nothing could happen until a sequence idled out, and the example's
+        remaining steps would all be skipped (on a 2-slot, 500 ms model, 70 % of a campaign's
+        steps were). It goes on with the live sequences instead, which frees slots."""
+        return self.engine.idle_clients() == [client]
+
+    def _stalls(self, client, seq_id) -> bool:
+        """A START of `seq_id` from the last free client would wait in the backlog."""
+        self.engine.model.settle(time.monotonic())
+        return self._last_idle(client) and not self.engine.model.is_live(key_of(seq_id)) and not self.engine.model.free_slots()
+
+    def _pick(self, data, items, label):
+        i = data.draw(st.integers(0, 15), label=label)
+        return items[i % len(items)] if items else None
+
+    def _fresh(self, seq_id):
+        """The id made unique to this example (salted_id), every boundary id of SPECIAL_IDS
+        but 1 and 2 left as it is."""
+        if isinstance(seq_id, str):
+            return clip_id(f"{self.engine.salt}.{seq_id}")
+        return salted_id(seq_id, self.engine.salt) % 2**self.plan.spec.id_bits or 1  # a 32-bit CORRID keeps only the low bits
+
+    def _id(self, data, among=None):
+        """A fresh id, one from `among` (default: every id used so far), or a sibling of a used
+        integer id: equal to it modulo 2**p, the collision a truncated or hashed id makes
+        (a fresh draw rarely lands on one)."""
+        fresh = self._fresh(data.draw(self.plan.ids, label="id"))
+        how = data.draw(st.sampled_from(ID_CHOICES), label="id choice")
+        pool = self.engine.used_ids if among is None else among
+        reused = self._pick(data, pool, "which id")
+        # A sibling of a live id, when there is one: the collision shows while both are live.
+        live = [k[1] for k in self.engine.live()]
+        twin = sibling(self._pick(data, live or self.engine.used_ids, "sibling of"),
+                       data.draw(SIBLING_STEPS, label="sibling step"), self.plan.spec.id_bits)
+        if how == "reuse" and reused is not None:
+            return reused
+        return twin if how == "sibling" and twin is not None else fresh
+
+    def _via(self, data) -> str:
+        return data.draw(st.sampled_from(self.plan.vias), label="via")
+
+    def _skip(self, why: str):
+        event(f"skipped: {why}")
+        self._stuck_wait(self.engine.wait_while_stuck)
+
+    def _stuck_wait(self, wait, *args) -> float:
+        """Every client waits for a window to pass (the engine's `wait`, where only time can
+        help), within STUCK_WAITS per example and where a window is short."""
+        if self.plan.setup.expiry_rationed or self.stuck_waits >= STUCK_WAITS:
+            return 0.0
+        waited = wait(*args)
+        self.stuck_waits += waited > 0
+        self.engine.stats.stuck_s += waited
+        return waited
+
+    def _faults_had_their_share(self) -> bool:
+        spent = sum(self.engine.stats.fault_s.values())
+        return spent > FAULT_SHARE * (time.monotonic() - self.engine.stats.started)
+
+    def _waits_had_their_share(self, rationed: bool | None = None) -> bool:
+        """A long wait is waited out at the example's end (the others have finished); `rationed`:
+        whether this wait counts as a long one (default: whether the model's idle window does)."""
+        rationed = self.plan.setup.expiry_rationed if rationed is None else rationed
+        return rationed and self.engine.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.engine.stats.started)
+
+    @rule(data=st.data())
+    def start(self, data):
+        """A client starts a sequence (sometimes start-and-end in one request) and usually goes
+        on with it for a few requests back to back on its stream, as a streaming client does:
+        sequences are deep from the start, not only in `run`. Shrinks to the START alone."""
+        client, seq_id = self._client(data), self._id(data)
+        end = data.draw(st.sampled_from([False] * 9 + [True]), label="start-and-end")
+        value, via = self._value(data), self._via(data)
+        if data.draw(STEER, label="steer start-and-end") == STEER_TOP:  # where no START+END on such an id yet
+            end = end or flags_goal("START+END", self.engine.id_state(seq_id)) not in self.engine.stats.coverage.here
+        more = data.draw(START_MORE, label="more requests")
+        # Only when there are more: every choice costs the shrinker live replays, and a
+        # sequence's values rarely matter, so a START shrunk to itself draws no seed at all.
+        seed = data.draw(st.integers(0, 255), label="values seed") if more else 0
+        if client is None or self.engine.blocked(seq_id):
+            return self._skip("start: no idle client or id busy")
+        if self._stalls(client, seq_id):
+            return self._skip("start: the last free client would wait on the backlog")
+        req = self.plan.spec.request(seq_id, value, start=True, end=end)
+        began = time.monotonic()
+        exp = self.engine.send(client, req, via, "start")
+        if more and not end and isinstance(exp, Answer):
+            self._go_on(client, seq_id, exp.value, more, random.Random(seed), scale=100, end=False,
+                        latency=time.monotonic() - began, action="continue")
+
+    @rule(data=st.data())
+    def continue_(self, data):
+        """A client sends the next request of a live sequence."""
+        self._next_of_live(data, end=False, start=False, action="continue")
+
+    @rule(data=st.data())
+    def end(self, data):
+        """A client ends a live sequence."""
+        self._next_of_live(data, end=True, start=False, action="end")
+
+    @rule(data=st.data())
+    def restart(self, data):
+        """A client sends START on an id that is still live: state restarts, slot kept;
+        sometimes with END too, which restarts and ends it in one request."""
+        end = data.draw(st.sampled_from([False, False, False, True]), label="restart-and-end")
+        self._next_of_live(data, end=end, start=True, action=LIVE_ACTIONS["START+END" if end else "START"])
+
+    @rule(data=st.data())
+    def run(self, data):
+        """A client runs one sequence for k requests back to back on its stream: a fresh START
+        and k - 1 more, or k more of a live sequence; the last one sometimes ENDs it. Deep
+        sequences are where state corruption that builds up over many requests shows."""
+        client = self._client(data)
+        fresh = data.draw(st.booleans(), label="fresh sequence")
+        key = self._pick(data, self.engine.live(), "sequence")
+        seq_id = self._fresh(data.draw(self.plan.ids, label="id"))
+        k = data.draw(RUN_LENGTHS, label="requests")
+        seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
+        scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
+        end = data.draw(st.sampled_from([False, False, True]), label="end at the last")
+        deeper = data.draw(STEER_DEPTH, label="steer depth") == STEER_DEPTH_TOP
+        if client is None:
+            return self._skip("run: no idle client")
+        if deeper:  # as deep as the shallowest depth goal this example has not reached
+            current = self.engine.model.seqs[key].requests if key is not None and not fresh else 0
+            k = open_depth(self._deepest(), current) or k
+        if fresh or key is None:
+            if self.engine.blocked(seq_id):
+                return self._skip("run: id busy")
+            if self._stalls(client, seq_id):
+                return self._skip("run: the last free client would wait on the backlog")
+            total, start = self.plan.spec.initial_sum, True
+        else:
+            seq_id, total, start = key[1], self.engine.model.total(key), False
+        values = random.Random(seed)
+        first = self.plan.spec.request(seq_id, self._fit(values.randint(-scale, scale), total), start=start,
+                             end=end and k == 1)
+        began = time.monotonic()
+        exp = self.engine.send(client, first, "stream", f"run 1/{k}")
+        if isinstance(exp, Answer):  # else queued in the backlog, parked, or refused: it stops here
+            self._go_on(client, seq_id, exp.value, k - 1, values, scale, end, time.monotonic() - began,
+                        action="run", numbered=(1, k))
+
+    def _deepest(self) -> int:
+        """The most requests one sequence of this example has had: ended, or live and free to send on."""
+        return max([*self.engine.model.depth.lengths, *(self.engine.model.seqs[k].requests for k in self.engine.live())], default=0)
+
+    def _go_on(self, client, seq_id, total, n, values, scale, end, latency, action, numbered=(0, 0)):
+        """Sends the next n requests of a sequence pipelined on the client's stream, a chunk at
+        a time; the last one ENDs it if `end`. The stream keeps their order, and requests
+        already queued run even if the sequence idles out meanwhile (TRITON_NOTES), so every
+        answer is the model's. A chunk is kept to a fraction of the idle timeout at the latency
+        the first request saw (a slow model gets one request at a time)."""
+        if self.plan.spec.iterations:
+            # An iterative sequence is its START (its last release ends it): nothing follows.
+            return event(f"{action}: nothing after an iterative START, which ends its sequence")
+        done, k = numbered
+        label = (lambda i: f"{action} {done + i + 1}/{k}") if k else (lambda i: f"{action} ({i + 1} of {n})")
+
+        def nth(i, total):
+            value = self._fit(values.randint(-scale, scale), total)
+            return self.plan.spec.request(seq_id, value, end=end and i == n - 1)
+
+        latency = max(latency, 1e-4)
+        chunk = max(1, min(RUN_CHUNK, int(0.2 * self.plan.spec.idle_s / latency)))
+        i = 0
+        while i < n:
+            if i and self.engine.budget_spent():
+                return event(f"{action}: stopped after {i} of {n}, the campaign's budget is spent")
+            self.engine.collect()
+            sent = []
+            for j in range(i, min(n, i + chunk)):
+                item = self.engine.send_nowait(client, nth(j, total), label(j))
+                if item is None or not isinstance(item[2], Answer):
+                    # A slow chunk brought the sequence to its idle window (parked: only this
+                    # client waits) or past it (refused): the run stops here.
+                    self.engine.check_sent(sent + [item] if item else sent, latency)
+                    return
+                total = item[2].value
+                sent.append(item)
+            self.engine.check_sent(sent, latency)
+            i += len(sent)
+        event(f"{action}: {n} more requests pipelined")
+
+    def _next_of_live(self, data, *, end, start, action):
+        """A request on a live sequence with these flags; steered, with the flags (coverage's
+        request shapes) no request on a live id of this example has had yet."""
+        client = self._client(data)
+        key = self._pick(data, self.engine.live(), "sequence")
+        value, via = self._value(data), self._via(data)
+        timeout = data.draw(REQUEST_TIMEOUTS, label="timeout (us)")
+        steer, index = data.draw(STEER, label="steer flags"), data.draw(STEER_INDEX, label="steered flags")
+        if client is None or key is None:
+            return self._skip(f"{action}: no idle client or no live sequence")
+        if steer == STEER_TOP:
+            cov = self.engine.stats.coverage
+            shapes = [f for f in FLAG_SHAPES if flags_goal(f, "live") not in cov.here]
+            shape = choose(campaign_first(shapes, lambda f: [flags_goal(f, "live")], cov.seen), index)
+            if shape is not None:
+                start, end = FLAGS[shape]
+                action = LIVE_ACTIONS[shape]
+        total = self.plan.spec.initial_sum if start else self.engine.model.total(key)
+        req = self.plan.spec.request(key[1], self._fit(value, total), start=start, end=end, timeout_us=timeout)
+        self.engine.send(client, req, via, action)
+
+    @rule(data=st.data())
+    def send_without_start(self, data):
+        """A client continues an id with no live sequence: never seen, ended, expired, cancelled."""
+        client = self._client(data)
+        dead = [i for i in self.engine.used_ids if not self.engine.model.is_live(key_of(i))]
+        seq_id = self._id(data, among=dead)
+        end = data.draw(st.booleans(), label="end")
+        value, via = self._value(data), self._via(data)
+        if client is None or self.engine.model.is_live(key_of(seq_id)) or self.engine.blocked(seq_id):
+            return self._skip("send without START: no idle client or id live")
+        req = self.plan.spec.request(seq_id, value, end=end)
+        self.engine.send(client, req, via, "send without START")
+
+    @rule(data=st.data())
+    def misuse(self, data):
+        """A malformed request: id 0 or "", wrong dtype, batch > 1, over-long string id. It
+        must be refused without disturbing the live sequence it names."""
+        client = self._client(data)
+        live_ids = [k[1] for k in self.engine.live()]
+        target = self._id(data, among=live_ids)
+        kind = data.draw(st.sampled_from(["zero id", "empty id", "wrong dtype", "batch 2", "long id"]),
+                         label="misuse")
+        start = data.draw(st.booleans(), label="start")
+        length = data.draw(st.integers(MAX_STRING_ID + 1, 300), label="long id length")
+        value, via = self._value(data), self._via(data)
+        fields = dict(seq_id=target, start=start, dtype=self.plan.spec.dtype)
+        if kind == "zero id":
+            fields["seq_id"] = 0
+        elif kind == "empty id":
+            fields["seq_id"] = ""
+        elif kind == "wrong dtype":
+            fields["dtype"] = "FP32" if self.plan.spec.dtype == "INT32" else "INT32"
+        elif kind == "batch 2":
+            fields["batch"] = 2
+        else:
+            fields["seq_id"] = "L" * length
+        if client is None or self.engine.blocked(fields["seq_id"]):
+            return self._skip("misuse: no idle client or id busy")
+        if self.plan.spec.iterations and fields["seq_id"] in (0, ""):
+            # The core's iterative sequencer gives an id-less request an id and START of its
+            # own (tests/test_iterative.py pins what comes of it).
+            return self._skip("misuse: an iterative model takes an id-less request as a sequence")
+        req = self.plan.spec.request(value=value, **fields)
+        self.engine.send(client, req, via, f"misuse ({kind})")
+
+    @when(lambda plan: not plan.spec.iterations)  # it goes on with sequences an iterative START has ended
+    @rule(data=st.data())
+    def alias(self, data):
+        """A client starts a sequence whose id aliases a live one, a twin of one family: its
+        other-typed twin (5 and "5"), an integer equal to it modulo a power of two, a neighbour
+        or 10**k away (what a truncated, hashed or float id makes one key), or a string id's
+        case variant, look-alike, ... (edges.STRING_FAMILIES); then a client sends on the older
+        one, sometimes starts more twins of it of other families, one after another, and goes
+        on with the older one and the last twin in turn for a few more rounds. They are
+        distinct sequences: each keeps its own sum. Where no live sequence has a twin of the
+        family, a fresh one is started first, so the rule alone is the whole collision (START
+        a, START b, a's next), which is what it shrinks to."""
+        client = self._client(data)
+        key = self._pick(data, self.engine.live(), "sequence")
+        fresh = self._fresh(data.draw(self.plan.ids, label="id"))
+        first = self._twin_draw(data)
+        more = [self._twin_draw(data) for _ in range(data.draw(MORE_TWINS, label="more twins"))]
+        values = [self._value(data) for _ in range(3)]
+        via = self._via(data)
+        rounds = data.draw(START_MORE, label="more rounds")
+        turns = [data.draw(TURNS, label=f"round {i + 1}") for i in range(rounds)]
+        seed = data.draw(st.integers(0, 255), label="values seed") if rounds else 0
+        if client is None:
+            return self._skip("alias: no idle client")
+        kind, band, step = self._twin_kind(first)
+        found = self._alias_base(key, fresh, kind, band, step)
+        if found is None:
+            return self._skip(f"alias: no id with a free twin ({kind})")
+        base, twin = found
+        older = key_of(base)
+        # Both must hold slots at once for their states to meet; a START queued behind the
+        # backlog is `start`'s case. Live sequences end first to make room (on a small model
+        # the slots are full most of the time).
+        needed = 1 if self.engine.model.is_live(older) else 2
+        if not self._make_room(client, via, older, values[0], needed) and \
+                not (self._stuck_wait(self.engine.wait_for_slots, needed, older) and
+                     self._make_room(client, via, older, values[0], needed)):
+            return self._skip("alias: no free slot for both")
+        if not self.engine.model.is_live(older):
+            if not isinstance(self.engine.send(client, self.plan.spec.request(base, values[0], start=True), via, "start"), Answer):
+                return
+        if not self._start_twin(client, via, base, twin, kind, values[1], values[2]):
+            return
+        for raw in more:
+            kind, _, step = self._twin_kind(raw)  # twins of the same id: its band
+            other = self._twin_of(base, kind, step)
+            if other is None or not self._free(other):
+                continue
+            if not self.engine.model.free_slots():  # the last twin makes room for the next
+                last = key_of(twin)
+                end = self.plan.spec.request(twin, self._fit(values[0], self.engine.model.total(last)), end=True)
+                if last not in self.engine.live() or not isinstance(self.engine.send(client, end, via, "end the twin"), Answer):
+                    return
+                self.engine.model.settle(time.monotonic())
+                if not self.engine.model.free_slots():
+                    return
+            if not self._start_twin(client, via, base, other, kind, values[1], values[2]):
+                return
+            twin = other
+        self._take_turns(client, via, twin, base, turns, random.Random(seed))
+
+    def _twin_draw(self, data) -> tuple:
+        """What names a twin family, drawn in the same shape whatever is open: an other-typed or
+        string twin or not, which string family, which integer step, and the steering."""
+        other_type = self.plan.strings_ok and data.draw(st.booleans(), label="other-typed twin")
+        family = data.draw(st.sampled_from(self.plan.families), label="twin family") if other_type else ""
+        step = data.draw(SIBLING_STEPS, label="sibling step")
+        return family, step, data.draw(STEER, label="steer twin"), data.draw(STEER_INDEX, label="steered twin")
+
+    def _twin_kind(self, raw) -> tuple:
+        """(family, band, integer step) for a drawn twin: steered, a family (an integer one at
+        a place, coverage.twin_places) this example has not had live at once yet, as often as
+        there is one (an integer family's step from the index); band None: wherever the id
+        stands."""
+        family, step, steer, index = raw
+        cov = self.engine.stats.coverage
+        aim = choose(open_twins(self.plan.twin_kinds, cov.here, cov.seen), index) if steer >= STEER_TWIN_FROM else None
+        if aim is not None and aim[0] in TWIN_STEPS:  # a step of its place, a new one first
+            band, steps = twin_aim(*aim, self.plan.spec.id_bits)
+            step = choose([s for s in steps if s not in self.twin_steps] or steps, index // len(self.plan.twin_kinds))
+            self.twin_steps.add(step)
+            return aim[0], band, step
+        if aim is not None:
+            return aim[0], None, step
+        return family or sibling_family(step), None, step
+
+    def _twin_of(self, base, kind: str, step: int):
+        return sibling(base, step, self.plan.spec.id_bits) if kind in TWIN_STEPS else _twin(base, kind)
+
+    def _free(self, seq_id) -> bool:
+        """No sequence of `seq_id` live or on its way: a START on it would begin a new one."""
+        key = key_of(seq_id)
+        return not self.engine.blocked(seq_id) and not self.engine.model.is_live(key) and key not in self.engine.model.ghosts
+
+    def _alias_base(self, key, fresh, kind: str, band: str | None, step: int):
+        """(id, its twin of `kind`): the live sequence's id where it has a free twin (and stands
+        in `band`, if given), else a fresh id that has one (drawn, or a string or an integer
+        made for it: "5" has no case variant, a string no integer twin; moved into `band`)."""
+        ours = [key[1]] if key is not None and (band is None or band_of(key[1]) == band) else []
+        made = [fresh, self._fresh("Seq"), self._fresh(5)]
+        if band is not None:  # the integers among them ("Seq" is none; the made 5 always is)
+            made = [into_band(i, band) for i in made if isinstance(i, int)]
+        for base in ours + made:
+            twin = self._twin_of(base, kind, step)
+            if twin is None or key_of(twin) == key_of(base) or not self._free(twin):
+                continue
+            if (key is not None and base == key[1]) or self._free(base):
+                return base, twin
+        return None
+
+    def _make_room(self, client, via, keep, value, needed: int) -> bool:
+        """Ends live sequences other than `keep` until `needed` slots are free (a slot an END
+        frees while STARTs wait in the backlog goes to the first of them: then one more);
+        False where it cannot (nothing else to end, or an END is not answered at once)."""
+        self.engine.model.settle(time.monotonic())
+        while self.engine.model.free_slots() < needed:
+            others = [k for k in self.engine.live() if k != keep]
+            if not others:
+                return False
+            end = self._next_of(others[0], value, end=True)
+            if not isinstance(self.engine.send(client, end, via, "end another sequence to make room"), Answer):
+                return False
+            self.engine.model.settle(time.monotonic())
+        return True
+
+    def _start_twin(self, client, via, base, twin, kind: str, value, next_value) -> bool:
+        """START `twin` while `base` is live, then the next request of `base`: True where both
+        were answered at once and `base` is still live."""
+        older = key_of(base)
+        # The twin starts from a sum the older one does not have, so a mix-up of the two always
+        # shows, whatever the values shrink to (with both at 0 it would not, and Hypothesis
+        # could not drop a step that made them differ). A sum target is fitted first: with a
+        # non-zero initial sum its value alone can lie past the model's range.
+        value = self._fit(value, self.plan.spec.initial_sum) if isinstance(value, (SumTarget, FloatTarget)) else value
+        if self.plan.spec.initial_sum + value == self.engine.model.total(older):
+            value = self.plan.as_value(value - 1 if value > 0 else value + 1)  # toward 0: stays in range
+        action = {"other type": "start the other-typed twin"}.get(kind, f"start its twin ({kind})")
+        second = self.plan.spec.request(twin, value, start=True)
+        if not isinstance(self.engine.send(client, second, via, action), Answer) or older not in self.engine.live():
+            return False
+        place = twin_place(kind, base, twin, self.plan.spec.id_bits) if kind in TWIN_STEPS else None
+        if place is not None or kind not in TWIN_STEPS:  # 2^3 apart: no goal of its own
+            self.engine.stats.coverage.twins(kind, place)
+        req = self.plan.spec.request(base, self._fit(next_value, self.engine.model.total(older)))
+        return isinstance(self.engine.send(client, req, via, "continue the aliased sequence"), Answer)
+
+    def _take_turns(self, client, via, twin, base, turns, values):
+        """The alias and the aliased sequence, one request each per round (or the older one
+        alone), until one of them is no longer live or a request is not answered at once."""
+        both, rounds = ((twin, "its alias"), (base, "the aliased sequence")), len(turns)
+        for i, who in enumerate(turns):
+            for seq_id, whose in both if who == "both" else both[1:]:
+                key = key_of(seq_id)
+                if key not in self.engine.live():
+                    return
+                req = self.plan.spec.request(seq_id, self._fit(values.randint(-100, 100), self.engine.model.total(key)))
+                if not isinstance(self.engine.send(client, req, via, f"continue {whose} ({i + 1} of {rounds})"), Answer):
+                    return
+
+    @when(lambda plan: not plan.spec.iterations)  # an iterative START ends its own sequence
+    @rule(data=st.data())
+    def queue_behind_full(self, data):
+        """Fresh STARTs take every free slot, one more START waits in the backlog, then a
+        client ends one of the live sequences: the slot it frees must go to the waiting START,
+        which must be answered with its own sum (the backlog drains as slots free). Where the
+        slots are full already, it is the one START and the END."""
+        fresh = [self._fresh(data.draw(self.plan.ids, label="id")) for _ in range(self.plan.spec.capacity + 1)]
+        values = [self._value(data) for _ in range(self.plan.spec.capacity + 2)]
+        which = data.draw(st.integers(0, 15), label="which sequence ends")
+        self.engine.collect()
+        clients = self.engine.idle_clients()
+        self.engine.model.settle(time.monotonic())
+        if len(clients) < 2 or self.engine.pending or self.engine.model.backlog:
+            return self._skip("queue behind full: fewer than two idle clients, or the backlog waits")
+        new = [i for n, i in enumerate(fresh) if self._free(i) and key_of(i) not in map(key_of, fresh[:n])]
+        free = self.engine.model.free_slots()
+        fill, queued = new[:free], new[free:][:1]
+        if not queued or not (self.engine.live() or fill):
+            return self._skip("queue behind full: no fresh id left to queue, or nothing to end")
+        for seq_id, value in zip(fill, values):
+            if not isinstance(self.engine.send(clients[0], self.plan.spec.request(seq_id, value, start=True), "stream",
+                                        "start (to fill every slot)"), Answer):
+                return
+        self.engine.model.settle(time.monotonic())
+        if self.engine.model.free_slots():
+            return self._skip("queue behind full: a slot is still free")
+        self.engine.send(clients[-1], self.plan.spec.request(queued[0], values[-2], start=True), "stream",
+                  "start (every slot held: into the backlog)")
+        live = self.engine.live()
+        if not live:
+            return  # the START waits for a sequence left to expire
+        key = live[which % len(live)]
+        self.engine.send(clients[0], self._next_of(key, values[-1], end=True),
+                  "stream", "end a sequence (its slot goes to the backlog)")
+
+    @rule(data=st.data())
+    def abandon_stream(self, data):
+        """A client closes its stream and goes away; its sequences stay live until they time out."""
+        client = self._client(data)
+        if client is None:
+            return self._skip("abandon: no idle client")
+        self.engine.streams[client].close(cancel_requests=False, timeout_s=self.plan.settings.prompt_s)  # its sequences stay live
+        self.engine.record(client=client, action="close its stream", kind=Kind.CLOSE_STREAM)
+
+    @rule(data=st.data())
+    def cancel(self, data):
+        """A client whose START waits in the backlog cancels it (stop_stream(cancel_requests=True))."""
+        now = time.monotonic()
+        choices = sorted(c for c, p in self.engine.pending.items()
+                         if self.engine.model.surely_backlogged_until(key_of(p.request.seq_id)) > now + 0.2
+                         and now > p.sent_at + self.plan.settings.wire_s)  # it has reached the backlog
+        client = self._pick(data, choices, "client")
+        if client is None:
+            return self._skip("cancel: nothing surely in the backlog")
+        self.engine.cancel_queued(client)
+
+    @when(lambda plan: not plan.setup.cancel_pipelined_guard)
+    @rule(data=st.data())
+    def cancel_pipelined(self, data):
+        """A client sends the next request of a live sequence (on unary gRPC), one more behind
+        it on its stream and a third behind that (on unary gRPC), cancels its stream while the
+        second waits in the queue (a slow model makes sure it does), then sends the sequence's
+        next request: the sequence must have ended with the cancelled request, and the third
+        failed with it (cancel_ends_sequence); see fuzz/cancelling.py for the timing."""
+        client = self._client(data)
+        key = self._pick(data, self.engine.live(), "sequence")
+        values = [self._value(data) for _ in range(4)]
+        end = data.draw(st.booleans(), label="end after")
+        via = data.draw(st.sampled_from(self.plan.after_cancel_vias), label="via after")
+        self.engine.collect()
+        if client is None or key is None or key not in self.engine.live():
+            return self._skip("cancel pipelined: " + ("no idle client" if client is None else "no live sequence"))
+        # The slot a cancel frees goes to the backlog at a moment no one sees.
+        if self.engine.pending or self.engine.model.backlog:
+            return self._skip("cancel pipelined: a START waits in the backlog")
+        if self.engine.model.seqs[key].expiry.lo < time.monotonic() + 2 * self.plan.settings.wire_s + 0.1:
+            return self._skip("cancel pipelined: the sequence is near its idle timeout")
+        if self._near_edge(key):
+            return self._skip("cancel pipelined: the sum is near the edge of the model's dtype")
+        reqs = [self.plan.spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
+        if not self.engine.pipeline_and_cancel(client, *reqs, via):
+            self._skip("cancel pipelined: the sequence is not answered at once")
+
+    @rule(data=st.data())
+    def share_sequence(self, data):
+        """Two to four clients send the next request of one live sequence at the same moment,
+        each on its own connection (the idle clients' streams, then unary gRPC): the server
+        picks their order, and their answers must be the running sums of one arrival order of
+        them all (order_kept); the sequence goes on with all of them. Seed 003's "concurrent
+        requests in the same sequence"."""
+        size = data.draw(st.integers(2, 4), label="clients")
+        key = self._pick(data, self.engine.live(), "sequence")
+        values = [self._value(data) for _ in range(4)]
+        self.engine.collect()
+        if key is None or key not in self.engine.live():
+            return self._skip("share sequence: no live sequence")
+        if self.engine.model.seqs[key].expiry.lo < time.monotonic() + self.plan.settings.wire_s + 0.05:
+            return self._skip("share sequence: the sequence is near its idle timeout")
+        if self._near_edge(key):
+            return self._skip("share sequence: the sum is near the edge of the model's dtype")
+        idle = self.engine.idle_clients()[:size]
+        who = [(c, "stream") for c in idle] + [(self.engine.teardown_client, "grpc")] * (size - len(idle))
+        reqs = [(c, self.plan.spec.request(key[1], self._small(v)), via) for (c, via), v in zip(who, values)]
+        if not self.engine.send_at_once(reqs, "next request of one sequence, from several clients at once"):
+            self._skip("share sequence: the sequence is not answered at once")
+
+    @rule(data=st.data())
+    def start_with_timeout(self, data):
+        """A client starts a sequence with a per-request timeout while every slot is held and
+        none can free before the timeout passes: the START waits in the backlog and must fail
+        UNAVAILABLE ('timeout of the corresponding sequence has been expired') then, not before
+        (timeouts_respected); its id is forgotten. L0_sequence_batcher's request timeouts."""
+        client, seq_id = self._client(data), self._id(data)
+        timeout = data.draw(START_TIMEOUTS, label="timeout (us)")
+        value, via = self._value(data), self._via(data)
+        self.engine.collect()
+        if client is None or self.engine.blocked(seq_id):
+            return self._skip("start with timeout: no idle client or id busy")
+        now, key = time.monotonic(), key_of(seq_id)
+        self.engine.model.settle(now)
+        if self.engine.model.is_live(key) or key in self.engine.model.ghosts:
+            return self._skip("start with timeout: the id is live, or its sequence has just idled out")
+        if self.engine.model.free_slots() or not self.engine.model.running:
+            return self._skip("start with timeout: a slot is free")
+        if min(s.expiry.lo for s in self.engine.model.running) < now + timeout / 1e6 + self.engine.late + self.plan.settings.wire_s:
+            return self._skip("start with timeout: a slot may free before the timeout passes")
+        self.engine.send(client, self.plan.spec.request(seq_id, value, start=True, timeout_us=timeout), via,
+                  "start with a timeout, every slot held")
+
+    @when(lambda plan: plan.setup.expiry_ok)
+    @rule(data=st.data())
+    def let_expire(self, data):
+        """Clients stop sending on a running sequence (or on every one) and leave it to the idle
+        timeout; one client comes back once its window has passed: to it, and must get the
+        START-flag error, or with a new sequence, which must get the slot it freed. Only that
+        client waits: the others go on."""
+        everyone = data.draw(st.booleans(), label="every sequence")
+        key = self._pick(data, self.engine.live(), "sequence")
+        client = self._client(data)
+        end = data.draw(st.booleans(), label="end")
+        value = self._value(data)
+        new_id = self._fresh(data.draw(self.plan.ids, label="id"))
+        new = data.draw(st.booleans(), label="a new sequence comes instead")
+        if key is None:
+            return self._skip("let expire: no live sequence")
+        if self._waits_had_their_share():
+            return self._skip("let expire: waits for long idle windows took their share of the campaign")
+        keys = [key] + [k for k in self.engine.live() if k != key and everyone]
+        if self.plan.spec.capacity > 1:
+            # An idle timeout outlasts an example's steps: sequences left to expire hold their
+            # slots for the rest of it. One slot stays for the other clients' work, or every
+            # later step of the example would be skipped.
+            dying = sum(1 for s in self.engine.model.running if s.key in self.engine.silenced)
+            keys = keys[:self.plan.spec.capacity - 1 - dying]
+            if not keys:
+                return self._skip("let expire: the other clients would have no slot left")
+        self.engine.leave_to_expire(keys)
+        if client is None or self._last_idle(client):
+            return  # no client comes back to it
+        until = self.engine.model.seqs[key].expiry.hi + 0.005
+        if new and not self.engine.blocked(new_id) and not self.engine.model.is_live(key_of(new_id)):
+            req = self.plan.spec.request(new_id, value, start=True, end=end)
+            self.engine.park(client, req, "start after timeout", until, context="refill")
+        else:
+            self.engine.park(client, self._next_of(key, value, end=end),
+                      "send after its idle timeout", until)
+
+    @rule(data=st.data(), fraction=st.sampled_from([0.05, 0.2, 0.6, 0.9]))
+    def pause(self, data, fraction):
+        """A client pauses on its sequence for a fraction of what is left of its idle window
+        (short, or up to near its early edge: a cache of the model's own that lives shorter
+        than the window shows only there), then goes on: the sum must go on too. Only that
+        client waits."""
+        client = self._client(data)
+        key = self._pick(data, self.engine.live(), "sequence")
+        end = data.draw(st.booleans(), label="end")
+        value = self._value(data)
+        if client is None or key is None or self._last_idle(client):
+            return self._skip("pause: no idle client to spare or no live sequence")
+        now = time.monotonic()
+        room = self.engine.model.seqs[key].expiry.lo - now - self.plan.settings.wire_s  # the server surely keeps it
+        if room <= 0:
+            return self._skip("pause: the sequence is near its idle timeout")
+        if fraction * room > LONG_PAUSE_S and self._waits_had_their_share(rationed=True):
+            return self._skip("pause: waits at the ends of examples took their share of the campaign")
+        # The value is fitted to the sum when the request is drawn; nothing else touches
+        # this sequence while it is parked, so the sum is the same when it goes.
+        req = self._next_of(key, value, end=end)
+        self.engine.park(client, req, "continue after a pause", now + fraction * room)
+
+    @when(lambda plan: plan.setup.expiry_ok)
+    @rule(data=st.data())
+    def refill_after_timeout(self, data):
+        """After every running sequence times out, as many new sequences as there are slots
+        must get in promptly: a leaked slot shows up here. Those clients wait; the others go on."""
+        fresh = [self._fresh(data.draw(self.plan.ids, label="id")) for _ in range(self.plan.spec.capacity)]
+        values = [self._value(data) for _ in range(self.plan.spec.capacity)]
+        self.engine.collect()
+        idle = self.engine.idle_clients()
+        if len(idle) <= self.plan.spec.capacity:
+            return self._skip("refill: fewer idle clients than slots + 1")
+        if self._waits_had_their_share():
+            return self._skip("refill: waits for long idle windows took their share of the campaign")
+        keys = self.engine.live()
+        self.engine.leave_to_expire(keys)
+        until = max([self.engine.model.seqs[k].expiry.hi for k in keys] + [time.monotonic()]) + 0.005
+        for client, seq_id, value in zip(idle, fresh, values):
+            if self.engine.model.is_live(key_of(seq_id)) or self.engine.blocked(seq_id):
+                continue  # refill wants fresh sequences
+            req = self.plan.spec.request(seq_id, value, start=True)
+            self.engine.park(client, req, "start after timeout", until, context="refill")
+
+    @rule(data=st.data())
+    def burst(self, data):
+        """Several clients send the next request of distinct live sequences at the same moment:
+        they queue together and share batches (a slow model makes sure they do)."""
+        size = data.draw(st.integers(2, self.plan.n_clients), label="burst size")
+        ends = data.draw(st.lists(st.booleans(), min_size=self.plan.n_clients, max_size=self.plan.n_clients), label="ends")
+        values = [self._value(data) for _ in range(self.plan.n_clients)]
+        fresh = [self._fresh(data.draw(self.plan.ids, label="id")) for _ in range(self.plan.n_clients)] if self.plan.spec.iterations else []
+        # an iterative burst may start more sequences than there are free slots: the rest wait
+        # in the backlog and iterate when a slot frees
+        past_free = data.draw(st.booleans(), label="more STARTs than free slots") if self.plan.spec.iterations else False
+        past_free = past_free and self.plan.backlog_bursts
+        self.engine.collect()
+        now = time.monotonic()
+        if self.plan.spec.iterations:
+            return self._start_together(size, fresh, ends, values, past_free)
+        # Sequences well inside their idle timeout only: nothing in a burst may be ambiguous.
+        keys = [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > now + self.plan.settings.wire_s]
+        sends = list(zip(self.engine.idle_clients(), keys, ends, values))[:size]
+        if len(sends) < 2:
+            return self._skip("burst: fewer than two idle clients with live sequences")
+        reqs = [(client, self._next_of(key, value, end=end))
+                for client, key, end, value in sends]
+        self.engine.send_together(reqs, "burst")
+
+    def _start_together(self, size, fresh, ends, values, past_free):
+        """An iterative model's burst: a sequence is one START, so clients start fresh ones at
+        the same moment, as many as there are free slots, or up to twice as many (`past_free`:
+        those wait in the backlog for one START's iterations, then run theirs); their executions
+        interleave in shared batches (in-flight batching), each answering its own running sums."""
+        self.engine.model.settle(time.monotonic())
+        distinct = [i for n, i in enumerate(fresh) if i not in fresh[:n] and not self.engine.blocked(i)]
+        free = self.engine.model.free_slots()
+        sends = list(zip(self.engine.idle_clients(), distinct, ends, values))[:min(size, 2 * free if past_free else free)]
+        if len(sends) < 2:
+            return self._skip("burst: fewer than two idle clients and free slots")
+        reqs = [(client, self.plan.spec.request(seq_id, value, start=True, end=end)) for client, seq_id, end, value in sends]
+        self.engine.send_together(reqs, "burst of STARTs")
+        if len(sends) > free:  # sent together, the STARTs past the free slots met them taken
+            self.engine.stats.coverage.situation("backlog")
+
+    @when(lambda plan: not plan.spec.iterations)  # an iterative model's sequences are single STARTs (burst)
+    @rule(data=st.data())
+    def crowd(self, data):
+        """Several sequences at once (live ones, or fresh STARTs where slots are free, up to
+        every slot), a few requests each, pipelined on the idle clients' streams (a client may
+        carry several sequences), one of them sometimes restarting and the last sometimes
+        ending it. The batcher's queues fill faster than it runs them, so its executions carry
+        several live rows with mixed flags, up to every slot at once, which single requests on
+        a fast model almost never make. Kept as HELD steps (a client pipelines several), so a
+        replay sends them at once again."""
+        size = data.draw(st.integers(2, self.plan.crowd_max), label="sequences")
+        depth = data.draw(CROWD_DEPTHS, label="requests each")
+        fresh = [self._fresh(data.draw(self.plan.ids, label="id")) for _ in range(self.plan.crowd_max)]
+        new = [data.draw(st.booleans(), label="a fresh sequence") for _ in range(self.plan.crowd_max)]
+        restart_at = [data.draw(st.integers(-8, 23), label="restart at") for _ in range(self.plan.crowd_max)]
+        ends = [data.draw(st.sampled_from([False, False, True]), label="end") for _ in range(self.plan.crowd_max)]
+        seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
+        scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
+        # Every sequence's j-th request the same value: rows of one execution alike but for
+        # their sequence (what a cache or a dedup keyed by content mixes up).
+        alike = data.draw(st.sampled_from([False, False, True]), label="alike rows")
+        steer = data.draw(STEER, label="steer crowd")
+        if steer == STEER_TOP and f"live rows >= {self.plan.crowd_max}" not in self.engine.stats.coverage.here:
+            # No execution of this example surely carried every slot: a crowd on every slot,
+            # deep enough that its middle runs full, the first sequence restarting there.
+            size, depth = self.plan.crowd_max, max(depth, 8)
+            restart_at = [depth // 2, *restart_at[1:]]
+        self.engine.collect()
+        now = time.monotonic()
+        self.engine.model.settle(now)
+        plans = self._crowd_plans(size, depth, fresh, new, now)
+        if len(plans) < 2:
+            return self._skip("crowd: fewer than two sequences to send on")
+        values, reqs = random.Random(seed), []
+        layers = [values.randint(-scale, scale) for _ in range(depth)] if alike else None
+        for (client, seq_id, total, begins), at, end in zip(plans, restart_at, ends):
+            for j in range(depth):  # a sequence's requests in a block: the queues fill at once
+                start = (j == 0 and begins) or j == at
+                total = self.plan.spec.initial_sum if start else total
+                value = self._fit(layers[j] if alike else values.randint(-scale, scale), total)
+                total += value
+                reqs.append((client, self.plan.spec.request(seq_id, value, start=start, end=end and j == depth - 1)))
+        before = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
+        self.engine.send_together(reqs, "crowd")
+        after = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
+        if before and after:
+            rows = self.engine.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])
+            event(f"crowd: {len(plans)} sequences, some execution carried >= {rows} live rows")
+
+    def _crowd_plans(self, size, depth, fresh, new, now):
+        """(client, id, running sum, starts fresh) for each sequence of a crowd, the idle
+        clients taken in turn: a fresh START only where a slot is free for it (nothing may wait
+        in the backlog), else a live sequence well inside its idle timeout, each once."""
+        clients = self.engine.idle_clients()
+        if not clients:
+            return []
+        free = self.engine.model.free_slots() if now >= self.engine.backlog_settled_at else 0
+        spare = size * depth * 0.002 + self.plan.settings.wire_s + 0.05  # ample time for all of it to run
+        live = [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > now + spare]
+        plans, taken = [], set()
+        for seq_id, fresh_one in zip(fresh[:size], new):
+            client, key = clients[len(plans) % len(clients)], key_of(seq_id)
+            can_start = free and key not in taken and self._free(seq_id)
+            if can_start and (fresh_one or not live):  # a fresh one where drawn, or where none is live
+                free -= 1
+                plans.append((client, seq_id, self.plan.spec.initial_sum, True))
+            elif live:
+                key = live.pop(0)
+                plans.append((client, key[1], self.engine.model.total(key), False))
+            else:
+                continue
+            taken.add(key)
+        return plans
+
+    # -- nemesis rules: faults, drawn only when FuzzSettings.nemesis names them ------------
+    @when(lambda plan: "cut" in plan.faults and bool(plan.proxied))
+    @rule()
+    def cut_connection(self):
+        """The network drops the proxied clients' connections (RST both ways) mid-sequence.
+        Their sequences are the server's, not the connection's: they stay live until they idle
+        out, and any client may go on with them before that."""
+        if not self.engine.cut():
+            return self._skip("cut: a proxied client waits on the backlog")
+
+    @when(lambda plan: "stall" in plan.faults and bool(plan.proxied))
+    @rule(data=st.data())
+    def stall_connection(self, data):
+        """The network holds a proxied client's bytes while it sends the next request of a live
+        sequence: the request reaches the server late, either well before the sequence's idle
+        timeout (the sum goes on) or after it (the START-flag error)."""
+        client = self._pick(data, self.engine.proxied_idle(), "client")
+        key = self._pick(data, self.engine.live(), "sequence")
+        end = data.draw(st.booleans(), label="end")
+        hold = data.draw(st.sampled_from([0.2, 0.5, 1.5, 2.5]), label="hold (x idle timeout)")
+        value = self._value(data)
+        self.engine.collect()
+        if client is None or key is None or key not in self.engine.live() or len(self.engine.proxied_idle()) < len(self.plan.proxied):
+            return self._skip("stall: no idle proxied client or no live sequence")
+        now = time.monotonic()
+        arrival = now + hold * self.plan.spec.idle_s
+        window = self.engine.model.seqs[key].expiry
+        if window.lo - self.plan.settings.wire_s <= arrival <= window.hi + self.plan.settings.wire_s:
+            arrival = window.hi + self.plan.settings.wire_s  # never inside the idle-timeout window
+        if arrival - now > self.plan.settings.max_wait_s:
+            return self._skip("stall: the hold would outlast max_wait_s")
+        req = self._next_of(key, value, end=end)
+        self.engine.going_out(req)
+        exp = self.engine.expect(req, arrival)  # what the server must do when it arrives
+        box = self.engine.nemesis.hold(self.engine.proxy, self.engine.streams[client], req, arrival)
+        self.engine.struck("stall")
+        self.engine.check(client, req, exp, StreamClient.wait(box, self.plan.settings.prompt_s), "stream",
+                    "send while the network stalls, held", wait_s=arrival - now)
+
+    @when(lambda plan: "deadlines" in plan.faults and not plan.spec.decoupled)  # a decoupled model takes no unary call
+    @rule(data=st.data())
+    def give_up_in_flight(self, data):
+        """Clients give up on calls in flight (server issue 7368: a crash): whole sequences
+        (START+END on fresh ids) over unary gRPC, as many at once as slots are free (at most
+        8), in 4 to 64 rounds, each call with a deadline of 0.3 to 10 ms or cancelled as soon
+        as its round is sent (server PR 7325). What was answered must be right, the server
+        must live on, and unary gRPC must still answer."""
+        self.engine.collect()
+        self.engine.model.settle(time.monotonic())
+        at_once = min(8, self.engine.model.free_slots())
+        if at_once == 0 or self.engine.pending or self.engine.parked:
+            return self._skip("deadlines: no free slot, or a START waits in the backlog")
+        rounds = data.draw(st.sampled_from([4, 16, 64]), label="rounds")
+        deadline_us = data.draw(st.sampled_from([0, 300, 700, 1000, 1500, 2000, 4000, 10000]),
+                                label="deadline (us; 0: cancelled at once)")
+        fresh = {self._fresh(data.draw(st.integers(3, 2**24), label="id")) for _ in range(at_once * rounds)}
+        ids = [i for i in fresh if not isinstance(i, str) and i not in self.engine.touched and not self.engine.model.is_live(key_of(i))]
+        fault = Fault("deadlines", ids=ids[:len(ids) - len(ids) % at_once], at_once=at_once, deadline_us=deadline_us)
+        if not fault.ids:
+            return self._skip("deadlines: no fresh ids")
+        given_up = f"given up after {deadline_us} us" if deadline_us else "cancelled as soon as sent"
+        self.engine.hurry(fault, f"{len(fault.ids)} unary gRPC calls, {at_once} in flight together, each a whole "
+                          f"sequence {given_up}")
+
+    @when(lambda plan: "restart" in plan.faults)
+    @rule(graceful=st.booleans())
+    def restart_server(self, graceful):
+        """The server restarts mid-campaign (SIGTERM, or SIGKILL: a crash): every live sequence
+        is gone, so a request without START is refused and every slot is free."""
+        if self._faults_had_their_share():
+            return self._skip("restart: server faults took their share of the campaign so far")
+        self.engine.server_fault(Fault("restart", graceful=graceful),
+                          f"the server restarts ({'SIGTERM' if graceful else 'SIGKILL'})")
+
+    @when(lambda plan: "reload" in plan.faults)
+    @rule()
+    def reload_model(self):
+        """The model is reloaded through the repository API: its sequences are gone."""
+        if self._faults_had_their_share():
+            return self._skip("reload: server faults took their share of the campaign so far")
+        self.engine.server_fault(Fault("reload"), "the model is reloaded")
+
+    @when(lambda plan: plan.full_batch_ok)
+    @rule(data=st.data())
+    def full_batch(self, data):
+        """The server restarts with TRITONSERVER_DELAY_SCHEDULER = the model's capacity, which
+        holds its batchers until that many requests wait (and, with
+        TRITONSERVER_BACKLOG_DELAY_SCHEDULER = b, until b more STARTs wait in the backlog): as
+        many fresh STARTs, sent one after another, must then run as one full batch per
+        instance, each with its own sum, and the backlog is let in as the batch's sequences
+        idle out. Then it restarts without the hooks (a reload would arm them again)."""
+        wanted = data.draw(st.integers(0, 2), label="backlog")
+        fresh = [self._fresh(data.draw(self.plan.ids, label="id")) for _ in range(self.plan.spec.capacity + 2)]
+        values = [self._value(data) for _ in range(self.plan.spec.capacity + 2)]
+        self.engine.collect()
+        if self.engine.pending or self.engine.parked:
+            return self._skip("full batch: a client waits on the backlog or holds a request back")
+        if self._faults_had_their_share():
+            return self._skip("full batch: server faults took their share of the campaign so far")
+        backlog = min(wanted, self.plan.n_clients - self.plan.spec.capacity)
+        fresh = fresh[:self.plan.spec.capacity + backlog]
+        if len({key_of(i) for i in fresh}) < len(fresh):
+            return self._skip("full batch: drawn ids collide")
+        hook = {nemesis.DELAY_SCHEDULER: str(self.plan.spec.capacity)}
+        if backlog:
+            hook[nemesis.BACKLOG_DELAY_SCHEDULER] = str(backlog)
+        said = " ".join(f"{k}={v}" for k, v in hook.items())
+        if not self.engine.server_fault(Fault("full_batch", env=tuple(sorted(hook.items()))),
+                                 f"the server restarts with {said}"):
+            return
+        before = self.plan.server.execution_count(self.plan.spec.batcher)
+        reqs = [(c, self.plan.spec.request(i, v, start=True))
+                for c, i, v in zip(self.engine.idle_clients(), fresh, values)]
+        held = self.engine.send_held(reqs[:self.plan.spec.capacity], "start (held for a full batch)")
+        # The backlog STARTs go on other connections: sent at once, one could overtake a held
+        # START (seen in CI: it took a slot and pushed that START into a second batch).
+        time.sleep(self.plan.settings.wire_s)
+        for client, req in reqs[self.plan.spec.capacity:]:  # queued behind the held batch
+            self.engine.send(client, req, "stream", "start (into the held backlog)", park=False)
+        self.engine.check_held(held)
+        after = self.plan.server.execution_count(self.plan.spec.batcher)
+        if before is not None and after is not None and after - before != self.plan.spec.instances:
+            self.engine.fail(InvariantViolation(
+                "batches_fill", f"{self.plan.spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={self.plan.spec.capacity} ran "
+                                f"in {after - before} execution(s), not one full batch per instance "
+                                f"({self.plan.spec.instances})"), self.engine.log[-1])
+        while self.engine.pending:  # the backlog gets in as slots idle out; each pass lets one in
+            self.engine.go_silent_past_idle()
+        self.engine.server_fault(Fault("full_batch"), "the server restarts without the hooks")
+
+    # -- invariants checked after every step ------------------------------------------------
+    @invariant()
+    def no_hangs(self):
+        """Every backlogged START let in is answered by its due time; parked requests whose
+        time has come are sent (and checked) between steps, whatever the next rule is."""
+        self.engine.collect()
+
+    @invariant()
+    def server_alive(self):
+        self.engine.check_alive()
+
+    # -- teardown: drain and clean up -------------------------------------------------------
+    def teardown(self):
+        self.engine.finish()
 
 
 def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(), stats: RunStats | None = None):
-    """A RuleBasedStateMachine class bound to one model on one server."""
-    setup = Setup.of(server, spec, settings, stats)
-    stats, n_clients, proxied = setup.stats, setup.n_clients, setup.proxied
-    version = getattr(server, "version", None)
-    ids = id_strategy(spec, version, settings.find_known)
-    strings_ok = string_ids_allowed(spec, version, settings.find_known)
-    families = ("other type", "other type") + twin_families(spec, version, settings.find_known)
-    vias = ["stream", "stream", "grpc"] + (["http"] if server.http_url and not spec.decoupled else [])
-    # Never a stream: there the error of a request swept up with a cancel is lost (divergences.py),
-    # unless the campaign is to find that divergence (find_known)
-    after_cancel_vias = ["grpc"] + (["http"] if server.http_url else []) + (["stream"] if "swept-request-error-lost-on-stream" in settings.find_known else [])
-    # Whether an iterative burst may go past the free slots (not where the backlogged START stalls)
-    backlog_bursts = not setup.guarded("iterative-backlog-start-stalls")
-    lo_sum, hi_sum = spec.value_range
-    as_value = setup.as_value
-    fp32 = spec.dtype == "FP32"
-    # Values: small ones, any in range, and ones that bring a running sum onto an edge of the
-    # dtype (edges.core_targets and power_targets: a START sent with one lands there); an FP32
-    # model also gets quarters, which every sum keeps exactly below edges.FRACTION_LIMIT.
-    target = FloatTarget if fp32 else SumTarget
-    # 0 and +-1 among the small ones: a value a careless model takes for "none" or a flag.
-    values = [st.one_of(st.integers(-100, 100), st.sampled_from((0, 1, -1))), st.integers(lo_sum, hi_sum)] + [
-        st.sampled_from(targets).map(lambda t: target(t - spec.initial_sum))
-        for targets in (core_targets(lo_sum, hi_sum, fp32), power_targets(lo_sum, hi_sum))]
-    if fp32:
-        values.append(st.integers(-400, 400).map(lambda q: q * 0.25))
-    # One draw where three would do: each data.draw saves and restores the global random state
-    # (Hypothesis's check that strategies leave it alone), a tenth of the fuzzer's CPU here.
-    value_and_steer = st.tuples(st.one_of(*values), STEER, STEER_INDEX)
-    sum_targets = core_targets(lo_sum, hi_sum, fp32) + power_targets(lo_sum, hi_sum)
-    # (family, place): an integer family once per place (coverage.twin_places), a string family once
-    twin_kinds = tuple((f, p) for f in TWIN_STEP_FAMILIES for p in twin_places(f, spec.id_bits)) + \
-        (tuple((f, None) for f in families) if strings_ok else ())
-    faults = settings.nemesis
-    why_not = nemesis.unsupported(faults, server)
-    if why_not:
-        raise ValueError(why_not)
-    # The DELAY_SCHEDULER hook holds the direct strategy's batcher threads (the oldest strategy
-    # batches through its own dynamic batcher); every client must be free to send a full batch.
-    full_batch_ok = "full_batch" in faults and spec.strategy == "direct" and n_clients >= spec.capacity
-    crowd_max = max(2, spec.capacity)  # sequences in one crowd: up to every slot
-
-    class SequenceBatcherMachine(RuleBasedStateMachine):
-        """Its rules choose what clients do; its engine (one per example) sends and checks."""
-
-        def __init__(self):
-            RuleBasedStateMachine.__init__(self)
-            if stats.first_failure_s is not None and \
-                    time.monotonic() - stats.started - stats.first_failure_s > settings.shrink_budget_s:
-                # A failure that depends on the server's history can keep Hypothesis shrinking for
-                # minutes of live replays. Past the budget every attempt is rejected at once; the
-                # campaign then reports the shortest program it saw, flagged as not shrunk reliably.
-                event("shrink budget spent")
-                stats.shrink_stopped = True
-                assume(False)
-            stats.examples += 1
-            self.engine = Engine(setup, salt=stats.examples)
-            self.twin_steps: set = set()  # integer twin steps steering took in this example
-            self.stuck_waits = 0  # waits of every client for windows to free slots (STUCK_WAITS)
-
-        def _value(self, data):
-            """Drawn from a fixed range (see the rules' note); _fit keeps the running sum in range.
-            Steered: a sum target on an edge of the dtype this example's sums or inputs have not
-            stood on yet."""
-            value, steer, index = data.draw(value_and_steer, label="value, steer, steered value")
-            cov = self.engine.stats.coverage
-            aim = choose(open_sums(sum_targets, cov.here, lo_sum, hi_sum, cov.seen), index) \
-                if steer == STEER_TOP else None
-            if aim is not None:
-                return target(aim - spec.initial_sum)
-            return value if isinstance(value, (SumTarget, FloatTarget)) else as_value(value)
-
-        def _fit(self, value, total):
-            """The value clamped so that it and total + value stay where the model's dtype is exact
-            (a sum with a fraction: narrower); a drawn sum target becomes what brings total there."""
-            if isinstance(value, (SumTarget, FloatTarget)):
-                value = value + spec.initial_sum - total
-            if is_fraction(value) and not is_fraction(total) and abs(total) > FRACTION_LIMIT:
-                value = float(round(value))  # the fraction would not survive on so large a sum
-            lo, hi = exact_range(lo_sum, hi_sum, is_fraction(value) or is_fraction(total))
-            return as_value(min(max(value, lo, lo - total), hi, hi - total))
-
-        def _next_of(self, key, value, **flags):
-            """The next request of the live sequence `key`: `value` fitted to its running sum."""
-            return spec.request(key[1], self._fit(value, self.engine.model.total(key)), **flags)
-
-        # Requests whose order the server picks (or which a cancel may leave out) can make any sum
-        # of a few of them: small values (|v| <= 100), on a sum at least 400 from the dtype's
-        # edges, keep every such sum exact.
-        @staticmethod
-        def _small(value):
-            return as_value(max(-100, min(100, int(value))))  # whole: exact on any sum an FP32 model holds
-
-        def _near_edge(self, key) -> bool:
-            return not lo_sum + 400 <= self.engine.model.total(key) <= hi_sum - 400
-
-        # -- rules: what clients do -------------------------------------------------------------
-        # Which sequences are live, and which clients wait on the backlog, depends on timing. So
-        # every rule draws the same shape of data whatever the state (indexes and values from
-        # fixed ranges) and maps it onto the state at run time, doing nothing when nothing fits.
-        # Hypothesis then replays and shrinks a program without its draws drifting.
-
-        def _client(self, data) -> int | None:
-            idle = self.engine.idle_clients()
-            pick = data.draw(st.integers(0, n_clients - 1), label="client")
-            return idle[pick % len(idle)] if idle else None
-
-        def _last_idle(self, client) -> bool:
-            """`client` is the only one free. It must stay free: were it to wait on the backlog or
-            for a window too, nothing could happen until a sequence idled out, and the example's
-            remaining steps would all be skipped (on a 2-slot, 500 ms model, 70 % of a campaign's
-            steps were). It goes on with the live sequences instead, which frees slots."""
-            return self.engine.idle_clients() == [client]
-
-        def _stalls(self, client, seq_id) -> bool:
-            """A START of `seq_id` from the last free client would wait in the backlog."""
-            self.engine.model.settle(time.monotonic())
-            return self._last_idle(client) and not self.engine.model.is_live(key_of(seq_id)) and not self.engine.model.free_slots()
-
-        def _pick(self, data, items, label):
-            i = data.draw(st.integers(0, 15), label=label)
-            return items[i % len(items)] if items else None
-
-        def _fresh(self, seq_id):
-            """The id made unique to this example (salted_id), every boundary id of SPECIAL_IDS
-            but 1 and 2 left as it is."""
-            if isinstance(seq_id, str):
-                return clip_id(f"{self.engine.salt}.{seq_id}")
-            return salted_id(seq_id, self.engine.salt) % 2**spec.id_bits or 1  # a 32-bit CORRID keeps only the low bits
-
-        def _id(self, data, among=None):
-            """A fresh id, one from `among` (default: every id used so far), or a sibling of a used
-            integer id: equal to it modulo 2**p, the collision a truncated or hashed id makes
-            (a fresh draw rarely lands on one)."""
-            fresh = self._fresh(data.draw(ids, label="id"))
-            how = data.draw(st.sampled_from(ID_CHOICES), label="id choice")
-            pool = self.engine.used_ids if among is None else among
-            reused = self._pick(data, pool, "which id")
-            # A sibling of a live id, when there is one: the collision shows while both are live.
-            live = [k[1] for k in self.engine.live()]
-            twin = sibling(self._pick(data, live or self.engine.used_ids, "sibling of"),
-                           data.draw(SIBLING_STEPS, label="sibling step"), spec.id_bits)
-            if how == "reuse" and reused is not None:
-                return reused
-            return twin if how == "sibling" and twin is not None else fresh
-
-        def _via(self, data) -> str:
-            return data.draw(st.sampled_from(vias), label="via")
-
-        def _skip(self, why: str):
-            event(f"skipped: {why}")
-            self._stuck_wait(self.engine.wait_while_stuck)
-
-        def _stuck_wait(self, wait, *args) -> float:
-            """Every client waits for a window to pass (the engine's `wait`, where only time can
-            help), within STUCK_WAITS per example and where a window is short."""
-            if setup.expiry_rationed or self.stuck_waits >= STUCK_WAITS:
-                return 0.0
-            waited = wait(*args)
-            self.stuck_waits += waited > 0
-            self.engine.stats.stuck_s += waited
-            return waited
-
-        def _faults_had_their_share(self) -> bool:
-            spent = sum(self.engine.stats.fault_s.values())
-            return spent > FAULT_SHARE * (time.monotonic() - self.engine.stats.started)
-
-        def _waits_had_their_share(self, rationed: bool = setup.expiry_rationed) -> bool:
-            """A long wait is waited out at the example's end (the others have finished)."""
-            return rationed and self.engine.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.engine.stats.started)
-
-        @rule(data=st.data())
-        def start(self, data):
-            """A client starts a sequence (sometimes start-and-end in one request) and usually goes
-            on with it for a few requests back to back on its stream, as a streaming client does:
-            sequences are deep from the start, not only in `run`. Shrinks to the START alone."""
-            client, seq_id = self._client(data), self._id(data)
-            end = data.draw(st.sampled_from([False] * 9 + [True]), label="start-and-end")
-            value, via = self._value(data), self._via(data)
-            if data.draw(STEER, label="steer start-and-end") == STEER_TOP:  # where no START+END on such an id yet
-                end = end or flags_goal("START+END", self.engine.id_state(seq_id)) not in self.engine.stats.coverage.here
-            more = data.draw(START_MORE, label="more requests")
-            # Only when there are more: every choice costs the shrinker live replays, and a
-            # sequence's values rarely matter, so a START shrunk to itself draws no seed at all.
-            seed = data.draw(st.integers(0, 255), label="values seed") if more else 0
-            if client is None or self.engine.blocked(seq_id):
-                return self._skip("start: no idle client or id busy")
-            if self._stalls(client, seq_id):
-                return self._skip("start: the last free client would wait on the backlog")
-            req = spec.request(seq_id, value, start=True, end=end)
-            began = time.monotonic()
-            exp = self.engine.send(client, req, via, "start")
-            if more and not end and isinstance(exp, Answer):
-                self._go_on(client, seq_id, exp.value, more, random.Random(seed), scale=100, end=False,
-                            latency=time.monotonic() - began, action="continue")
-
-        @rule(data=st.data())
-        def continue_(self, data):
-            """A client sends the next request of a live sequence."""
-            self._next_of_live(data, end=False, start=False, action="continue")
-
-        @rule(data=st.data())
-        def end(self, data):
-            """A client ends a live sequence."""
-            self._next_of_live(data, end=True, start=False, action="end")
-
-        @rule(data=st.data())
-        def restart(self, data):
-            """A client sends START on an id that is still live: state restarts, slot kept;
-            sometimes with END too, which restarts and ends it in one request."""
-            end = data.draw(st.sampled_from([False, False, False, True]), label="restart-and-end")
-            self._next_of_live(data, end=end, start=True, action=LIVE_ACTIONS["START+END" if end else "START"])
-
-        @rule(data=st.data())
-        def run(self, data):
-            """A client runs one sequence for k requests back to back on its stream: a fresh START
-            and k - 1 more, or k more of a live sequence; the last one sometimes ENDs it. Deep
-            sequences are where state corruption that builds up over many requests shows."""
-            client = self._client(data)
-            fresh = data.draw(st.booleans(), label="fresh sequence")
-            key = self._pick(data, self.engine.live(), "sequence")
-            seq_id = self._fresh(data.draw(ids, label="id"))
-            k = data.draw(RUN_LENGTHS, label="requests")
-            seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
-            scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
-            end = data.draw(st.sampled_from([False, False, True]), label="end at the last")
-            deeper = data.draw(STEER_DEPTH, label="steer depth") == STEER_DEPTH_TOP
-            if client is None:
-                return self._skip("run: no idle client")
-            if deeper:  # as deep as the shallowest depth goal this example has not reached
-                current = self.engine.model.seqs[key].requests if key is not None and not fresh else 0
-                k = open_depth(self._deepest(), current) or k
-            if fresh or key is None:
-                if self.engine.blocked(seq_id):
-                    return self._skip("run: id busy")
-                if self._stalls(client, seq_id):
-                    return self._skip("run: the last free client would wait on the backlog")
-                total, start = spec.initial_sum, True
-            else:
-                seq_id, total, start = key[1], self.engine.model.total(key), False
-            values = random.Random(seed)
-            first = spec.request(seq_id, self._fit(values.randint(-scale, scale), total), start=start,
-                                 end=end and k == 1)
-            began = time.monotonic()
-            exp = self.engine.send(client, first, "stream", f"run 1/{k}")
-            if isinstance(exp, Answer):  # else queued in the backlog, parked, or refused: it stops here
-                self._go_on(client, seq_id, exp.value, k - 1, values, scale, end, time.monotonic() - began,
-                            action="run", numbered=(1, k))
-
-        def _deepest(self) -> int:
-            """The most requests one sequence of this example has had: ended, or live and free to send on."""
-            return max([*self.engine.model.depth.lengths, *(self.engine.model.seqs[k].requests for k in self.engine.live())], default=0)
-
-        def _go_on(self, client, seq_id, total, n, values, scale, end, latency, action, numbered=(0, 0)):
-            """Sends the next n requests of a sequence pipelined on the client's stream, a chunk at
-            a time; the last one ENDs it if `end`. The stream keeps their order, and requests
-            already queued run even if the sequence idles out meanwhile (TRITON_NOTES), so every
-            answer is the model's. A chunk is kept to a fraction of the idle timeout at the latency
-            the first request saw (a slow model gets one request at a time)."""
-            if spec.iterations:
-                # An iterative sequence is its START (its last release ends it): nothing follows.
-                return event(f"{action}: nothing after an iterative START, which ends its sequence")
-            done, k = numbered
-            label = (lambda i: f"{action} {done + i + 1}/{k}") if k else (lambda i: f"{action} ({i + 1} of {n})")
-
-            def nth(i, total):
-                value = self._fit(values.randint(-scale, scale), total)
-                return spec.request(seq_id, value, end=end and i == n - 1)
-
-            latency = max(latency, 1e-4)
-            chunk = max(1, min(RUN_CHUNK, int(0.2 * spec.idle_s / latency)))
-            i = 0
-            while i < n:
-                if i and self.engine.budget_spent():
-                    return event(f"{action}: stopped after {i} of {n}, the campaign's budget is spent")
-                self.engine.collect()
-                sent = []
-                for j in range(i, min(n, i + chunk)):
-                    item = self.engine.send_nowait(client, nth(j, total), label(j))
-                    if item is None or not isinstance(item[2], Answer):
-                        # A slow chunk brought the sequence to its idle window (parked: only this
-                        # client waits) or past it (refused): the run stops here.
-                        self.engine.check_sent(sent + [item] if item else sent, latency)
-                        return
-                    total = item[2].value
-                    sent.append(item)
-                self.engine.check_sent(sent, latency)
-                i += len(sent)
-            event(f"{action}: {n} more requests pipelined")
-
-        def _next_of_live(self, data, *, end, start, action):
-            """A request on a live sequence with these flags; steered, with the flags (coverage's
-            request shapes) no request on a live id of this example has had yet."""
-            client = self._client(data)
-            key = self._pick(data, self.engine.live(), "sequence")
-            value, via = self._value(data), self._via(data)
-            timeout = data.draw(REQUEST_TIMEOUTS, label="timeout (us)")
-            steer, index = data.draw(STEER, label="steer flags"), data.draw(STEER_INDEX, label="steered flags")
-            if client is None or key is None:
-                return self._skip(f"{action}: no idle client or no live sequence")
-            if steer == STEER_TOP:
-                cov = self.engine.stats.coverage
-                shapes = [f for f in FLAG_SHAPES if flags_goal(f, "live") not in cov.here]
-                shape = choose(campaign_first(shapes, lambda f: [flags_goal(f, "live")], cov.seen), index)
-                if shape is not None:
-                    start, end = FLAGS[shape]
-                    action = LIVE_ACTIONS[shape]
-            total = spec.initial_sum if start else self.engine.model.total(key)
-            req = spec.request(key[1], self._fit(value, total), start=start, end=end, timeout_us=timeout)
-            self.engine.send(client, req, via, action)
-
-        @rule(data=st.data())
-        def send_without_start(self, data):
-            """A client continues an id with no live sequence: never seen, ended, expired, cancelled."""
-            client = self._client(data)
-            dead = [i for i in self.engine.used_ids if not self.engine.model.is_live(key_of(i))]
-            seq_id = self._id(data, among=dead)
-            end = data.draw(st.booleans(), label="end")
-            value, via = self._value(data), self._via(data)
-            if client is None or self.engine.model.is_live(key_of(seq_id)) or self.engine.blocked(seq_id):
-                return self._skip("send without START: no idle client or id live")
-            req = spec.request(seq_id, value, end=end)
-            self.engine.send(client, req, via, "send without START")
-
-        @rule(data=st.data())
-        def misuse(self, data):
-            """A malformed request: id 0 or "", wrong dtype, batch > 1, over-long string id. It
-            must be refused without disturbing the live sequence it names."""
-            client = self._client(data)
-            live_ids = [k[1] for k in self.engine.live()]
-            target = self._id(data, among=live_ids)
-            kind = data.draw(st.sampled_from(["zero id", "empty id", "wrong dtype", "batch 2", "long id"]),
-                             label="misuse")
-            start = data.draw(st.booleans(), label="start")
-            length = data.draw(st.integers(MAX_STRING_ID + 1, 300), label="long id length")
-            value, via = self._value(data), self._via(data)
-            fields = dict(seq_id=target, start=start, dtype=spec.dtype)
-            if kind == "zero id":
-                fields["seq_id"] = 0
-            elif kind == "empty id":
-                fields["seq_id"] = ""
-            elif kind == "wrong dtype":
-                fields["dtype"] = "FP32" if spec.dtype == "INT32" else "INT32"
-            elif kind == "batch 2":
-                fields["batch"] = 2
-            else:
-                fields["seq_id"] = "L" * length
-            if client is None or self.engine.blocked(fields["seq_id"]):
-                return self._skip("misuse: no idle client or id busy")
-            if spec.iterations and fields["seq_id"] in (0, ""):
-                # The core's iterative sequencer gives an id-less request an id and START of its
-                # own (tests/test_iterative.py pins what comes of it).
-                return self._skip("misuse: an iterative model takes an id-less request as a sequence")
-            req = spec.request(value=value, **fields)
-            self.engine.send(client, req, via, f"misuse ({kind})")
-
-        @only_if(not spec.iterations)  # it goes on with sequences an iterative START has ended
-        @rule(data=st.data())
-        def alias(self, data):
-            """A client starts a sequence whose id aliases a live one, a twin of one family: its
-            other-typed twin (5 and "5"), an integer equal to it modulo a power of two, a neighbour
-            or 10**k away (what a truncated, hashed or float id makes one key), or a string id's
-            case variant, look-alike, ... (edges.STRING_FAMILIES); then a client sends on the older
-            one, sometimes starts more twins of it of other families, one after another, and goes
-            on with the older one and the last twin in turn for a few more rounds. They are
-            distinct sequences: each keeps its own sum. Where no live sequence has a twin of the
-            family, a fresh one is started first, so the rule alone is the whole collision (START
-            a, START b, a's next), which is what it shrinks to."""
-            client = self._client(data)
-            key = self._pick(data, self.engine.live(), "sequence")
-            fresh = self._fresh(data.draw(ids, label="id"))
-            first = self._twin_draw(data)
-            more = [self._twin_draw(data) for _ in range(data.draw(MORE_TWINS, label="more twins"))]
-            values = [self._value(data) for _ in range(3)]
-            via = self._via(data)
-            rounds = data.draw(START_MORE, label="more rounds")
-            turns = [data.draw(TURNS, label=f"round {i + 1}") for i in range(rounds)]
-            seed = data.draw(st.integers(0, 255), label="values seed") if rounds else 0
-            if client is None:
-                return self._skip("alias: no idle client")
-            kind, band, step = self._twin_kind(first)
-            found = self._alias_base(key, fresh, kind, band, step)
-            if found is None:
-                return self._skip(f"alias: no id with a free twin ({kind})")
-            base, twin = found
-            older = key_of(base)
-            # Both must hold slots at once for their states to meet; a START queued behind the
-            # backlog is `start`'s case. Live sequences end first to make room (on a small model
-            # the slots are full most of the time).
-            needed = 1 if self.engine.model.is_live(older) else 2
-            if not self._make_room(client, via, older, values[0], needed) and \
-                    not (self._stuck_wait(self.engine.wait_for_slots, needed, older) and
-                         self._make_room(client, via, older, values[0], needed)):
-                return self._skip("alias: no free slot for both")
-            if not self.engine.model.is_live(older):
-                if not isinstance(self.engine.send(client, spec.request(base, values[0], start=True), via, "start"), Answer):
-                    return
-            if not self._start_twin(client, via, base, twin, kind, values[1], values[2]):
-                return
-            for raw in more:
-                kind, _, step = self._twin_kind(raw)  # twins of the same id: its band
-                other = self._twin_of(base, kind, step)
-                if other is None or not self._free(other):
-                    continue
-                if not self.engine.model.free_slots():  # the last twin makes room for the next
-                    last = key_of(twin)
-                    end = spec.request(twin, self._fit(values[0], self.engine.model.total(last)), end=True)
-                    if last not in self.engine.live() or not isinstance(self.engine.send(client, end, via, "end the twin"), Answer):
-                        return
-                    self.engine.model.settle(time.monotonic())
-                    if not self.engine.model.free_slots():
-                        return
-                if not self._start_twin(client, via, base, other, kind, values[1], values[2]):
-                    return
-                twin = other
-            self._take_turns(client, via, twin, base, turns, random.Random(seed))
-
-        def _twin_draw(self, data) -> tuple:
-            """What names a twin family, drawn in the same shape whatever is open: an other-typed or
-            string twin or not, which string family, which integer step, and the steering."""
-            other_type = strings_ok and data.draw(st.booleans(), label="other-typed twin")
-            family = data.draw(st.sampled_from(families), label="twin family") if other_type else ""
-            step = data.draw(SIBLING_STEPS, label="sibling step")
-            return family, step, data.draw(STEER, label="steer twin"), data.draw(STEER_INDEX, label="steered twin")
-
-        def _twin_kind(self, raw) -> tuple:
-            """(family, band, integer step) for a drawn twin: steered, a family (an integer one at
-            a place, coverage.twin_places) this example has not had live at once yet, as often as
-            there is one (an integer family's step from the index); band None: wherever the id
-            stands."""
-            family, step, steer, index = raw
-            cov = self.engine.stats.coverage
-            aim = choose(open_twins(twin_kinds, cov.here, cov.seen), index) if steer >= STEER_TWIN_FROM else None
-            if aim is not None and aim[0] in TWIN_STEPS:  # a step of its place, a new one first
-                band, steps = twin_aim(*aim, spec.id_bits)
-                step = choose([s for s in steps if s not in self.twin_steps] or steps, index // len(twin_kinds))
-                self.twin_steps.add(step)
-                return aim[0], band, step
-            if aim is not None:
-                return aim[0], None, step
-            return family or sibling_family(step), None, step
-
-        def _twin_of(self, base, kind: str, step: int):
-            return sibling(base, step, spec.id_bits) if kind in TWIN_STEPS else _twin(base, kind)
-
-        def _free(self, seq_id) -> bool:
-            """No sequence of `seq_id` live or on its way: a START on it would begin a new one."""
-            key = key_of(seq_id)
-            return not self.engine.blocked(seq_id) and not self.engine.model.is_live(key) and key not in self.engine.model.ghosts
-
-        def _alias_base(self, key, fresh, kind: str, band: str | None, step: int):
-            """(id, its twin of `kind`): the live sequence's id where it has a free twin (and stands
-            in `band`, if given), else a fresh id that has one (drawn, or a string or an integer
-            made for it: "5" has no case variant, a string no integer twin; moved into `band`)."""
-            ours = [key[1]] if key is not None and (band is None or band_of(key[1]) == band) else []
-            made = [fresh, self._fresh("Seq"), self._fresh(5)]
-            if band is not None:  # the integers among them ("Seq" is none; the made 5 always is)
-                made = [into_band(i, band) for i in made if isinstance(i, int)]
-            for base in ours + made:
-                twin = self._twin_of(base, kind, step)
-                if twin is None or key_of(twin) == key_of(base) or not self._free(twin):
-                    continue
-                if (key is not None and base == key[1]) or self._free(base):
-                    return base, twin
-            return None
-
-        def _make_room(self, client, via, keep, value, needed: int) -> bool:
-            """Ends live sequences other than `keep` until `needed` slots are free (a slot an END
-            frees while STARTs wait in the backlog goes to the first of them: then one more);
-            False where it cannot (nothing else to end, or an END is not answered at once)."""
-            self.engine.model.settle(time.monotonic())
-            while self.engine.model.free_slots() < needed:
-                others = [k for k in self.engine.live() if k != keep]
-                if not others:
-                    return False
-                end = self._next_of(others[0], value, end=True)
-                if not isinstance(self.engine.send(client, end, via, "end another sequence to make room"), Answer):
-                    return False
-                self.engine.model.settle(time.monotonic())
-            return True
-
-        def _start_twin(self, client, via, base, twin, kind: str, value, next_value) -> bool:
-            """START `twin` while `base` is live, then the next request of `base`: True where both
-            were answered at once and `base` is still live."""
-            older = key_of(base)
-            # The twin starts from a sum the older one does not have, so a mix-up of the two always
-            # shows, whatever the values shrink to (with both at 0 it would not, and Hypothesis
-            # could not drop a step that made them differ). A sum target is fitted first: with a
-            # non-zero initial sum its value alone can lie past the model's range.
-            value = self._fit(value, spec.initial_sum) if isinstance(value, (SumTarget, FloatTarget)) else value
-            if spec.initial_sum + value == self.engine.model.total(older):
-                value = as_value(value - 1 if value > 0 else value + 1)  # toward 0: stays in range
-            action = {"other type": "start the other-typed twin"}.get(kind, f"start its twin ({kind})")
-            second = spec.request(twin, value, start=True)
-            if not isinstance(self.engine.send(client, second, via, action), Answer) or older not in self.engine.live():
-                return False
-            place = twin_place(kind, base, twin, spec.id_bits) if kind in TWIN_STEPS else None
-            if place is not None or kind not in TWIN_STEPS:  # 2^3 apart: no goal of its own
-                self.engine.stats.coverage.twins(kind, place)
-            req = spec.request(base, self._fit(next_value, self.engine.model.total(older)))
-            return isinstance(self.engine.send(client, req, via, "continue the aliased sequence"), Answer)
-
-        def _take_turns(self, client, via, twin, base, turns, values):
-            """The alias and the aliased sequence, one request each per round (or the older one
-            alone), until one of them is no longer live or a request is not answered at once."""
-            both, rounds = ((twin, "its alias"), (base, "the aliased sequence")), len(turns)
-            for i, who in enumerate(turns):
-                for seq_id, whose in both if who == "both" else both[1:]:
-                    key = key_of(seq_id)
-                    if key not in self.engine.live():
-                        return
-                    req = spec.request(seq_id, self._fit(values.randint(-100, 100), self.engine.model.total(key)))
-                    if not isinstance(self.engine.send(client, req, via, f"continue {whose} ({i + 1} of {rounds})"), Answer):
-                        return
-
-        @only_if(not spec.iterations)  # an iterative START ends its own sequence
-        @rule(data=st.data())
-        def queue_behind_full(self, data):
-            """Fresh STARTs take every free slot, one more START waits in the backlog, then a
-            client ends one of the live sequences: the slot it frees must go to the waiting START,
-            which must be answered with its own sum (the backlog drains as slots free). Where the
-            slots are full already, it is the one START and the END."""
-            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity + 1)]
-            values = [self._value(data) for _ in range(spec.capacity + 2)]
-            which = data.draw(st.integers(0, 15), label="which sequence ends")
-            self.engine.collect()
-            clients = self.engine.idle_clients()
-            self.engine.model.settle(time.monotonic())
-            if len(clients) < 2 or self.engine.pending or self.engine.model.backlog:
-                return self._skip("queue behind full: fewer than two idle clients, or the backlog waits")
-            new = [i for n, i in enumerate(fresh) if self._free(i) and key_of(i) not in map(key_of, fresh[:n])]
-            free = self.engine.model.free_slots()
-            fill, queued = new[:free], new[free:][:1]
-            if not queued or not (self.engine.live() or fill):
-                return self._skip("queue behind full: no fresh id left to queue, or nothing to end")
-            for seq_id, value in zip(fill, values):
-                if not isinstance(self.engine.send(clients[0], spec.request(seq_id, value, start=True), "stream",
-                                            "start (to fill every slot)"), Answer):
-                    return
-            self.engine.model.settle(time.monotonic())
-            if self.engine.model.free_slots():
-                return self._skip("queue behind full: a slot is still free")
-            self.engine.send(clients[-1], spec.request(queued[0], values[-2], start=True), "stream",
-                      "start (every slot held: into the backlog)")
-            live = self.engine.live()
-            if not live:
-                return  # the START waits for a sequence left to expire
-            key = live[which % len(live)]
-            self.engine.send(clients[0], self._next_of(key, values[-1], end=True),
-                      "stream", "end a sequence (its slot goes to the backlog)")
-
-        @rule(data=st.data())
-        def abandon_stream(self, data):
-            """A client closes its stream and goes away; its sequences stay live until they time out."""
-            client = self._client(data)
-            if client is None:
-                return self._skip("abandon: no idle client")
-            self.engine.streams[client].close(cancel_requests=False, timeout_s=settings.prompt_s)  # its sequences stay live
-            self.engine.record(client=client, action="close its stream", kind=Kind.CLOSE_STREAM)
-
-        @rule(data=st.data())
-        def cancel(self, data):
-            """A client whose START waits in the backlog cancels it (stop_stream(cancel_requests=True))."""
-            now = time.monotonic()
-            choices = sorted(c for c, p in self.engine.pending.items()
-                             if self.engine.model.surely_backlogged_until(key_of(p.request.seq_id)) > now + 0.2
-                             and now > p.sent_at + settings.wire_s)  # it has reached the backlog
-            client = self._pick(data, choices, "client")
-            if client is None:
-                return self._skip("cancel: nothing surely in the backlog")
-            self.engine.cancel_queued(client)
-
-        @only_if(not setup.cancel_pipelined_guard)
-        @rule(data=st.data())
-        def cancel_pipelined(self, data):
-            """A client sends the next request of a live sequence (on unary gRPC), one more behind
-            it on its stream and a third behind that (on unary gRPC), cancels its stream while the
-            second waits in the queue (a slow model makes sure it does), then sends the sequence's
-            next request: the sequence must have ended with the cancelled request, and the third
-            failed with it (cancel_ends_sequence); see fuzz/cancelling.py for the timing."""
-            client = self._client(data)
-            key = self._pick(data, self.engine.live(), "sequence")
-            values = [self._value(data) for _ in range(4)]
-            end = data.draw(st.booleans(), label="end after")
-            via = data.draw(st.sampled_from(after_cancel_vias), label="via after")
-            self.engine.collect()
-            if client is None or key is None or key not in self.engine.live():
-                return self._skip("cancel pipelined: " + ("no idle client" if client is None else "no live sequence"))
-            # The slot a cancel frees goes to the backlog at a moment no one sees.
-            if self.engine.pending or self.engine.model.backlog:
-                return self._skip("cancel pipelined: a START waits in the backlog")
-            if self.engine.model.seqs[key].expiry.lo < time.monotonic() + 2 * settings.wire_s + 0.1:
-                return self._skip("cancel pipelined: the sequence is near its idle timeout")
-            if self._near_edge(key):
-                return self._skip("cancel pipelined: the sum is near the edge of the model's dtype")
-            reqs = [spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
-            if not self.engine.pipeline_and_cancel(client, *reqs, via):
-                self._skip("cancel pipelined: the sequence is not answered at once")
-
-        @rule(data=st.data())
-        def share_sequence(self, data):
-            """Two to four clients send the next request of one live sequence at the same moment,
-            each on its own connection (the idle clients' streams, then unary gRPC): the server
-            picks their order, and their answers must be the running sums of one arrival order of
-            them all (order_kept); the sequence goes on with all of them. Seed 003's "concurrent
-            requests in the same sequence"."""
-            size = data.draw(st.integers(2, 4), label="clients")
-            key = self._pick(data, self.engine.live(), "sequence")
-            values = [self._value(data) for _ in range(4)]
-            self.engine.collect()
-            if key is None or key not in self.engine.live():
-                return self._skip("share sequence: no live sequence")
-            if self.engine.model.seqs[key].expiry.lo < time.monotonic() + settings.wire_s + 0.05:
-                return self._skip("share sequence: the sequence is near its idle timeout")
-            if self._near_edge(key):
-                return self._skip("share sequence: the sum is near the edge of the model's dtype")
-            idle = self.engine.idle_clients()[:size]
-            who = [(c, "stream") for c in idle] + [(self.engine.teardown_client, "grpc")] * (size - len(idle))
-            reqs = [(c, spec.request(key[1], self._small(v)), via) for (c, via), v in zip(who, values)]
-            if not self.engine.send_at_once(reqs, "next request of one sequence, from several clients at once"):
-                self._skip("share sequence: the sequence is not answered at once")
-
-        @rule(data=st.data())
-        def start_with_timeout(self, data):
-            """A client starts a sequence with a per-request timeout while every slot is held and
-            none can free before the timeout passes: the START waits in the backlog and must fail
-            UNAVAILABLE ('timeout of the corresponding sequence has been expired') then, not before
-            (timeouts_respected); its id is forgotten. L0_sequence_batcher's request timeouts."""
-            client, seq_id = self._client(data), self._id(data)
-            timeout = data.draw(START_TIMEOUTS, label="timeout (us)")
-            value, via = self._value(data), self._via(data)
-            self.engine.collect()
-            if client is None or self.engine.blocked(seq_id):
-                return self._skip("start with timeout: no idle client or id busy")
-            now, key = time.monotonic(), key_of(seq_id)
-            self.engine.model.settle(now)
-            if self.engine.model.is_live(key) or key in self.engine.model.ghosts:
-                return self._skip("start with timeout: the id is live, or its sequence has just idled out")
-            if self.engine.model.free_slots() or not self.engine.model.running:
-                return self._skip("start with timeout: a slot is free")
-            if min(s.expiry.lo for s in self.engine.model.running) < now + timeout / 1e6 + self.engine.late + settings.wire_s:
-                return self._skip("start with timeout: a slot may free before the timeout passes")
-            self.engine.send(client, spec.request(seq_id, value, start=True, timeout_us=timeout), via,
-                      "start with a timeout, every slot held")
-
-        @only_if(setup.expiry_ok)
-        @rule(data=st.data())
-        def let_expire(self, data):
-            """Clients stop sending on a running sequence (or on every one) and leave it to the idle
-            timeout; one client comes back once its window has passed: to it, and must get the
-            START-flag error, or with a new sequence, which must get the slot it freed. Only that
-            client waits: the others go on."""
-            everyone = data.draw(st.booleans(), label="every sequence")
-            key = self._pick(data, self.engine.live(), "sequence")
-            client = self._client(data)
-            end = data.draw(st.booleans(), label="end")
-            value = self._value(data)
-            new_id = self._fresh(data.draw(ids, label="id"))
-            new = data.draw(st.booleans(), label="a new sequence comes instead")
-            if key is None:
-                return self._skip("let expire: no live sequence")
-            if self._waits_had_their_share():
-                return self._skip("let expire: waits for long idle windows took their share of the campaign")
-            keys = [key] + [k for k in self.engine.live() if k != key and everyone]
-            if spec.capacity > 1:
-                # An idle timeout outlasts an example's steps: sequences left to expire hold their
-                # slots for the rest of it. One slot stays for the other clients' work, or every
-                # later step of the example would be skipped.
-                dying = sum(1 for s in self.engine.model.running if s.key in self.engine.silenced)
-                keys = keys[:spec.capacity - 1 - dying]
-                if not keys:
-                    return self._skip("let expire: the other clients would have no slot left")
-            self.engine.leave_to_expire(keys)
-            if client is None or self._last_idle(client):
-                return  # no client comes back to it
-            until = self.engine.model.seqs[key].expiry.hi + 0.005
-            if new and not self.engine.blocked(new_id) and not self.engine.model.is_live(key_of(new_id)):
-                req = spec.request(new_id, value, start=True, end=end)
-                self.engine.park(client, req, "start after timeout", until, context="refill")
-            else:
-                self.engine.park(client, self._next_of(key, value, end=end),
-                          "send after its idle timeout", until)
-
-        @rule(data=st.data(), fraction=st.sampled_from([0.05, 0.2, 0.6, 0.9]))
-        def pause(self, data, fraction):
-            """A client pauses on its sequence for a fraction of what is left of its idle window
-            (short, or up to near its early edge: a cache of the model's own that lives shorter
-            than the window shows only there), then goes on: the sum must go on too. Only that
-            client waits."""
-            client = self._client(data)
-            key = self._pick(data, self.engine.live(), "sequence")
-            end = data.draw(st.booleans(), label="end")
-            value = self._value(data)
-            if client is None or key is None or self._last_idle(client):
-                return self._skip("pause: no idle client to spare or no live sequence")
-            now = time.monotonic()
-            room = self.engine.model.seqs[key].expiry.lo - now - settings.wire_s  # the server surely keeps it
-            if room <= 0:
-                return self._skip("pause: the sequence is near its idle timeout")
-            if fraction * room > LONG_PAUSE_S and self._waits_had_their_share(rationed=True):
-                return self._skip("pause: waits at the ends of examples took their share of the campaign")
-            # The value is fitted to the sum when the request is drawn; nothing else touches
-            # this sequence while it is parked, so the sum is the same when it goes.
-            req = self._next_of(key, value, end=end)
-            self.engine.park(client, req, "continue after a pause", now + fraction * room)
-
-        @only_if(setup.expiry_ok)
-        @rule(data=st.data())
-        def refill_after_timeout(self, data):
-            """After every running sequence times out, as many new sequences as there are slots
-            must get in promptly: a leaked slot shows up here. Those clients wait; the others go on."""
-            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity)]
-            values = [self._value(data) for _ in range(spec.capacity)]
-            self.engine.collect()
-            idle = self.engine.idle_clients()
-            if len(idle) <= spec.capacity:
-                return self._skip("refill: fewer idle clients than slots + 1")
-            if self._waits_had_their_share():
-                return self._skip("refill: waits for long idle windows took their share of the campaign")
-            keys = self.engine.live()
-            self.engine.leave_to_expire(keys)
-            until = max([self.engine.model.seqs[k].expiry.hi for k in keys] + [time.monotonic()]) + 0.005
-            for client, seq_id, value in zip(idle, fresh, values):
-                if self.engine.model.is_live(key_of(seq_id)) or self.engine.blocked(seq_id):
-                    continue  # refill wants fresh sequences
-                req = spec.request(seq_id, value, start=True)
-                self.engine.park(client, req, "start after timeout", until, context="refill")
-
-        @rule(data=st.data())
-        def burst(self, data):
-            """Several clients send the next request of distinct live sequences at the same moment:
-            they queue together and share batches (a slow model makes sure they do)."""
-            size = data.draw(st.integers(2, n_clients), label="burst size")
-            ends = data.draw(st.lists(st.booleans(), min_size=n_clients, max_size=n_clients), label="ends")
-            values = [self._value(data) for _ in range(n_clients)]
-            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(n_clients)] if spec.iterations else []
-            # an iterative burst may start more sequences than there are free slots: the rest wait
-            # in the backlog and iterate when a slot frees
-            past_free = data.draw(st.booleans(), label="more STARTs than free slots") if spec.iterations else False
-            past_free = past_free and backlog_bursts
-            self.engine.collect()
-            now = time.monotonic()
-            if spec.iterations:
-                return self._start_together(size, fresh, ends, values, past_free)
-            # Sequences well inside their idle timeout only: nothing in a burst may be ambiguous.
-            keys = [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > now + settings.wire_s]
-            sends = list(zip(self.engine.idle_clients(), keys, ends, values))[:size]
-            if len(sends) < 2:
-                return self._skip("burst: fewer than two idle clients with live sequences")
-            reqs = [(client, self._next_of(key, value, end=end))
-                    for client, key, end, value in sends]
-            self.engine.send_together(reqs, "burst")
-
-        def _start_together(self, size, fresh, ends, values, past_free):
-            """An iterative model's burst: a sequence is one START, so clients start fresh ones at
-            the same moment, as many as there are free slots, or up to twice as many (`past_free`:
-            those wait in the backlog for one START's iterations, then run theirs); their executions
-            interleave in shared batches (in-flight batching), each answering its own running sums."""
-            self.engine.model.settle(time.monotonic())
-            distinct = [i for n, i in enumerate(fresh) if i not in fresh[:n] and not self.engine.blocked(i)]
-            free = self.engine.model.free_slots()
-            sends = list(zip(self.engine.idle_clients(), distinct, ends, values))[:min(size, 2 * free if past_free else free)]
-            if len(sends) < 2:
-                return self._skip("burst: fewer than two idle clients and free slots")
-            reqs = [(client, spec.request(seq_id, value, start=True, end=end)) for client, seq_id, end, value in sends]
-            self.engine.send_together(reqs, "burst of STARTs")
-            if len(sends) > free:  # sent together, the STARTs past the free slots met them taken
-                self.engine.stats.coverage.situation("backlog")
-
-        @only_if(not spec.iterations)  # an iterative model's sequences are single STARTs (burst)
-        @rule(data=st.data())
-        def crowd(self, data):
-            """Several sequences at once (live ones, or fresh STARTs where slots are free, up to
-            every slot), a few requests each, pipelined on the idle clients' streams (a client may
-            carry several sequences), one of them sometimes restarting and the last sometimes
-            ending it. The batcher's queues fill faster than it runs them, so its executions carry
-            several live rows with mixed flags, up to every slot at once, which single requests on
-            a fast model almost never make. Kept as HELD steps (a client pipelines several), so a
-            replay sends them at once again."""
-            size = data.draw(st.integers(2, crowd_max), label="sequences")
-            depth = data.draw(CROWD_DEPTHS, label="requests each")
-            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(crowd_max)]
-            new = [data.draw(st.booleans(), label="a fresh sequence") for _ in range(crowd_max)]
-            restart_at = [data.draw(st.integers(-8, 23), label="restart at") for _ in range(crowd_max)]
-            ends = [data.draw(st.sampled_from([False, False, True]), label="end") for _ in range(crowd_max)]
-            seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
-            scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
-            # Every sequence's j-th request the same value: rows of one execution alike but for
-            # their sequence (what a cache or a dedup keyed by content mixes up).
-            alike = data.draw(st.sampled_from([False, False, True]), label="alike rows")
-            steer = data.draw(STEER, label="steer crowd")
-            if steer == STEER_TOP and f"live rows >= {crowd_max}" not in self.engine.stats.coverage.here:
-                # No execution of this example surely carried every slot: a crowd on every slot,
-                # deep enough that its middle runs full, the first sequence restarting there.
-                size, depth = crowd_max, max(depth, 8)
-                restart_at = [depth // 2, *restart_at[1:]]
-            self.engine.collect()
-            now = time.monotonic()
-            self.engine.model.settle(now)
-            plans = self._crowd_plans(size, depth, fresh, new, now)
-            if len(plans) < 2:
-                return self._skip("crowd: fewer than two sequences to send on")
-            values, reqs = random.Random(seed), []
-            layers = [values.randint(-scale, scale) for _ in range(depth)] if alike else None
-            for (client, seq_id, total, begins), at, end in zip(plans, restart_at, ends):
-                for j in range(depth):  # a sequence's requests in a block: the queues fill at once
-                    start = (j == 0 and begins) or j == at
-                    total = spec.initial_sum if start else total
-                    value = self._fit(layers[j] if alike else values.randint(-scale, scale), total)
-                    total += value
-                    reqs.append((client, spec.request(seq_id, value, start=start, end=end and j == depth - 1)))
-            before = server.executions_and_inferences(spec.batcher)
-            self.engine.send_together(reqs, "crowd")
-            after = server.executions_and_inferences(spec.batcher)
-            if before and after:
-                rows = self.engine.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])
-                event(f"crowd: {len(plans)} sequences, some execution carried >= {rows} live rows")
-
-        def _crowd_plans(self, size, depth, fresh, new, now):
-            """(client, id, running sum, starts fresh) for each sequence of a crowd, the idle
-            clients taken in turn: a fresh START only where a slot is free for it (nothing may wait
-            in the backlog), else a live sequence well inside its idle timeout, each once."""
-            clients = self.engine.idle_clients()
-            if not clients:
-                return []
-            free = self.engine.model.free_slots() if now >= self.engine.backlog_settled_at else 0
-            spare = size * depth * 0.002 + settings.wire_s + 0.05  # ample time for all of it to run
-            live = [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > now + spare]
-            plans, taken = [], set()
-            for seq_id, fresh_one in zip(fresh[:size], new):
-                client, key = clients[len(plans) % len(clients)], key_of(seq_id)
-                can_start = free and key not in taken and self._free(seq_id)
-                if can_start and (fresh_one or not live):  # a fresh one where drawn, or where none is live
-                    free -= 1
-                    plans.append((client, seq_id, spec.initial_sum, True))
-                elif live:
-                    key = live.pop(0)
-                    plans.append((client, key[1], self.engine.model.total(key), False))
-                else:
-                    continue
-                taken.add(key)
-            return plans
-
-        # -- nemesis rules: faults, drawn only when FuzzSettings.nemesis names them ------------
-        @only_if("cut" in faults and bool(proxied))
-        @rule()
-        def cut_connection(self):
-            """The network drops the proxied clients' connections (RST both ways) mid-sequence.
-            Their sequences are the server's, not the connection's: they stay live until they idle
-            out, and any client may go on with them before that."""
-            if not self.engine.cut():
-                return self._skip("cut: a proxied client waits on the backlog")
-
-        @only_if("stall" in faults and bool(proxied))
-        @rule(data=st.data())
-        def stall_connection(self, data):
-            """The network holds a proxied client's bytes while it sends the next request of a live
-            sequence: the request reaches the server late, either well before the sequence's idle
-            timeout (the sum goes on) or after it (the START-flag error)."""
-            client = self._pick(data, self.engine.proxied_idle(), "client")
-            key = self._pick(data, self.engine.live(), "sequence")
-            end = data.draw(st.booleans(), label="end")
-            hold = data.draw(st.sampled_from([0.2, 0.5, 1.5, 2.5]), label="hold (x idle timeout)")
-            value = self._value(data)
-            self.engine.collect()
-            if client is None or key is None or key not in self.engine.live() or len(self.engine.proxied_idle()) < len(proxied):
-                return self._skip("stall: no idle proxied client or no live sequence")
-            now = time.monotonic()
-            arrival = now + hold * spec.idle_s
-            window = self.engine.model.seqs[key].expiry
-            if window.lo - settings.wire_s <= arrival <= window.hi + settings.wire_s:
-                arrival = window.hi + settings.wire_s  # never inside the idle-timeout window
-            if arrival - now > settings.max_wait_s:
-                return self._skip("stall: the hold would outlast max_wait_s")
-            req = self._next_of(key, value, end=end)
-            self.engine.going_out(req)
-            exp = self.engine.expect(req, arrival)  # what the server must do when it arrives
-            box = self.engine.nemesis.hold(self.engine.proxy, self.engine.streams[client], req, arrival)
-            self.engine.struck("stall")
-            self.engine.check(client, req, exp, StreamClient.wait(box, settings.prompt_s), "stream",
-                        "send while the network stalls, held", wait_s=arrival - now)
-
-        @only_if("deadlines" in faults and not spec.decoupled)  # a decoupled model takes no unary call
-        @rule(data=st.data())
-        def give_up_in_flight(self, data):
-            """Clients give up on calls in flight (server issue 7368: a crash): whole sequences
-            (START+END on fresh ids) over unary gRPC, as many at once as slots are free (at most
-            8), in 4 to 64 rounds, each call with a deadline of 0.3 to 10 ms or cancelled as soon
-            as its round is sent (server PR 7325). What was answered must be right, the server
-            must live on, and unary gRPC must still answer."""
-            self.engine.collect()
-            self.engine.model.settle(time.monotonic())
-            at_once = min(8, self.engine.model.free_slots())
-            if at_once == 0 or self.engine.pending or self.engine.parked:
-                return self._skip("deadlines: no free slot, or a START waits in the backlog")
-            rounds = data.draw(st.sampled_from([4, 16, 64]), label="rounds")
-            deadline_us = data.draw(st.sampled_from([0, 300, 700, 1000, 1500, 2000, 4000, 10000]),
-                                    label="deadline (us; 0: cancelled at once)")
-            fresh = {self._fresh(data.draw(st.integers(3, 2**24), label="id")) for _ in range(at_once * rounds)}
-            ids = [i for i in fresh if not isinstance(i, str) and i not in self.engine.touched and not self.engine.model.is_live(key_of(i))]
-            fault = Fault("deadlines", ids=ids[:len(ids) - len(ids) % at_once], at_once=at_once, deadline_us=deadline_us)
-            if not fault.ids:
-                return self._skip("deadlines: no fresh ids")
-            given_up = f"given up after {deadline_us} us" if deadline_us else "cancelled as soon as sent"
-            self.engine.hurry(fault, f"{len(fault.ids)} unary gRPC calls, {at_once} in flight together, each a whole "
-                              f"sequence {given_up}")
-
-        @only_if("restart" in faults)
-        @rule(graceful=st.booleans())
-        def restart_server(self, graceful):
-            """The server restarts mid-campaign (SIGTERM, or SIGKILL: a crash): every live sequence
-            is gone, so a request without START is refused and every slot is free."""
-            if self._faults_had_their_share():
-                return self._skip("restart: server faults took their share of the campaign so far")
-            self.engine.server_fault(Fault("restart", graceful=graceful),
-                              f"the server restarts ({'SIGTERM' if graceful else 'SIGKILL'})")
-
-        @only_if("reload" in faults)
-        @rule()
-        def reload_model(self):
-            """The model is reloaded through the repository API: its sequences are gone."""
-            if self._faults_had_their_share():
-                return self._skip("reload: server faults took their share of the campaign so far")
-            self.engine.server_fault(Fault("reload"), "the model is reloaded")
-
-        @only_if(full_batch_ok)
-        @rule(data=st.data())
-        def full_batch(self, data):
-            """The server restarts with TRITONSERVER_DELAY_SCHEDULER = the model's capacity, which
-            holds its batchers until that many requests wait (and, with
-            TRITONSERVER_BACKLOG_DELAY_SCHEDULER = b, until b more STARTs wait in the backlog): as
-            many fresh STARTs, sent one after another, must then run as one full batch per
-            instance, each with its own sum, and the backlog is let in as the batch's sequences
-            idle out. Then it restarts without the hooks (a reload would arm them again)."""
-            wanted = data.draw(st.integers(0, 2), label="backlog")
-            fresh = [self._fresh(data.draw(ids, label="id")) for _ in range(spec.capacity + 2)]
-            values = [self._value(data) for _ in range(spec.capacity + 2)]
-            self.engine.collect()
-            if self.engine.pending or self.engine.parked:
-                return self._skip("full batch: a client waits on the backlog or holds a request back")
-            if self._faults_had_their_share():
-                return self._skip("full batch: server faults took their share of the campaign so far")
-            backlog = min(wanted, n_clients - spec.capacity)
-            fresh = fresh[:spec.capacity + backlog]
-            if len({key_of(i) for i in fresh}) < len(fresh):
-                return self._skip("full batch: drawn ids collide")
-            hook = {nemesis.DELAY_SCHEDULER: str(spec.capacity)}
-            if backlog:
-                hook[nemesis.BACKLOG_DELAY_SCHEDULER] = str(backlog)
-            said = " ".join(f"{k}={v}" for k, v in hook.items())
-            if not self.engine.server_fault(Fault("full_batch", env=tuple(sorted(hook.items()))),
-                                     f"the server restarts with {said}"):
-                return
-            before = server.execution_count(spec.batcher)
-            reqs = [(c, spec.request(i, v, start=True))
-                    for c, i, v in zip(self.engine.idle_clients(), fresh, values)]
-            held = self.engine.send_held(reqs[:spec.capacity], "start (held for a full batch)")
-            # The backlog STARTs go on other connections: sent at once, one could overtake a held
-            # START (seen in CI: it took a slot and pushed that START into a second batch).
-            time.sleep(settings.wire_s)
-            for client, req in reqs[spec.capacity:]:  # queued behind the held batch
-                self.engine.send(client, req, "stream", "start (into the held backlog)", park=False)
-            self.engine.check_held(held)
-            after = server.execution_count(spec.batcher)
-            if before is not None and after is not None and after - before != spec.instances:
-                self.engine.fail(InvariantViolation(
-                    "batches_fill", f"{spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={spec.capacity} ran "
-                                    f"in {after - before} execution(s), not one full batch per instance "
-                                    f"({spec.instances})"), self.engine.log[-1])
-            while self.engine.pending:  # the backlog gets in as slots idle out; each pass lets one in
-                self.engine.go_silent_past_idle()
-            self.engine.server_fault(Fault("full_batch"), "the server restarts without the hooks")
-
-        # -- invariants checked after every step ------------------------------------------------
-        @invariant()
-        def no_hangs(self):
-            """Every backlogged START let in is answered by its due time; parked requests whose
-            time has come are sent (and checked) between steps, whatever the next rule is."""
-            self.engine.collect()
-
-        @invariant()
-        def server_alive(self):
-            self.engine.check_alive()
-
-        # -- teardown: drain and clean up -------------------------------------------------------
-        def teardown(self):
-            self.engine.finish()
-
-    SequenceBatcherMachine.__name__ = f"Machine_{spec.name}"
-    SequenceBatcherMachine.left_out = setup.left_out()  # for the summary
-    SequenceBatcherMachine.expiry_ok = setup.expiry_ok  # for the coverage goals
-    # Every model's machine has the same source, so Hypothesis would file all their examples under
-    # one database key; this keeps each model's saved failures apart (a shared --fuzz-db).
-    SequenceBatcherMachine._hypothesis_internal_add_digest = spec.name.encode()
-    return SequenceBatcherMachine
+    """The machine's class for one model on one server: SequenceBatcherMachine with its plan, and
+    without the rules the plan leaves out (when)."""
+    plan = Plan.of(server, spec, settings, stats)
+    left_out_rules = {name: None for name, f in vars(SequenceBatcherMachine).items()
+                      if getattr(f, "enabled_when", None) is not None and not f.enabled_when(plan)}
+    return type(f"Machine_{spec.name}", (SequenceBatcherMachine,), {
+        "plan": plan, **left_out_rules,
+        "left_out": plan.setup.left_out(),  # for the summary
+        "expiry_ok": plan.setup.expiry_ok,  # for the coverage goals
+        # Every model's machine has the same source, so Hypothesis would file all their examples
+        # under one database key; this keeps each model's saved failures apart (a shared --fuzz-db).
+        "_hypothesis_internal_add_digest": spec.name.encode(),
+    })
