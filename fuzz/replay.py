@@ -7,6 +7,7 @@ left (answers, inference statistics).
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import attrs
 
@@ -128,90 +129,170 @@ def _await_answer(engine, client: int, spec: ModelSpec, settings: FuzzSettings) 
                                                      f"within {deadline - p.sent_at:.1f} s of being sent"))
 
 
+# How each kind of step is replayed: one function per kind, registered with @replays (a kind
+# without one cannot be replayed; tests/test_step_kinds.py holds every kind to having one here,
+# in the standalone reproducer and in the corpus format).
+Replayer = Callable[[Engine, StepRecord, ModelSpec, FuzzSettings], None]
+REPLAYERS: dict[Kind, Replayer] = {}
+
+
+def replays(*kinds: Kind):
+    def register(replayer: Replayer) -> Replayer:
+        for kind in kinds:
+            if kind in REPLAYERS:
+                raise ValueError(f"{kind.value} steps already replay with {REPLAYERS[kind].__name__}")
+            REPLAYERS[kind] = replayer
+        return replayer
+    return register
+
+
 def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> None:
-    kind, client = step.kind, step.client
-    if kind is Kind.PAUSE:
-        engine.record(client=None, action=step.action, kind=kind, wait_s=go_silent(step.wait_s))
-    elif kind is Kind.GO_SILENT:
-        engine.go_silent_past_idle()  # how long is the model's call now, as in fuzzing
-    elif kind is Kind.LEAVE_TO_EXPIRE:
-        # No request; the recorded request that comes back to one of them after its window
-        # follows, with the silence before it as its wait.
-        engine.record(client=None, action=step.action, kind=kind)
-    elif kind is Kind.CLOSE_STREAM:
-        engine.streams[client].close(cancel_requests=False, timeout_s=settings.prompt_s)
-        engine.record(client=client, action=step.action, kind=kind)
-    elif kind is Kind.CANCEL_QUEUED:
-        if client not in engine.pending:
-            raise ReplayDrift(f"step {step.index} ({step.action}): client {client} has no START waiting in the "
-                              f"backlog at replay")
-        engine.cancel_queued(client)
-    elif kind is Kind.ASIDE:
-        engine.collect()
-        if not engine.send_aside(client, step.request, step.action):
-            raise ReplayDrift(f"step {step.index} ({step.action}): {step.request.seq_id!r} is not answered at once "
-                              f"at replay")
-    elif kind in (Kind.BEHIND, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL):
-        if engine.group is None:
-            raise ReplayDrift(f"step {step.index} ({step.action}): no request was sent on a second stream before it")
-        if kind is Kind.BEHIND:
-            engine.send_behind(client, step.request, step.action)
-        elif kind is Kind.CANCEL_STREAM:
-            engine.cancel_stream(client, step.action)
-        elif kind is Kind.ASIDE_ANSWER:
-            if engine.group.checked >= len(engine.group.asides):  # a shortened program lost its request
-                raise ReplayDrift(f"step {step.index} ({step.action}): no request on a second stream is left to "
-                                  f"answer at replay")
-            engine.check_aside(client, step.action)
-        else:
-            via = "grpc" if step.via == "http" and engine.http is None else step.via
-            engine.after_cancel(client, step.request, via, step.action)
-    elif kind is Kind.SHARED:
-        engine.collect()
-        try:
-            sent = engine.send_shared(client, step.request, step.action, step.via)
-        except NotAnswered:
-            sent = False
-        if not sent:
-            raise ReplayDrift(f"step {step.index} ({step.action}): {step.request.seq_id!r} is not answered at once "
-                              f"at replay")
-    elif kind is Kind.SHARED_ANSWER:
-        if engine.shared is not None:  # the first answer's step checks them all
-            engine.check_shared(step.action.rsplit(" (", 1)[0])
-    elif kind is Kind.HELD:  # one alone: its neighbours are sent with it by replay_steps
-        _send_held(engine, [step])
-    elif kind is Kind.HELD_ANSWER:
-        if not engine.held.get(client):
-            raise ReplayDrift(f"step {step.index} ({step.action}): client {client} holds no request")
-        engine.check_held([engine.held[client].pop(0)])
-    elif kind in (Kind.ANSWER, Kind.STILL_WAITING):
-        if client in engine.pending:  # otherwise it was answered (and checked) already
-            _await_answer(engine, client, spec, settings)
-    elif kind is Kind.FAULT and step.fault is not None and step.fault.name in REPLAYED_FAULTS:
-        if step.fault.name == "cut":
-            struck = engine.cut(step.action)
-        elif step.fault.name == "deadlines":
-            struck = engine.hurry(step.fault, step.action)
-        else:
-            struck = engine.server_fault(step.fault, step.action)
-        if not struck:
-            raise ReplayDrift(f"step {step.index} ({step.action}): a client still waits, the fault cannot strike")
-    elif kind in (Kind.REQUEST, Kind.REFILL, Kind.QUEUED):
-        if step.wait_s:
-            go_silent(step.wait_s)
-        if client in engine.pending:  # the recorded client was idle here; let its answer come in
-            _await_answer(engine, client, spec, settings)
-        engine.collect()
-        if kind is Kind.REFILL:
-            _refill_room(engine, step)
-        if engine.model.waits_for_an_answer(key_of(step.request.seq_id)):
-            # A shrunk program can lose what let that answer come first (fuzz/isolate.py).
-            raise ReplayDrift(f"step {step.index} ({step.action}): {step.request.seq_id!r} still waits for an "
-                              f"answer at replay")
-        via = "grpc" if step.via == "http" and engine.http is None else step.via
-        engine.send(client, step.request, via, step.action, context="refill" if kind is Kind.REFILL else "")
+    replayer = REPLAYERS.get(step.kind)
+    if replayer is None:
+        raise ReplayDrift(f"step {step.index} ({step.action}): a {step.kind.value} step does not replay yet")
+    replayer(engine, step, spec, settings)
+
+
+def _drift(step: StepRecord, why: str) -> ReplayDrift:
+    return ReplayDrift(f"step {step.index} ({step.action}): {why}")
+
+
+def _via(engine, step: StepRecord) -> str:
+    """The recorded transport, HTTP over unary gRPC where the server was given without HTTP."""
+    return "grpc" if step.via == "http" and engine.http is None else step.via
+
+
+@replays(Kind.PAUSE)
+def _pause(engine, step, spec, settings) -> None:
+    engine.record(client=None, action=step.action, kind=step.kind, wait_s=go_silent(step.wait_s))
+
+
+@replays(Kind.GO_SILENT)
+def _go_silent(engine, step, spec, settings) -> None:
+    engine.go_silent_past_idle()  # how long is the model's call now, as in fuzzing
+
+
+@replays(Kind.LEAVE_TO_EXPIRE)
+def _leave_to_expire(engine, step, spec, settings) -> None:
+    # No request; the recorded request that comes back to one of them after its window follows,
+    # with the silence before it as its wait.
+    engine.record(client=None, action=step.action, kind=step.kind)
+
+
+@replays(Kind.CLOSE_STREAM)
+def _close_stream(engine, step, spec, settings) -> None:
+    engine.streams[step.client].close(cancel_requests=False, timeout_s=settings.prompt_s)
+    engine.record(client=step.client, action=step.action, kind=step.kind)
+
+
+@replays(Kind.CANCEL_QUEUED)
+def _cancel_queued(engine, step, spec, settings) -> None:
+    if step.client not in engine.pending:
+        raise _drift(step, f"client {step.client} has no START waiting in the backlog at replay")
+    engine.cancel_queued(step.client)
+
+
+@replays(Kind.ASIDE)
+def _aside(engine, step, spec, settings) -> None:
+    engine.collect()
+    if not engine.send_aside(step.client, step.request, step.action):
+        raise _drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
+
+
+def _in_cancel_group(engine, step) -> None:
+    if engine.group is None:
+        raise _drift(step, "no request was sent on a second stream before it")
+
+
+@replays(Kind.BEHIND)
+def _behind(engine, step, spec, settings) -> None:
+    _in_cancel_group(engine, step)
+    engine.send_behind(step.client, step.request, step.action)
+
+
+@replays(Kind.CANCEL_STREAM)
+def _cancel_stream(engine, step, spec, settings) -> None:
+    _in_cancel_group(engine, step)
+    engine.cancel_stream(step.client, step.action)
+
+
+@replays(Kind.ASIDE_ANSWER)
+def _aside_answer(engine, step, spec, settings) -> None:
+    _in_cancel_group(engine, step)
+    if engine.group.checked >= len(engine.group.asides):  # a shortened program lost its request
+        raise _drift(step, "no request on a second stream is left to answer at replay")
+    engine.check_aside(step.client, step.action)
+
+
+@replays(Kind.AFTER_CANCEL)
+def _after_cancel(engine, step, spec, settings) -> None:
+    _in_cancel_group(engine, step)
+    engine.after_cancel(step.client, step.request, _via(engine, step), step.action)
+
+
+@replays(Kind.SHARED)
+def _shared(engine, step, spec, settings) -> None:
+    engine.collect()
+    try:
+        sent = engine.send_shared(step.client, step.request, step.action, step.via)
+    except NotAnswered:
+        sent = False
+    if not sent:
+        raise _drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
+
+
+@replays(Kind.SHARED_ANSWER)
+def _shared_answer(engine, step, spec, settings) -> None:
+    if engine.shared is not None:  # the first answer's step checks them all
+        engine.check_shared(step.action.rsplit(" (", 1)[0])
+
+
+@replays(Kind.HELD)
+def _held(engine, step, spec, settings) -> None:
+    _send_held(engine, [step])  # one alone: its neighbours are sent with it by replay_steps
+
+
+@replays(Kind.HELD_ANSWER)
+def _held_answer(engine, step, spec, settings) -> None:
+    if not engine.held.get(step.client):
+        raise _drift(step, f"client {step.client} holds no request")
+    engine.check_held([engine.held[step.client].pop(0)])
+
+
+@replays(Kind.ANSWER, Kind.STILL_WAITING)
+def _answer(engine, step, spec, settings) -> None:
+    if step.client in engine.pending:  # otherwise it was answered (and checked) already
+        _await_answer(engine, step.client, spec, settings)
+
+
+@replays(Kind.FAULT)
+def _fault(engine, step, spec, settings) -> None:
+    if step.fault is None or step.fault.name not in REPLAYED_FAULTS:
+        raise _drift(step, f"a {step.fault.name if step.fault else 'nameless'} fault does not replay")
+    if step.fault.name == "cut":
+        struck = engine.cut(step.action)
+    elif step.fault.name == "deadlines":
+        struck = engine.hurry(step.fault, step.action)
     else:
-        raise ReplayDrift(f"step {step.index} ({step.action}): a {kind.value} step does not replay yet")
+        struck = engine.server_fault(step.fault, step.action)
+    if not struck:
+        raise _drift(step, "a client still waits, the fault cannot strike")
+
+
+@replays(Kind.REQUEST, Kind.REFILL, Kind.QUEUED)
+def _request(engine, step, spec, settings) -> None:
+    if step.wait_s:
+        go_silent(step.wait_s)
+    if step.client in engine.pending:  # the recorded client was idle here; let its answer come in
+        _await_answer(engine, step.client, spec, settings)
+    engine.collect()
+    if step.kind is Kind.REFILL:
+        _refill_room(engine, step)
+    if engine.model.waits_for_an_answer(key_of(step.request.seq_id)):
+        # A shrunk program can lose what let that answer come first (fuzz/isolate.py).
+        raise _drift(step, f"{step.request.seq_id!r} still waits for an answer at replay")
+    engine.send(step.client, step.request, _via(engine, step), step.action,
+                context="refill" if step.kind is Kind.REFILL else "")
 
 
 def _refill_room(engine, step: StepRecord) -> None:

@@ -294,6 +294,159 @@ def model_statistics(url, model) -> dict:
     return out
 
 
+class Player:
+    """Plays one entry's steps against the server: one method per kind of step (KINDS), each
+    printing what it sent and, where the step records an expectation, the verdict."""
+
+    def __init__(self, entry, args, url):
+        self.entry, self.args, self.url, self.spec = entry, args, url, entry["spec"]
+        # A decoupled model takes neither unary calls nor HTTP: those steps go over a stream of their own.
+        self.unary = Stream(url) if self.spec.get("decoupled") else Unary(url)
+        self.http = Http(args.http_url.removeprefix("http://")) if args.http_url and not self.spec.get("decoupled") else None
+        self.streams, self.parked, self.touched, self.diverged = {}, {}, [], []
+        self.asides = {}  # client -> its unary calls in flight, oldest first (cancel_pipelined)
+        self.held = {}  # client -> its HELD requests' answers to come, oldest first (burst, crowd)
+        self.backlog_wait = args.timeout + (len(entry["steps"]) + 2) * self.spec["idle_s"] * 2
+
+    def stream(self, client):
+        return self.streams.setdefault(client, Stream(self.url))
+
+    def verdict(self, step, got, via):
+        if step.get("expect") is None:
+            print(f"       got      {got}   (no expectation recorded: not checked)")
+            return
+        ok = matches(step["expect"], got, via)
+        print(f"       expected {step['expected']}\n       got      {got}   {'ok' if ok else '<-- DIVERGES'}")
+        if not ok:
+            self.diverged.append(step["index"])
+
+    def play(self, step):
+        if step["wait_s"]:
+            time.sleep(step["wait_s"])
+        client, req = step["client"], step["request"]
+        who = f"client {client}" if client is not None else "all clients"
+        line = f"{step['index']:3d}. {who}: {step['action']}" + (f" (waited {step['wait_s']:.3f} s)" if step["wait_s"] else "")
+        print(line + (f" {describe(req)} via {step['via']}" if req else ""))
+        if req is not None:
+            self.touched.append(req["id"])
+        KINDS.get(step["kind"], Player.unknown)(self, step)
+
+    def close_stream(self, step):
+        if step["client"] in self.streams:
+            self.streams.pop(step["client"]).close()
+
+    def cancel_queued(self, step):
+        client = step["client"]
+        box = self.parked.pop(client, None)
+        if client in self.streams:
+            self.streams.pop(client).close(cancel_requests=True)
+        got = box.get(timeout=self.args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
+        self.verdict(step, got, "stream")
+
+    def aside(self, step):  # unary, not waited for
+        box = queue.Queue(maxsize=1)
+        threading.Thread(target=lambda r=step["request"], b=box: b.put(self.unary.infer(r, self.args.model, self.args.timeout)),
+                         daemon=True).start()
+        self.asides.setdefault(step["client"], []).append(box)
+        if step["kind"] == "aside":
+            time.sleep(0.017)  # let it reach the server before what follows
+
+    def behind(self, step):  # on the client's stream, to be cancelled
+        self.stream(step["client"]).send(step["request"], self.args.model)
+        time.sleep(0.017)
+
+    def cancel_stream(self, step):
+        if step["client"] in self.streams:
+            self.streams.pop(step["client"]).close(cancel_requests=True)
+
+    def shared(self, step):  # one of several requests of a sequence sent at once
+        if step["via"] != "stream":
+            return self.aside(step)
+        self.asides.setdefault(step["client"], []).append(self.stream(step["client"]).send(step["request"], self.args.model))
+
+    def aside_answer(self, step):
+        boxes = self.asides.get(step["client"]) or []
+        got = boxes.pop(0).get(timeout=self.args.timeout + 1) if boxes else Outcome(status="NOTHING", message="no request")
+        self.verdict(step, got, "grpc")
+
+    def answer(self, step):
+        client = step["client"]
+        box = self.held[client].pop(0) if step["kind"] == "held_answer" and self.held.get(client) else self.parked.pop(client, None)
+        if box is None:
+            print("       (already answered)")
+            return
+        try:
+            got = box.get(timeout=self.backlog_wait)
+        except queue.Empty:
+            got = Outcome(status="CLIENT_TIMEOUT", message=f"no answer within {self.backlog_wait:.1f} s")
+        self.verdict(step, got, "stream")
+
+    def held_request(self, step):  # a client may pipeline several: answered in order
+        self.held.setdefault(step["client"], []).append(self.stream(step["client"]).send(step["request"], self.args.model))
+        print("       (sent with the steps next to it, not waited for: its answer is checked below)")
+
+    def queued(self, step):
+        self.parked[step["client"]] = self.stream(step["client"]).send(step["request"], self.args.model)
+        time.sleep(0.05)  # let it reach the server before the next step (another connection)
+        print("       (queued: its answer is checked where the program received it)")
+
+    def fault(self, step):
+        name = (step.get("fault") or {}).get("name")
+        if name == "reload":
+            for s in self.streams.values():  # an open stream keeps the old copy alive
+                s.close(cancel_requests=True, timeout_s=self.args.timeout)
+            self.streams.clear()
+            # an ensemble's state is its step's: the fresh copy is the step's
+            model = self.args.model
+            reload_model(self.url, self.spec.get("step") or model if model == self.entry["model"] else model)
+        elif name == "deadlines":
+            print(f"       {give_up_in_flight(self.url, self.args.model, self.spec, step['fault'])}")
+        else:
+            print("       (a nemesis fault: not replayed here)")
+
+    def request(self, step):
+        client, req, via = step["client"], step["request"], step["via"]
+        if via == "stream":
+            got = self.stream(client).infer(req, self.args.model, self.args.timeout)
+        elif via == "http" and self.http is not None:
+            got = self.http.infer(req, self.args.model, self.args.timeout)
+        else:
+            got = self.unary.infer(req, self.args.model, self.args.timeout)
+        # a decoupled model's steps all went over streams, whose errors carry no status
+        self.verdict(step, got, "stream" if self.spec.get("decoupled") else via if via != "http" or self.http else "grpc")
+
+    def silence(self, step):  # pause, go_silent, leave_to_expire: the recorded wait was slept
+        pass
+
+    def unknown(self, step):
+        print(f"       (a {step['kind']} step: this script does not play it; a newer triton-seqfuzz wrote it)")
+
+    def leave_as_found(self):
+        """Nothing waits, no sequence holds a slot."""
+        for s in self.streams.values():
+            s.close(cancel_requests=True, timeout_s=self.args.timeout)
+        for d in {json.dumps(t, sort_keys=True): t for t in self.touched}.values():
+            seq_id = seq_id_of(d)
+            if seq_id not in (0, "") and not (isinstance(seq_id, str) and len(seq_id) > 128):
+                self.unary.infer({"id": d, "value": 0, "start": False, "end": True, "dtype": self.spec["dtype"],
+                                  "batch": 1, "batch_dim": self.spec["max_batch_size"] > 0}, self.args.model, 2.0)
+
+
+# Every kind of step a program records (the fuzzer's values.Kind), and how this script plays it.
+KINDS = {
+    "request": Player.request, "refill": Player.request, "after_cancel": Player.request,
+    "queued": Player.queued, "answer": Player.answer, "still_waiting": Player.answer,
+    "cancel_queued": Player.cancel_queued,
+    "go_silent": Player.silence, "leave_to_expire": Player.silence, "pause": Player.silence,
+    "close_stream": Player.close_stream,
+    "held": Player.held_request, "held_answer": Player.answer,
+    "fault": Player.fault,
+    "aside": Player.aside, "behind": Player.behind, "cancel_stream": Player.cancel_stream,
+    "aside_answer": Player.aside_answer,
+    "shared": Player.shared, "shared_answer": Player.aside_answer,
+}
+
+
 def main(entry, argv=None):
     """Replays a corpus entry (its JSON, as a dict); returns the exit status."""
     parser = argparse.ArgumentParser(description=f"Replays triton-seqfuzz corpus entry {entry['name']}.")
@@ -316,122 +469,21 @@ def main(entry, argv=None):
     except Exception as err:  # noqa: BLE001 - any failure to reach it ends the run
         print(f"cannot reach a Triton at {url}: {err}")
         return 2
-    # A decoupled model takes neither unary calls nor HTTP: those steps go over a stream of their own.
-    unary = Stream(url) if spec.get("decoupled") else Unary(url)
-    http = Http(args.http_url.removeprefix("http://")) if args.http_url and not spec.get("decoupled") else None
-    streams, parked, touched, diverged = {}, {}, [], []
-    asides = {}  # client -> its unary calls in flight, oldest first (cancel_pipelined)
-    held = {}  # client -> its HELD requests' answers to come, oldest first (burst, crowd)
-    backlog_wait = args.timeout + (len(entry["steps"]) + 2) * spec["idle_s"] * 2
-
-    def stream(client):
-        return streams.setdefault(client, Stream(url))
-
+    player = Player(entry, args, url)
     # A finding in the statistics: what they rose by is shown, for a reader to hold against the answers
     statistics = entry["invariant"] == "stats_agree"
     before = model_statistics(url, args.model) if statistics else None
-
-    def verdict(step, got, via):
-        if step.get("expect") is None:
-            print(f"       got      {got}   (no expectation recorded: not checked)")
-            return
-        ok = matches(step["expect"], got, via)
-        print(f"       expected {step['expected']}\n       got      {got}   {'ok' if ok else '<-- DIVERGES'}")
-        if not ok:
-            diverged.append(step["index"])
-
     for step in entry["steps"]:
-        kind, action, client, req, via = step["kind"], step["action"], step["client"], step["request"], step["via"]
-        if step["wait_s"]:
-            time.sleep(step["wait_s"])
-        who = f"client {client}" if client is not None else "all clients"
-        line = f"{step['index']:3d}. {who}: {action}" + (f" (waited {step['wait_s']:.3f} s)" if step["wait_s"] else "")
-        print(line + (f" {describe(req)} via {via}" if req else ""))
-        if req is not None:
-            touched.append(req["id"])
-        if kind == "close_stream":
-            if client in streams:
-                streams.pop(client).close()
-        elif kind == "cancel_queued":
-            box = parked.pop(client, None)
-            if client in streams:
-                streams.pop(client).close(cancel_requests=True)
-            got = box.get(timeout=args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
-            verdict(step, got, "stream")
-        elif kind == "aside" or kind == "shared" and via != "stream":  # unary, not waited for
-            box = queue.Queue(maxsize=1)
-            threading.Thread(target=lambda r=req, b=box: b.put(unary.infer(r, args.model, args.timeout)),
-                             daemon=True).start()
-            asides.setdefault(client, []).append(box)
-            if kind == "aside":
-                time.sleep(0.017)  # let it reach the server before what follows
-        elif kind == "behind":  # on the client's stream, to be cancelled
-            stream(client).send(req, args.model)
-            time.sleep(0.017)
-        elif kind == "cancel_stream":
-            if client in streams:
-                streams.pop(client).close(cancel_requests=True)
-        elif kind == "shared" and via == "stream":  # one of several requests of a sequence sent at once
-            asides.setdefault(client, []).append(stream(client).send(req, args.model))
-        elif kind == "aside_answer" or kind == "shared_answer":
-            boxes = asides.get(client) or []
-            got = boxes.pop(0).get(timeout=args.timeout + 1) if boxes else Outcome(status="NOTHING", message="no request")
-            verdict(step, got, "grpc")
-        elif kind in ("answer", "still_waiting", "held_answer"):
-            box = held[client].pop(0) if kind == "held_answer" and held.get(client) else parked.pop(client, None)
-            if box is None:
-                print("       (already answered)")
-                continue
-            try:
-                got = box.get(timeout=backlog_wait)
-            except queue.Empty:
-                got = Outcome(status="CLIENT_TIMEOUT", message=f"no answer within {backlog_wait:.1f} s")
-            verdict(step, got, "stream")
-        elif kind == "held":  # a client may pipeline several: answered in order
-            held.setdefault(client, []).append(stream(client).send(req, args.model))
-            print("       (sent with the steps next to it, not waited for: its answer is checked below)")
-        elif kind == "queued":
-            parked[client] = stream(client).send(req, args.model)
-            time.sleep(0.05)  # let it reach the server before the next step (another connection)
-            print("       (queued: its answer is checked where the program received it)")
-        elif kind == "fault" and (step.get("fault") or {}).get("name") == "reload":
-            for s in streams.values():  # an open stream keeps the old copy alive
-                s.close(cancel_requests=True, timeout_s=args.timeout)
-            streams.clear()
-            # an ensemble's state is its step's: the fresh copy is the step's
-            reload_model(url, spec.get("step") or args.model if args.model == entry["model"] else args.model)
-        elif kind == "fault" and (step.get("fault") or {}).get("name") == "deadlines":
-            print(f"       {give_up_in_flight(url, args.model, spec, step['fault'])}")
-        elif kind == "fault":
-            print("       (a nemesis fault: not replayed here)")
-        elif kind in ("request", "refill", "after_cancel"):
-            if via == "stream":
-                got = stream(client).infer(req, args.model, args.timeout)
-            elif via == "http" and http is not None:
-                got = http.infer(req, args.model, args.timeout)
-            else:
-                got = unary.infer(req, args.model, args.timeout)
-            # a decoupled model's steps all went over streams, whose errors carry no status
-            verdict(step, got, "stream" if spec.get("decoupled") else via if via != "http" or http else "grpc")
-
+        player.play(step)
     if statistics:
         time.sleep(0.3)  # the server counts just after it answers
         rose = {k: v - before.get(k, 0) for k, v in model_statistics(url, args.model).items()}
         print("the model's statistics rose by: " + ", ".join(f"{k} {v}" for k, v in rose.items()))
         print("this script checks the answers only: a stats_agree finding shows in these rises (replay the "
               "entry with `pytest fuzz/ --corpus-dir DIR` to have them judged)")
-    # Leave the server as found: nothing waits, no sequence holds a slot.
-    for s in streams.values():
-        s.close(cancel_requests=True, timeout_s=args.timeout)
-    for d in {json.dumps(t, sort_keys=True): t for t in touched}.values():
-        seq_id = seq_id_of(d)
-        if seq_id not in (0, "") and not (isinstance(seq_id, str) and len(seq_id) > 128):
-            unary.infer({"id": d, "value": 0, "start": False, "end": True, "dtype": spec["dtype"], "batch": 1,
-                         "batch_dim": spec["max_batch_size"] > 0},
-                        args.model, 2.0)
-    if diverged:
-        print(f"DIVERGED at step(s) {', '.join(map(str, diverged))} of {len(entry['steps'])}")
+    player.leave_as_found()
+    if player.diverged:
+        print(f"DIVERGED at step(s) {', '.join(map(str, player.diverged))} of {len(entry['steps'])}")
         return 1
     print(f"no divergence: all {len(entry['steps'])} steps as expected")
     return 0
-
