@@ -24,7 +24,7 @@ from .coverage import Coverage
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .values import LOST_CONNECTION, UNSETTLED
 from .divergences import accepted, steered_around
-from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation
+from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
 from .model import (DTYPE_ERROR, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins,
                     key_of, refused_for_start, too_long)
 from .server_stats import Lenience, Snapshot, Tally, judge
@@ -262,6 +262,7 @@ class Engine(CancelSteps, SharedSteps):
         self.used_ids: list = []
         self.touched: set = set()  # every id sent, to clean up after a failure
         self.log: list[StepRecord] = []
+        self.judged = 0  # steps of the log the registered invariants' judges have seen
         self.last_step_at = time.monotonic()
         # What the clients saw since stats_before. A cancelled START: the client cancels locally and
         # never hears whether the server ran it first (a slot can free before the cancel arrives).
@@ -296,8 +297,19 @@ class Engine(CancelSteps, SharedSteps):
         died = self.death(within_s=ALIVE_WITHIN_S)
         if died is not None:
             self.fail(died, self.log[-1] if self.log else None)
+        self.judge_steps()
         if self.budget_spent():
             raise BudgetSpent("the campaign's budget is spent")
+
+    def judge_steps(self) -> None:
+        """The registered invariants' judges (invariants.register) over the steps recorded since
+        they last looked: after every step, and once the drain has recorded the rest."""
+        while self.judged < len(self.log):
+            rec = self.log[self.judged]
+            self.judged += 1
+            violation = judged(rec, self.spec)
+            if violation is not None:
+                self.fail(violation, rec)
 
     def budget_spent(self) -> bool:
         """The campaign's budget has run out (never while a failure is being shrunk): a long
@@ -314,6 +326,7 @@ class Engine(CancelSteps, SharedSteps):
         try:
             if not self.failed:
                 self._drain()
+                self.judge_steps()
         finally:
             self.stats.lengths.update(self.model.depth.lengths)
             if self.log:

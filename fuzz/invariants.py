@@ -6,26 +6,77 @@ and (added by the machine) the program so far and how to replay it.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import attrs
 
 from .model import Answer, Queued, Refusal, normalize_message
-from .values import Outcome, Request
+from .spec import ModelSpec
+from .values import Outcome, Request, StepRecord
 
-INVARIANTS = (
-    "sums_match",  # every answer is the running sum since the sequence's START
-    "valid_is_accepted",  # what must be accepted is accepted
-    "start_is_required",  # no START, no live sequence: the exact START-flag error
-    "invalid_is_refused",  # malformed requests get their exact error
-    "capacity_respected",  # no new sequence is served while every slot is held
-    "slots_reused",  # after idle timeouts, as many new sequences as slots are admitted promptly
-    "no_hangs",  # every request is answered within the bound; streams drain at teardown
-    "order_kept",  # requests of one sequence sent at once are answered as some arrival order's running sums
-    "timeouts_respected",  # a START that waits in the backlog past its timeout fails then, not before
-    "cancel_ends_sequence",  # a cancelled request (a backlogged START, or one queued on a running sequence) ends its sequence
-    "server_alive",  # the server does not die
-    "stats_agree",  # the statistics extension agrees with what the clients saw (fuzz/server_stats.py)
-    "batches_fill",  # requests held for a full batch run as one batch per instance
-)
+@attrs.frozen
+class Invariant:
+    """A promise the server makes. The built-in ones are checked where the engine sends and
+    collects; one a user registers brings its own `judge`, which sees every step of the program
+    once it is recorded (what was sent, what was expected, what came back, and when: a StepRecord)
+    and says what is wrong with it, or None."""
+    name: str
+    promise: str
+    judge: Callable[[StepRecord, ModelSpec], str | None] | None = None
+
+
+# Every promise, by name: the built-in ones, then any registered.
+INVARIANTS: dict[str, Invariant] = {}
+
+
+def register(invariant: Invariant) -> Invariant:
+    """Adds a promise (e.g. from a conftest.py): its violations are findings like any other,
+    shrunk, saved and replayed under its name (the corpus keeps the name; replaying such an entry
+    needs the invariant registered again)."""
+    if not invariant.name.isidentifier():
+        raise ValueError(f"an invariant's name is an identifier, like sums_match; got {invariant.name!r}")
+    if invariant.name in INVARIANTS:
+        raise ValueError(f"an invariant named {invariant.name} is registered already")
+    if invariant.judge is None:
+        raise ValueError(f"invariant {invariant.name}: a registered promise needs a judge (a function of the "
+                         f"step and the model's spec that returns what is wrong, or None)")
+    INVARIANTS[invariant.name] = invariant
+    return invariant
+
+
+def unregister(name: str) -> None:
+    if name in INVARIANTS and INVARIANTS[name].judge is None:
+        raise ValueError(f"{name} is built in")
+    INVARIANTS.pop(name, None)
+
+
+def judged(rec: StepRecord, spec: ModelSpec) -> InvariantViolation | None:
+    """The first registered judge's finding on a recorded step, as its violation."""
+    for invariant in INVARIANTS.values():
+        if invariant.judge is not None:
+            problem = invariant.judge(rec, spec)
+            if problem:
+                return InvariantViolation(invariant.name, problem)
+    return None
+
+
+for _name, _promise in (
+    ("sums_match", "every answer is the running sum since the sequence's START"),
+    ("valid_is_accepted", "what must be accepted is accepted"),
+    ("start_is_required", "no START, no live sequence: the exact START-flag error"),
+    ("invalid_is_refused", "malformed requests get their exact error"),
+    ("capacity_respected", "no new sequence is served while every slot is held"),
+    ("slots_reused", "after idle timeouts, as many new sequences as slots are admitted promptly"),
+    ("no_hangs", "every request is answered within the bound; streams drain at teardown"),
+    ("order_kept", "requests of one sequence sent at once are answered as some arrival order's running sums"),
+    ("timeouts_respected", "a START that waits in the backlog past its timeout fails then, not before"),
+    ("cancel_ends_sequence", "a cancelled request (a backlogged START, or one queued on a running sequence) "
+                             "ends its sequence"),
+    ("server_alive", "the server does not die"),
+    ("stats_agree", "the statistics extension agrees with what the clients saw (fuzz/server_stats.py)"),
+    ("batches_fill", "requests held for a full batch run as one batch per instance"),
+):
+    INVARIANTS[_name] = Invariant(_name, _promise)
 
 
 class InvariantViolation(AssertionError):

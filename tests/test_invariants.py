@@ -1,0 +1,40 @@
+"""The registry of promises, without a server: a user's invariant needs a name and a judge, and
+its judge's finding is a violation under its name (tests/test_campaign.py runs one live)."""
+import pytest
+
+from fuzz.invariants import INVARIANTS, Invariant, InvariantViolation, judged, register, unregister
+from fuzz.values import Outcome, Request, StepRecord
+
+SPEC = None  # the judge here reads the step only
+
+
+def _over_100(rec, spec):
+    got = rec.outcome
+    return f"answered {got.value}, over 100" if got is not None and got.ok and got.value > 100 else None
+
+
+def test_a_registered_judge_names_its_finding():
+    register(Invariant("no_answer_over_100", "no answer is over 100", judge=_over_100))
+    try:
+        small = StepRecord(1, 0, "start", Request("m", 5, 7, start=True), outcome=Outcome(value=7))
+        big = StepRecord(2, 0, "continue", Request("m", 5, 101), outcome=Outcome(value=108))
+        assert judged(small, SPEC) is None
+        violation = judged(big, SPEC)
+        assert isinstance(violation, InvariantViolation)
+        assert (violation.invariant, violation.detail) == ("no_answer_over_100", "answered 108, over 100")
+    finally:
+        unregister("no_answer_over_100")
+    assert "no_answer_over_100" not in INVARIANTS and judged(big, SPEC) is None
+
+
+def test_bad_registrations_are_refused_with_what_to_do():
+    with pytest.raises(ValueError, match="registered already"):
+        register(Invariant("sums_match", "again", judge=_over_100))
+    with pytest.raises(ValueError, match="needs a judge"):
+        register(Invariant("unjudged", "nobody checks it"))
+    with pytest.raises(ValueError, match="an identifier"):
+        register(Invariant("two words", "x", judge=_over_100))
+    with pytest.raises(ValueError, match="built in"):
+        unregister("sums_match")
+    with pytest.raises(AssertionError):
+        InvariantViolation("unjudged", "not a promise")
