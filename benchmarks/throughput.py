@@ -187,11 +187,13 @@ def hypothesis_per_step(spec: ModelSpec, examples: int = 200, steps: int = 40) -
     return (time.monotonic() - started) / max(1, count[0])
 
 
-def measure(server, model: str = MODEL, seconds: float = 30.0, stress_concurrency: int = 8) -> Throughput:
+def measure(server, model: str = MODEL, seconds: float = 30.0, stress_concurrency: int = 8,
+            seed: int = 0) -> Throughput:
     spec = ModelSpec.fetch(server, model)
     raw = raw_loop(server, model, seconds)
     with timed_sleeps() as slept:
-        result, error = fuzz_model(server, model, FUZZ_SETTINGS, budget_s=seconds, fuzz_settings=OPTIONS)
+        # A fixed seed: one campaign's rate depends on its program mix, so runs compare only on the same one
+        result, error = fuzz_model(server, model, FUZZ_SETTINGS, budget_s=seconds, fuzz_settings=OPTIONS, seed=seed)
     if error is not None:
         raise RuntimeError(f"the fuzzer failed on a correct model, so its rate means nothing: {error}")
     active_s = max(1e-9, result.wall_s - slept[0])

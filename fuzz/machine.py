@@ -39,6 +39,7 @@ RUN_LENGTHS = st.one_of(st.integers(1, 32), st.integers(1, 32), st.integers(33, 
 RUN_CHUNK = 32  # requests of a run in flight at once
 SALT_STRIDE = 0x16A09E667F3BD  # odd, ~2**40.5: per-example id shifts differ in their low bits
 ID_CHOICES = ("fresh", "reuse", "sibling")
+PICK = st.integers(0, 15)  # an index into whatever list it picks from (_pick)
 # An odd multiple of 2**p: equal modulo every power of two up to 2**p, so a large p collides under
 # every narrower truncation too. 2**32 and 2**63 twice as often: an id cut to 32 bits is the
 # likeliest collision (Triton itself cuts the id to its low 32 bits for an INT32 or UINT32 CORRID
@@ -183,6 +184,12 @@ class Plan:
     setup: Setup
     version: str | None
     ids: st.SearchStrategy  # fresh ids of the model's CORRID type (id_strategy)
+    # (fresh id, ID_CHOICES, which used id, sibling of which, sibling step): _id's one draw. Each
+    # data.draw saves and compares the global random state (Hypothesis's check that strategies
+    # leave it alone): five draws an id cost a step a tenth of its time.
+    id_draw: st.SearchStrategy
+    client_draw: st.SearchStrategy  # which client, among all (mapped onto the idle ones)
+    via_draw: st.SearchStrategy
     strings_ok: bool  # string ids may be sent (a uint64 CORRID with the guard on: not)
     families: tuple  # twin families an alias draws from
     vias: tuple  # transports a request may take
@@ -231,10 +238,14 @@ class Plan:
             for targets in (core_targets(lo_sum, hi_sum, fp32), power_targets(lo_sum, hi_sum))]
         if fp32:
             values.append(st.integers(-400, 400).map(lambda q: q * 0.25))
+        ids = id_strategy(spec, version, settings.find_known)
+        vias = ("stream", "stream", "grpc") + (("http",) if server.http_url and not spec.decoupled else ())
         return cls(
-            setup=setup, version=version, ids=id_strategy(spec, version, settings.find_known),
+            setup=setup, version=version, ids=ids,
+            id_draw=st.tuples(ids, st.sampled_from(ID_CHOICES), PICK, PICK, SIBLING_STEPS),
+            client_draw=st.integers(0, setup.n_clients - 1), via_draw=st.sampled_from(vias),
             strings_ok=strings_ok, families=families,
-            vias=("stream", "stream", "grpc") + (("http",) if server.http_url and not spec.decoupled else ()),
+            vias=vias,
             # Never a stream: there the error of a request swept up with a cancel is lost
             # (divergences.py), unless the campaign is to find that divergence (find_known)
             after_cancel_vias=("grpc",) + (("http",) if server.http_url else ()) +
@@ -323,7 +334,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 
     def _client(self, data) -> int | None:
         idle = self.engine.idle_clients()
-        pick = data.draw(st.integers(0, self.plan.n_clients - 1), label="client")
+        pick = data.draw(self.plan.client_draw, label="client")
         return idle[pick % len(idle)] if idle else None
 
     def _last_idle(self, client) -> bool:
@@ -339,7 +350,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         return self._last_idle(client) and not self.engine.model.is_live(key_of(seq_id)) and not self.engine.model.free_slots()
 
     def _pick(self, data, items, label):
-        i = data.draw(st.integers(0, 15), label=label)
+        i = data.draw(PICK, label=label)
         return items[i % len(items)] if items else None
 
     def _fresh(self, seq_id):
@@ -352,21 +363,20 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     def _id(self, data, among=None):
         """A fresh id, one from `among` (default: every id used so far), or a sibling of a used
         integer id: equal to it modulo 2**p, the collision a truncated or hashed id makes
-        (a fresh draw rarely lands on one)."""
-        fresh = self._fresh(data.draw(self.plan.ids, label="id"))
-        how = data.draw(st.sampled_from(ID_CHOICES), label="id choice")
+        (a fresh draw rarely lands on one). One draw (see Plan.id_draw)."""
+        raw, how, which, of, step = data.draw(self.plan.id_draw, label="id, id choice, which id, sibling of, step")
+        fresh = self._fresh(raw)
         pool = self.engine.used_ids if among is None else among
-        reused = self._pick(data, pool, "which id")
+        reused = pool[which % len(pool)] if pool else None
         # A sibling of a live id, when there is one: the collision shows while both are live.
-        live = [k[1] for k in self.engine.live()]
-        twin = sibling(self._pick(data, live or self.engine.used_ids, "sibling of"),
-                       data.draw(SIBLING_STEPS, label="sibling step"), self.plan.spec.id_bits)
+        live = [k[1] for k in self.engine.live()] or self.engine.used_ids
+        twin = sibling(live[of % len(live)] if live else None, step, self.plan.spec.id_bits)
         if how == "reuse" and reused is not None:
             return reused
         return twin if how == "sibling" and twin is not None else fresh
 
     def _via(self, data) -> str:
-        return data.draw(st.sampled_from(self.plan.vias), label="via")
+        return data.draw(self.plan.via_draw, label="via")
 
     def _skip(self, why: str):
         event(f"skipped: {why}")
