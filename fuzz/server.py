@@ -12,6 +12,7 @@ import atexit
 import ctypes
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -298,8 +299,9 @@ class EmbeddedTriton(_Base):
                  startup_timeout: float = 60.0, stop_grace: float = 10.0):
         self.model_repository = Path(model_repository).resolve()
         self.install = install or TritonInstall.find()
-        self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="triton-seqfuzz-"))
+        if workdir is None:  # ours: its log and backends go when this process ends (a run left 250 of them)
+            _OWN_WORKDIRS.append(self.workdir)
         self._fixed_ports = (grpc_port, http_port)
         self.model_control_mode = model_control_mode
         # Under explicit model control: what is loaded at start-up (and again on restart());
@@ -612,6 +614,17 @@ def _stop_all(*_):
         server.stop()
 
 
+# Work folders made for servers (their logs and backend links): removed when this process exits,
+# after the servers stop, not at stop(): a restart reuses the folder, and a failure's report
+# reads the log after its server is gone.
+_OWN_WORKDIRS: list = []
+
+
+def _remove_workdirs():
+    for folder in _OWN_WORKDIRS:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 _STOP_MARKER: list = [None]
 _STOP_REASON = [""]  # "" until this process is told to stop
 
@@ -630,6 +643,7 @@ def _on_sigint(signum, frame):
     raise KeyboardInterrupt
 
 
+atexit.register(_remove_workdirs)  # atexit runs last-registered first: the servers stop before
 atexit.register(_stop_all)
 _PREVIOUS_SIGTERM = None
 try:

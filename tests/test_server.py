@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -319,6 +320,25 @@ def test_killing_the_fuzzer_with_sigkill_takes_the_server_down(one_model_repo, t
         child.kill()
         child.wait()
     assert wait_gone(pids, timeout=15) == set(), "tritonserver or its stubs outlived a SIGKILLed parent"
+
+
+def test_a_server_s_own_work_folder_goes_when_the_process_ends(one_model_repo):
+    """A server given no workdir makes one (its log, its backends); it outlives stop() (a restart
+    reuses it, a report reads the log) and goes when the process exits, stopped or not."""
+    script = textwrap.dedent(f"""
+        import sys
+        from fuzz.server import EmbeddedTriton
+        s = EmbeddedTriton({str(one_model_repo)!r}).start()
+        print(s.workdir, flush=True)
+        if sys.argv[1] == "stop":
+            s.stop()
+            assert s.log_path.exists(), "the log went with stop()"
+    """)
+    for how in ("stop", "exit"):
+        out = subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        folder = Path(out.stdout.split()[0])
+        assert folder.name.startswith("triton-seqfuzz-") and not folder.exists(), (how, folder)
 
 
 def test_the_oldest_strategys_queue_delay_and_preferred_batch_shape_its_batches(tmp_path):
