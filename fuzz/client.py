@@ -136,6 +136,10 @@ class Box:
     def get_nowait(self) -> Outcome:
         return self.get(False)
 
+    def empty(self) -> bool:
+        """Nothing has come yet (or what came was taken)."""
+        return self._ready.locked()
+
 
 class UnaryCall:
     """A unary gRPC call in flight, read like a StreamClient box: get(timeout) gives its Outcome

@@ -10,10 +10,12 @@ from fuzz.values import Outcome
 
 def test_box_gives_what_was_put_once_then_is_empty():
     box = Box()
+    assert box.empty()
     with pytest.raises(queue.Empty):
         box.get_nowait()
     assert StreamClient.poll(box, 0.0) is None
     box.put(Outcome(value=3))
+    assert not box.empty()
     assert StreamClient.wait(box, 1.0).value == 3
     with pytest.raises(queue.Empty):
         box.get(timeout=0.01)
