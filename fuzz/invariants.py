@@ -14,6 +14,7 @@ from .model import Answer, Queued, Refusal, normalize_message
 from .spec import ModelSpec
 from .values import Outcome, Request, StepRecord
 
+
 @attrs.frozen
 class Invariant:
     """A promise the server makes. The built-in ones are checked where the engine sends and

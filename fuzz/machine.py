@@ -182,7 +182,6 @@ class Plan:
     """What one model's machine draws from, fixed for its campaign: the engine's Setup, and the
     ids, transports, values and twin kinds that the model and the build allow."""
     setup: Setup
-    version: str | None
     ids: st.SearchStrategy  # fresh ids of the model's CORRID type (id_strategy)
     # (fresh id, ID_CHOICES, which used id, sibling of which, sibling step): _id's one draw. Each
     # data.draw saves and compares the global random state (Hypothesis's check that strategies
@@ -192,14 +191,11 @@ class Plan:
     via_draw: st.SearchStrategy
     strings_ok: bool  # string ids may be sent (a uint64 CORRID with the guard on: not)
     families: tuple  # twin families an alias draws from
-    vias: tuple  # transports a request may take
     after_cancel_vias: tuple
     backlog_bursts: bool  # an iterative burst may go past the free slots
     value_and_steer: st.SearchStrategy  # (value, steer, steered index): one draw (see _value)
     sum_targets: tuple  # sums on an edge of the dtype (edges.core_targets, power_targets)
     twin_kinds: tuple  # (family, place): an integer family once per place, a string family once
-    full_batch_ok: bool
-    crowd_max: int  # sequences in one crowd: up to every slot
 
     # What the rules read of the setup, by name
     spec = property(lambda self: self.setup.spec)
@@ -215,6 +211,15 @@ class Plan:
     fp32 = property(lambda self: self.spec.dtype == "FP32")
     # A drawn sum target: FP32 sums are floats
     target = property(lambda self: FloatTarget if self.fp32 else SumTarget)
+    crowd_max = property(lambda self: max(2, self.spec.capacity))  # sequences in one crowd: up to every slot
+
+    @property
+    def full_batch_ok(self) -> bool:
+        """The DELAY_SCHEDULER hook holds the direct strategy's batcher threads (the oldest
+        strategy batches through its own dynamic batcher); every client must be free to send a
+        full batch."""
+        spec = self.spec
+        return "full_batch" in self.faults and spec.strategy == "direct" and self.n_clients >= spec.capacity
 
     @classmethod
     def of(cls, server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(),
@@ -241,11 +246,10 @@ class Plan:
         ids = id_strategy(spec, version, settings.find_known)
         vias = ("stream", "stream", "grpc") + (("http",) if server.http_url and not spec.decoupled else ())
         return cls(
-            setup=setup, version=version, ids=ids,
+            setup=setup, ids=ids,
             id_draw=st.tuples(ids, st.sampled_from(ID_CHOICES), PICK, PICK, SIBLING_STEPS),
             client_draw=st.integers(0, setup.n_clients - 1), via_draw=st.sampled_from(vias),
             strings_ok=strings_ok, families=families,
-            vias=vias,
             # Never a stream: there the error of a request swept up with a cancel is lost
             # (divergences.py), unless the campaign is to find that divergence (find_known)
             after_cancel_vias=("grpc",) + (("http",) if server.http_url else ()) +
@@ -257,13 +261,7 @@ class Plan:
             value_and_steer=st.tuples(st.one_of(*values), STEER, STEER_INDEX),
             sum_targets=core_targets(lo_sum, hi_sum, fp32) + power_targets(lo_sum, hi_sum),
             twin_kinds=tuple((f, p) for f in TWIN_STEP_FAMILIES for p in twin_places(f, spec.id_bits)) +
-            (tuple((f, None) for f in families) if strings_ok else ()),
-            # The DELAY_SCHEDULER hook holds the direct strategy's batcher threads (the oldest
-            # strategy batches through its own dynamic batcher); every client must be free to send
-            # a full batch.
-            full_batch_ok="full_batch" in settings.nemesis and spec.strategy == "direct"
-            and setup.n_clients >= spec.capacity,
-            crowd_max=max(2, spec.capacity))
+            (tuple((f, None) for f in families) if strings_ok else ()))
 
 
 class SequenceBatcherMachine(RuleBasedStateMachine):
