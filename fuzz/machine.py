@@ -19,7 +19,7 @@ from . import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
                     into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
-from .coverage import FLAG_SHAPES, FLAGS, flags_goal, sibling_family, twin_place, twin_places
+from .coverage import FLAG_SHAPES, FLAGS, flags_goal, live_row_goals, sibling_family, twin_place, twin_places
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, open_depth, open_sums,
                        open_twins, twin_aim)
 from .divergences import steered_around
@@ -1020,9 +1020,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # their sequence (what a cache or a dedup keyed by content mixes up).
         alike = data.draw(st.sampled_from([False, False, True]), label="alike rows")
         steer = data.draw(STEER, label="steer crowd")
-        if steer == STEER_TOP and f"live rows >= {self.plan.crowd_max}" not in self.engine.stats.coverage.here:
-            # No execution of this example surely carried every slot: a crowd on every slot,
-            # deep enough that its middle runs full, the first sequence restarting there.
+        if steer == STEER_TOP and f"live rows >= {live_row_goals(self.plan.spec)}" not in self.engine.stats.coverage.here:
+            # No execution of this example surely carried every row it can: a crowd on every
+            # slot, deep enough that its middle runs full, the first sequence restarting there.
             size, depth = self.plan.crowd_max, max(depth, 8)
             restart_at = [depth // 2, *restart_at[1:]]
         self.engine.collect()
