@@ -17,7 +17,8 @@ the model loaded ahead, several at a time (fuzz/fresh.py: a try then waits for n
 they show is kept only once the model itself shows it after a reload (`_try`). What fails from a
 fresh model (alone or after its history) is cut down with plain replays first, where they fail
 too, each cut replayed as often as the failure's own rate asks, and what they leave is checked
-from a fresh model again (`_cut_quickly`). A failure that does replay is polished
+from a fresh model again (`_cut_quickly`); the cuts shorter than what a fresh model confirmed
+get more fresh tries with the time a shrink leaves (`_shorter_again`). A failure that does replay is polished
 instead (`polish`): cut down with plain replays, and checked from a fresh model once at the end.
 """
 from __future__ import annotations
@@ -50,6 +51,11 @@ ALONE_TRIES = FLAKY_TRIES
 # of 20 plain replays (measured live), where three tries threw a good cut away half the time.
 RATE_REPLAYS = 8
 MAX_TRIES = 10
+# The fewest replays a cut of a program with requests sent at once (a crowd, a burst) gets, however
+# often the whole failed: the whole had more chances to put its rows in one batch than a cut of it
+# has (seen: a crowd that failed 4 of 4 replays cut plainly to 14 steps, one replay a cut, and from
+# a fresh model, a try a cut, to the minimal 7).
+HELD_TRIES = 3
 # Steps that make a plain replay slow (an idle timeout waited out, a restart or reload): plain
 # replays cut a program without them, where it fails without them.
 SLOW_STEPS = (*shrink.WAITS, Kind.FAULT)
@@ -94,8 +100,14 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # It may fail without a fresh model too; and one that failed only with history
                 # may have failed alone by chance (a crowd's batch) or need only what the
                 # history left behind, which a cut of the whole keeps.
-                quick = _cut_quickly(server, spec, found, settings, deadline, alone=failing if back else None)
-                return _shrink(server, spec, quick or found, settings, deadline, fresh)
+                quick, cuts = _cut_quickly(server, spec, found, settings, deadline, alone=failing if back else None)
+                # The plain cuts shorter than what a fresh model confirmed, tried again for half
+                # the time left, before a reload a try cuts the rest: that seldom gets far with a
+                # long program (seen: 886 steps, one try in 5 s, where plain cuts had reached 10).
+                half = time.monotonic() + (deadline - time.monotonic()) / 2
+                best = _shorter_again(server, spec, quick or found, cuts, settings, half, fresh)
+                best = _shrink(server, spec, best, settings, deadline, fresh)
+                return _shorter_again(server, spec, best, cuts, settings, deadline, fresh)
     except ServerGone:
         return None  # the run reports the death itself
     finally:
@@ -105,11 +117,12 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
 
 
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
-                 deadline: float, alone=None) -> InvariantViolation | None:
+                 deadline: float, alone=None) -> tuple[InvariantViolation | None, list]:
     """`found` (it failed from a fresh model) cut down with plain replays, ids moved (ms a
     try, where a reload takes 1.4 s), for up to a third of the time left, as long as they fail
-    too; the shortest cut a fresh model fails on too (`_first_fresh`: its program starts with the
-    reload), or None when plain replays do not fail or a fresh model fails on no cut. A failure
+    too: (the shortest cut a fresh model fails on too (`_first_fresh`: its program starts with
+    the reload), or None when plain replays do not fail or a fresh model fails on no cut; every
+    cut plain replays failed on, for `_shorter_again`). A failure
     that Hypothesis could not replay, or did not finish shrinking, often needs no history at all,
     only a batch that the server does not compose the same way every time (a crowd's): a reload
     per try would leave it long. Each cut gets as many replays as the program's own failure rate
@@ -128,7 +141,7 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
         if start is not None:
             break
     else:
-        return None
+        return None, []
     cuts = [list(start.program)]  # every program a plain replay failed on, each shorter than the one before
     replayed = _replayed(plain, tries, share)
 
@@ -138,14 +151,35 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
             cuts.append(list(again.program))
         return again
     shrink.ddmin(start, kept, lambda v: list(v.program), spec, share)
-    return _first_fresh(server, spec, found.invariant, settings, cuts, deadline)
+    return _first_fresh(server, spec, found.invariant, settings, cuts, deadline), cuts
+
+
+def _shorter_again(server, spec: ModelSpec, best: InvariantViolation, cuts: list, settings: FuzzSettings,
+                   deadline: float, fresh: FreshCopies | None = None) -> InvariantViolation:
+    """The plain cuts shorter than `best` tried from a fresh model again, shortest first (each
+    next one at least half as long again, as `_first_fresh` takes them), round after round,
+    until one fails (a shorter result) or time is up (`best`). A crowd's short cut fails in some replays only, and `_first_fresh`'s three
+    tries of it can all pass: seen, a crowd cut to its minimal 6 steps by plain replays, kept at
+    12, and the reloads' shrink of that ending at 8 with 9 s of its budget unspent."""
+    shorter = []
+    for cut in sorted((c for c in cuts if len(c) < len(_body(best))), key=len):
+        if not shorter or 2 * len(cut) >= 3 * len(shorter[-1]):  # each at least half as long again
+            shorter.append(cut)
+    while shorter and time.monotonic() < deadline:
+        for steps in shorter:
+            if time.monotonic() >= deadline:
+                break
+            again = _try(server, spec, steps, best.invariant, settings, fresh=fresh)
+            if again is not None and len(again.program) < len(best.program):
+                return again
+    return best
 
 
 def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, int]:
     """(the first failure of up to RATE_REPLAYS plain replays of `steps`, how many replays each
-    of its cuts gets: `tries_for` the rate the program failed at), or (None, 0) when none
-    failed. A cut of a program that failed 2 of 8 replays, failing as often, must not be thrown
-    away on three unlucky replays."""
+    of its cuts gets: `tries_for` the rate the program failed at, HELD_TRIES at least where it
+    sends requests at once), or (None, 0) when none failed. A cut of a program that failed 2 of
+    8 replays, failing as often, must not be thrown away on three unlucky replays."""
     results = []
     while len(results) < RATE_REPLAYS and time.monotonic() < until:
         results.append(plain(steps))
@@ -154,7 +188,8 @@ def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, int]:
     failed = [r for r in results if r is not None]
     if not failed:
         return None, 0
-    return failed[0], tries_for(len(failed), len(results))
+    tries = tries_for(len(failed), len(results))
+    return failed[0], max(tries, HELD_TRIES) if any(s.kind is Kind.HELD for s in steps) else tries
 
 
 def _replayed(plain, tries: int, until: float):
