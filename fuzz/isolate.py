@@ -56,6 +56,10 @@ MAX_TRIES = 10
 # has (seen: a crowd that failed 4 of 4 replays cut plainly to 14 steps, one replay a cut, and from
 # a fresh model, a try a cut, to the minimal 7).
 HELD_TRIES = 3
+# How many more rounds of fresh tries the plain cuts shorter than a confirmed one get, at each of
+# the two points `_shorter_again` runs: bounded, so that a cut that fails only in plain replays
+# (state a plain try left) does not take the whole budget every time.
+AGAIN_ROUNDS = 3
 # Steps that make a plain replay slow (an idle timeout waited out, a restart or reload): plain
 # replays cut a program without them, where it fails without them.
 SLOW_STEPS = (*shrink.WAITS, Kind.FAULT)
@@ -157,15 +161,16 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
 def _shorter_again(server, spec: ModelSpec, best: InvariantViolation, cuts: list, settings: FuzzSettings,
                    deadline: float, fresh: FreshCopies | None = None) -> InvariantViolation:
     """The plain cuts shorter than `best` tried from a fresh model again, shortest first (each
-    next one at least half as long again, as `_first_fresh` takes them), round after round,
-    until one fails (a shorter result) or time is up (`best`). A crowd's short cut fails in some replays only, and `_first_fresh`'s three
-    tries of it can all pass: seen, a crowd cut to its minimal 6 steps by plain replays, kept at
-    12, and the reloads' shrink of that ending at 8 with 9 s of its budget unspent."""
+    next one at least half as long again, as `_first_fresh` takes them), for up to AGAIN_ROUNDS
+    rounds, until one fails (a shorter result) or time is up (`best`). A crowd's short cut
+    fails in some replays only, and `_first_fresh`'s three tries of it can all pass: seen, a
+    crowd cut to its minimal 6 steps by plain replays, kept at 12, and the reloads' shrink of that
+    ending at 8 with 9 s of its budget unspent."""
     shorter = []
     for cut in sorted((c for c in cuts if len(c) < len(_body(best))), key=len):
         if not shorter or 2 * len(cut) >= 3 * len(shorter[-1]):  # each at least half as long again
             shorter.append(cut)
-    while shorter and time.monotonic() < deadline:
+    for _ in range(AGAIN_ROUNDS if shorter else 0):
         for steps in shorter:
             if time.monotonic() >= deadline:
                 break

@@ -205,6 +205,11 @@ def test_the_time_a_shrink_leaves_retries_the_shorter_plain_cuts_from_a_fresh_mo
     assert calls == [2, 2, 2]  # only the cut shorter than what was kept
     # with no time left, what the shrink kept
     assert isolate._shorter_again(None, SPEC, best, cuts, FuzzSettings(), time.monotonic()) is best
+    # a cut that never fails from a fresh model gets AGAIN_ROUNDS tries, not the whole budget
+    calls.clear()
+    monkeypatch.setattr(isolate, "_try", lambda *a, **k: calls.append(1))
+    assert isolate._shorter_again(None, SPEC, best, cuts, FuzzSettings(), time.monotonic() + 10) is best
+    assert len(calls) == isolate.AGAIN_ROUNDS
 
 
 def test_a_cut_of_requests_sent_at_once_gets_a_few_replays_even_where_the_whole_failed_every_time():
