@@ -166,14 +166,11 @@ def _shorter_again(server, spec: ModelSpec, best: InvariantViolation, cuts: list
     fails in some replays only, and `_first_fresh`'s three tries of it can all pass: seen, a
     crowd cut to its minimal 6 steps by plain replays, kept at 12, and the reloads' shrink of that
     ending at 8 with 9 s of its budget unspent."""
-    shorter = []
-    for cut in sorted((c for c in cuts if len(c) < len(_body(best))), key=len):
-        if not shorter or 2 * len(cut) >= 3 * len(shorter[-1]):  # each at least half as long again
-            shorter.append(cut)
+    shorter = spread([c for c in cuts if len(c) < len(_body(best))])
     for _ in range(AGAIN_ROUNDS if shorter else 0):
         for steps in shorter:
             if time.monotonic() >= deadline:
-                break
+                return best
             again = _try(server, spec, steps, best.invariant, settings, fresh=fresh)
             if again is not None and len(again.program) < len(best.program):
                 return again
@@ -221,17 +218,23 @@ def _first_fresh(server, spec: ModelSpec, invariant: str, settings: FuzzSettings
     minimal 6 steps, checked twice from a fresh model, thrown away, and the reloads' shrink of
     the whole program then ended at 13)."""
     until = time.monotonic() + (deadline - time.monotonic()) / 2
-    tried = 0
-    for steps in sorted(cuts, key=len):
+    for steps in spread(cuts):
         if time.monotonic() >= until:
             break
-        if 2 * len(steps) < 3 * tried:
-            continue
-        tried = len(steps)
         again = _first_failure(lambda: _try(server, spec, steps, invariant, settings), FLAKY_TRIES, until)
         if again is not None:
             return again
     return None
+
+
+def spread(cuts: list) -> list:
+    """The cuts from the shortest up, each kept one at least half as long again as the one before:
+    a few fresh tries that span the lengths, not one for every cut."""
+    kept = []
+    for cut in sorted(cuts, key=len):
+        if not kept or 2 * len(cut) >= 3 * len(kept[-1]):
+            kept.append(cut)
+    return kept
 
 
 def _first_failure(attempt, times: int, until: float = float("inf")) -> InvariantViolation | None:
