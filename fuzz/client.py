@@ -11,6 +11,8 @@ import time
 import attrs
 import numpy as np
 
+from modelgen.variants import LIVE_ROWS_OUTPUT
+
 from .values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the client's values
 
 NP_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64}
@@ -57,9 +59,19 @@ def decode(response, started: float) -> Outcome:
             if arr.size == 0:
                 return Outcome(status="BAD_RESPONSE", message="OUTPUT came back empty",
                                latency_s=time.monotonic() - started)
-            return Outcome(value=arr[0].item(), latency_s=time.monotonic() - started)
+            return Outcome(value=arr[0].item(), latency_s=time.monotonic() - started,
+                           live_rows=_live_rows(response))
     return Outcome(status="BAD_RESPONSE", message=f"no OUTPUT in response (got {[o.name for o in response.outputs]})",
                    latency_s=time.monotonic() - started)
+
+
+def _live_rows(response) -> int | None:
+    """The live rows a generated model says its execution carried (LIVE_ROWS_OUTPUT), if it says."""
+    for i, out in enumerate(response.outputs):
+        if out.name == LIVE_ROWS_OUTPUT and out.datatype == "INT32" and i < len(response.raw_output_contents):
+            arr = np.frombuffer(response.raw_output_contents[i], dtype=np.int32)
+            return int(arr[0]) if arr.size else None
+    return None
 
 
 def _final(response) -> bool:
@@ -195,7 +207,9 @@ class HttpClient:
         out = result.as_numpy("OUTPUT")
         if out is None or out.size == 0:
             return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", latency_s=time.monotonic() - started)
-        return Outcome(value=out.reshape(-1)[0].item(), latency_s=time.monotonic() - started)
+        rows = result.as_numpy(LIVE_ROWS_OUTPUT)
+        return Outcome(value=out.reshape(-1)[0].item(), latency_s=time.monotonic() - started,
+                       live_rows=int(rows.reshape(-1)[0]) if rows is not None and rows.size else None)
 
     def close(self):
         self._client.close()

@@ -408,6 +408,8 @@ class Engine(CancelSteps, SharedSteps):
                 cover.answered(value)
             if rec.kind is Kind.ANSWER:
                 cover.situation("admitted")
+        if got is not None and got.live_rows:  # the model's own count, exact where statistics guess
+            cover.live_rows(got.live_rows, 1)
         if rec.kind is Kind.QUEUED:
             cover.situation("backlog")
         if isinstance(rec.expect, Refusal) and rec.expect.invariant == "start_is_required" \

@@ -60,6 +60,10 @@ class Outcome:
     # The answers a request sent before its final one (an iterative sequence's request answers
     # once per execution), in order; empty for a request answered once.
     partials: tuple = attrs.field(default=(), converter=tuple)
+    # The live (READY) rows of the execution that answered, where the model says so (modelgen's
+    # Python and native models answer modelgen.variants.LIVE_ROWS_OUTPUT beside OUTPUT); None where it does not.
+    # Coverage only: no verdict reads it.
+    live_rows: int | None = None
 
     @property
     def ok(self) -> bool:

@@ -11,7 +11,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from .native import BACKEND as NATIVE_BACKEND
-from .variants import Variant
+from .variants import LIVE_ROWS_OUTPUT, Variant
 
 _DTYPE = {"int32": mc.TYPE_INT32, "fp32": mc.TYPE_FP32, "int64": mc.TYPE_INT64}
 _CONTROL_KIND = {
@@ -63,6 +63,10 @@ def model_config(variant: Variant) -> mc.ModelConfig:
     dims = list(variant.shape)
     cfg.input.add(name="INPUT", data_type=dtype, dims=dims)
     cfg.output.add(name="OUTPUT", data_type=dtype, dims=dims)
+    if variant.says_live_rows:
+        # A diagnostic the fuzzer's coverage reads: the live (READY) rows of the execution that
+        # answered, which the server's statistics only bound (they count padding rows, or mean).
+        cfg.output.add(name=LIVE_ROWS_OUTPUT, data_type=mc.TYPE_INT32, dims=dims)
     # TensorRT engines only run on a GPU; the other backends here run on CPU.
     kind = mc.ModelInstanceGroup.KIND_GPU if variant.backend == "tensorrt" else mc.ModelInstanceGroup.KIND_CPU
     cfg.instance_group.add(count=variant.instances, kind=kind)
@@ -117,7 +121,7 @@ def step_config(variant: Variant) -> mc.ModelConfig:
 
 
 def ensemble_config(variant: Variant) -> mc.ModelConfig:
-    """An ensemble of one step, the variant's stateful accumulator: INPUT in, OUTPUT out, the
+    """An ensemble of one step, the variant's stateful accumulator: INPUT in, its outputs out, the
     same batch size (an ensemble may not take larger batches than its steps)."""
     step = step_config(variant)
     cfg = mc.ModelConfig(name=variant.name, platform="ensemble", max_batch_size=step.max_batch_size)
@@ -125,7 +129,8 @@ def ensemble_config(variant: Variant) -> mc.ModelConfig:
     cfg.output.extend(step.output)
     one = cfg.ensemble_scheduling.step.add(model_name=step.name, model_version=-1)
     one.input_map["INPUT"] = "INPUT"
-    one.output_map["OUTPUT"] = "OUTPUT"
+    for output in step.output:  # OUTPUT, and the step's diagnostic where it has one
+        one.output_map[output.name] = output.name
     return cfg
 
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 import attrs
 
 FLAVOURS = ("corrid", "slot", "implicit")
+# The Python and native models' diagnostic output (INT32, OUTPUT's shape): the live (READY) rows
+# of the execution that answered. Its name is spelled again in templates/accumulator.py and
+# native/accumulator.c, which run inside the server.
+LIVE_ROWS_OUTPUT = "SEQFUZZ_LIVE_ROWS"
 STRATEGIES = ("direct", "oldest")
 DTYPES = ("int32", "fp32")
 # INT64 sums: the native backend's only (the framework graphs and the Python set stay 32-bit).
@@ -173,6 +177,12 @@ class Variant:
         """The model itself ignores the state at START; with an initial state from data it adds
         the state there too, and Triton must hand it the initial value."""
         return not self.initial_sum
+
+    @property
+    def says_live_rows(self) -> bool:
+        """The model answers LIVE_ROWS_OUTPUT: the Python and native models, where every row it
+        is given is live or READY says which are not (direct pads a batch with empty rows)."""
+        return self.backend in ("python", "native") and (self.strategy == "oldest" or "READY" in self.controls)
 
     @property
     def name(self) -> str:

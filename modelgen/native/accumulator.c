@@ -8,6 +8,9 @@
  *              INPUT + INPUT_STATE   otherwise
  *     OUTPUT = OUTPUT_STATE = new
  *
+ * and, where the config declares it, SEQFUZZ_LIVE_ROWS (INT32, OUTPUT's shape): how many of the
+ * execution's rows were READY, which the fuzzer's coverage reads (modelgen.variants.LIVE_ROWS_OUTPUT).
+ *
  * the same contract as modelgen's ONNX, TensorFlow and TensorRT graphs, so the fuzzer's
  * reference model for implicit state judges all of them. The state lives in Triton's core
  * (sequence_batching.state): this file keeps nothing between executions. END and CORRID are
@@ -318,9 +321,25 @@ static TRITONSERVER_Error* second_state(TRITONBACKEND_Request* request, unsigned
   return err;
 }
 
-/* One request: its new state to Triton, its OUTPUT into `response`. */
+/* An output of `bytes` bytes shaped like `like`, filled from `data`, where the request asks for it. */
+static TRITONSERVER_Error* write_output(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response,
+                                       const char* name, DataType dtype, const Tensor* like, const void* data,
+                                       uint64_t bytes) {
+  if (!output_requested(request, name)) return NULL;
+  TRITONBACKEND_Output* output;
+  void* buffer;
+  MemoryType kind = MEMORY_CPU;
+  int64_t kind_id = 0;
+  TRY(TRITONBACKEND_ResponseOutput(response, &output, name, dtype, like->shape, like->dims));
+  TRY(TRITONBACKEND_OutputBuffer(output, &buffer, bytes, &kind, &kind_id));
+  if (kind == MEMORY_GPU) return fail(ERROR_UNSUPPORTED, "GPU memory given for", name);
+  memcpy(buffer, data, bytes);
+  return NULL;
+}
+
+/* One request: its new state to Triton, its OUTPUT (and the execution's `live` rows) into `response`. */
 static TRITONSERVER_Error* run_one(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response,
-                                   bool adds_initial_state) {
+                                   bool adds_initial_state, int32_t live) {
   bool start = false, ready = false;
   TRY(read_flag(request, "START", &start));
   TRY(read_flag(request, "READY", &ready));
@@ -336,16 +355,13 @@ static TRITONSERVER_Error* run_one(TRITONBACKEND_Request* request, TRITONBACKEND
     err = write_state(request, "OUTPUT_STATE", &state, input.data);
   }
   if (err == NULL) err = second_state(request, input.data, start, ready, adds_initial_state);
-  if (err == NULL && output_requested(request, "OUTPUT")) {
-    TRITONBACKEND_Output* output;
-    void* buffer;
-    MemoryType kind = MEMORY_CPU;
-    int64_t kind_id = 0;
-    err = TRITONBACKEND_ResponseOutput(response, &output, "OUTPUT", input.dtype, input.shape, input.dims);
-    if (err == NULL) err = TRITONBACKEND_OutputBuffer(output, &buffer, input.bytes, &kind, &kind_id);
-    if (err == NULL && kind == MEMORY_GPU) err = fail(ERROR_UNSUPPORTED, "GPU memory given for", "OUTPUT");
-    if (err == NULL) memcpy(buffer, input.data, input.bytes);
-  }
+  if (err == NULL) err = write_output(request, response, "OUTPUT", input.dtype, &input, input.data, input.bytes);
+  uint64_t elements = input.bytes / (input.dtype == TYPE_INT64 ? 8 : 4);
+  int32_t* rows = err == NULL ? calloc(elements ? elements : 1, sizeof *rows) : NULL;
+  if (err == NULL && rows == NULL) err = fail(ERROR_INTERNAL, "out of memory for", "SEQFUZZ_LIVE_ROWS");
+  for (uint64_t i = 0; rows != NULL && i < elements; ++i) rows[i] = live;
+  if (err == NULL) err = write_output(request, response, "SEQFUZZ_LIVE_ROWS", TYPE_INT32, &input, rows, elements * 4);
+  free(rows);
   tensor_free(&input);
   tensor_free(&state);
   return err;
@@ -395,13 +411,20 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   TRY(TRITONBACKEND_ModelInstanceModel(instance, &model));
   TRY(TRITONBACKEND_ModelState(model, &flag));
   bool adds_initial_state = flag == &FROM_DATA;
+  int32_t live = 0;  /* the execution's READY rows (a request whose READY cannot be read counts none) */
+  for (uint32_t r = 0; r < request_count; ++r) {
+    bool ready = false;
+    TRITONSERVER_Error* unread = read_flag(requests[r], "READY", &ready);
+    if (unread != NULL) TRITONSERVER_ErrorDelete(unread);
+    live += ready;
+  }
   for (uint32_t r = 0; r < request_count; ++r) {
     TRITONBACKEND_Request* request = requests[r];
     uint64_t compute_start = now_ns();
     TRITONBACKEND_Response* response = NULL;
     TRITONSERVER_Error* err = TRITONBACKEND_ResponseNew(&response, request);
     if (err == NULL) {
-      TRITONSERVER_Error* failed = run_one(request, response, adds_initial_state);
+      TRITONSERVER_Error* failed = run_one(request, response, adds_initial_state, live);
       /* The error, if any, travels in the response (Triton owns it from here). */
       log_error(TRITONBACKEND_ResponseSend(response, RESPONSE_COMPLETE_FINAL, failed), "sending a response");
       err = NULL;

@@ -37,6 +37,8 @@ class TritonPythonModel:
         self.strategy = params["STRATEGY"]["string_value"]
         self.dtype = np.dtype(pb_utils.triton_string_to_numpy(config["output"][0]["data_type"]))
         self.sums = {}
+        # Whether to answer SEQFUZZ_LIVE_ROWS (modelgen.variants.LIVE_ROWS_OUTPUT): where the config has it.
+        self.says_live_rows = any(o["name"] == "SEQFUZZ_LIVE_ROWS" for o in config["output"])
         # A slow model (the nemesis's slow execution): every execution takes this long.
         self.delay_s = int(params.get("EXEC_DELAY_MS", {}).get("string_value", "0")) / 1000
         # A decoupled model answers through each request's response sender, and returns nothing.
@@ -49,7 +51,9 @@ class TritonPythonModel:
     def execute(self, requests):
         if self.delay_s:
             time.sleep(self.delay_s)
-        responses = [self._one(position, request) for position, request in enumerate(requests)]
+        # The execution's live rows, answered beside OUTPUT (modelgen.variants.LIVE_ROWS_OUTPUT).
+        live = sum(bool(_scalar(r, "READY", 1)) for r in requests)
+        responses = [self._answer(self._one(position, request), live) for position, request in enumerate(requests)]
         if not self.decoupled:
             return responses
         for request, response in zip(requests, responses):
@@ -59,6 +63,12 @@ class TritonPythonModel:
             else:
                 request.get_response_sender().send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None
+
+    def _answer(self, outputs, live):
+        if self.says_live_rows:
+            rows = np.full(outputs[0].as_numpy().shape, live, np.int32)  # OUTPUT's shape
+            outputs = [*outputs, pb_utils.Tensor("SEQFUZZ_LIVE_ROWS", rows)]
+        return pb_utils.InferenceResponse(outputs)
 
     def _again(self, request):
         """An iterative START without END has executions left after this one."""
@@ -85,14 +95,12 @@ class TritonPythonModel:
         if self.flavour == "implicit":
             prior = pb_utils.get_input_tensor_by_name(request, "INPUT_STATE").as_numpy().astype(self.dtype)
             if not ready:  # an empty batch position leaves the state as it was
-                return pb_utils.InferenceResponse(
-                    [pb_utils.Tensor("OUTPUT", prior), pb_utils.Tensor("OUTPUT_STATE", prior)])
+                return [pb_utils.Tensor("OUTPUT", prior), pb_utils.Tensor("OUTPUT_STATE", prior)]
             total = (x + self.dtype.type(not (start and self.start_resets)) * prior).astype(self.dtype)
-            return pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUTPUT", total), pb_utils.Tensor("OUTPUT_STATE", total)])
+            return [pb_utils.Tensor("OUTPUT", total), pb_utils.Tensor("OUTPUT_STATE", total)]
 
         if not ready:  # an empty batch position: answer, leave every sum alone
-            return pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT", np.zeros_like(x))])
+            return [pb_utils.Tensor("OUTPUT", np.zeros_like(x))]
 
         if self.flavour == "corrid":
             key = _scalar(request, "CORRID")
@@ -104,4 +112,4 @@ class TritonPythonModel:
             self.sums.pop(key, None)
         else:
             self.sums[key] = total.reshape(-1)[0]
-        return pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT", total)])
+        return [pb_utils.Tensor("OUTPUT", total)]
