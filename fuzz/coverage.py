@@ -29,7 +29,10 @@ ID_STATES = ("fresh", "live", "done")
 # backlogged START was let in when a slot freed; restart, a START on a live id restarted its
 # sequence; refused, a request without START was refused; expiry reuse, a slot a sequence idled
 # out of was taken by a new one; long gap, a sequence went on after a pause of at least half the
-# idle window the server surely keeps it for.
+# idle window the server surely keeps it for; START in a full execution, a START (fresh or a
+# restart) ran in an execution that carried every row it can (a path of its own for a batcher or
+# a model that treats a full batch apart), where the model says its live rows.
+FULL_START = "START in a full execution"
 
 
 @attrs.frozen
@@ -89,6 +92,13 @@ def live_row_goals(spec) -> int:
     return max(1, min(spec.max_batch_size, spec.slots_per_instance))
 
 
+def full_rows(spec) -> int:
+    """The live rows of a full execution where the model says its live rows and a full one is
+    more than one row; 0 otherwise (FULL_START is no goal there)."""
+    rows = live_row_goals(spec)
+    return rows if spec.says_live_rows and rows > 1 else 0
+
+
 def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statistics: bool = True) -> tuple:
     """Every goal this model can reach, in report order: twins of the string `families` the
     generator may make where `strings` are taken, live rows only where the server's statistics
@@ -107,6 +117,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     goals += [flags_goal(f, s) for s in ID_STATES if not (spec.iterations and s == "live") for f in FLAG_SHAPES]
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
     situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap"])
+    situations += [FULL_START] if full_rows(spec) else []
     # an iterative sequence ends itself: none is left to idle out
     goals += [f"situation: {s}" for s in situations + (["expiry reuse"] if expiry and not spec.iterations else [])]
     return tuple(goals)
@@ -120,6 +131,7 @@ class Coverage:
     started: float = attrs.Factory(time.monotonic)
     reached: dict = attrs.Factory(dict)  # goal -> seconds into the campaign when first reached
     most_live_rows: int = 0
+    full_rows: int = 0  # full_rows(spec) of the model: 0 where FULL_START is no goal
     # Goals the running example reached: what steering (fuzz/steering.py) aims past. The example's
     # own, so that a replay of it makes the same choices whatever else the campaign reached.
     here: set = attrs.Factory(set)
@@ -171,6 +183,12 @@ class Coverage:
             self.hit(f"live rows >= {n}")
         self.most_live_rows = max(self.most_live_rows, surely)
         return surely
+
+    def rows_said(self, rows: int, start: bool) -> None:
+        """The model said the execution that answered a request carried `rows` live rows."""
+        self.live_rows(rows, 1)
+        if start and self.full_rows and rows >= self.full_rows:
+            self.situation(FULL_START)
 
     def batch_sizes(self, rows, padded: bool) -> None:
         """The server's batch_stats over the campaign: (batch size, executions). A batch size is

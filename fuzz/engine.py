@@ -20,7 +20,7 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from .events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from .coverage import Coverage
+from .coverage import Coverage, full_rows
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .values import LOST_CONNECTION, UNSETTLED
 from .divergences import accepted, steered_around
@@ -180,6 +180,7 @@ class Setup:
         n_clients = n_clients or max(4, min(settings.max_clients, spec.capacity + 3))
         stats = stats if stats is not None else RunStats()
         stats.coverage.lo, stats.coverage.hi = spec.value_range
+        stats.coverage.full_rows = full_rows(spec)
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
         lingering = any(d.key == "cancelled-backlog-id-lingers"
@@ -409,7 +410,7 @@ class Engine(CancelSteps, SharedSteps):
             if rec.kind is Kind.ANSWER:
                 cover.situation("admitted")
         if got is not None and got.live_rows:  # the model's own count, exact where statistics guess
-            cover.live_rows(got.live_rows, 1)
+            cover.rows_said(got.live_rows, rec.request is not None and rec.request.start)
         if rec.kind is Kind.QUEUED:
             cover.situation("backlog")
         if isinstance(rec.expect, Refusal) and rec.expect.invariant == "start_is_required" \

@@ -19,7 +19,8 @@ from . import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
                     into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
-from .coverage import FLAG_SHAPES, FLAGS, flags_goal, live_row_goals, sibling_family, twin_place, twin_places
+from .coverage import (FLAG_SHAPES, FLAGS, FULL_START, flags_goal, full_rows, live_row_goals, sibling_family, twin_place,
+                       twin_places)
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, open_depth, open_sums,
                        open_twins, twin_aim)
 from .divergences import steered_around
@@ -286,6 +287,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         stats.examples += 1
         self.engine = Engine(self.plan.setup, salt=stats.examples)
         self.twin_steps: set = set()  # integer twin steps steering took in this example
+        self.crowd_steered = False  # a crowd of this example was steered onto every slot
         self.stuck_waits = 0  # waits of every client for windows to free slots (STUCK_WAITS)
 
     def _value(self, data):
@@ -1020,9 +1022,14 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # their sequence (what a cache or a dedup keyed by content mixes up).
         alike = data.draw(st.sampled_from([False, False, True]), label="alike rows")
         steer = data.draw(STEER, label="steer crowd")
-        if steer == STEER_TOP and f"live rows >= {live_row_goals(self.plan.spec)}" not in self.engine.stats.coverage.here:
-            # No execution of this example surely carried every row it can: a crowd on every
-            # slot, deep enough that its middle runs full, the first sequence restarting there.
+        full = f"situation: {FULL_START}" if full_rows(self.plan.spec) else f"live rows >= {live_row_goals(self.plan.spec)}"
+        if steer == STEER_TOP and full not in self.engine.stats.coverage.here and not self.crowd_steered:
+            # No execution of this example surely carried every row it can (with a START among
+            # them, where the model says its rows): a crowd on every slot, deep enough that its
+            # middle runs full, the first sequence restarting there. Once an example: on a fast
+            # model the START may miss the full execution crowd after crowd, and a failing
+            # example of many full crowds shrinks badly (seen: 480 steps where 8 did).
+            self.crowd_steered = True
             size, depth = self.plan.crowd_max, max(depth, 8)
             restart_at = [depth // 2, *restart_at[1:]]
         self.engine.collect()

@@ -10,6 +10,8 @@ import math
 import attrs
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelgen.variants import LIVE_ROWS_OUTPUT
+
 from .values import CONTROL_TIMEOUT_S, Request
 
 _DTYPES = {mc.TYPE_INT32: "INT32", mc.TYPE_FP32: "FP32", mc.TYPE_INT64: "INT64"}
@@ -59,6 +61,8 @@ class ModelSpec:
     # iterative_sequence: a START runs this many times in its slot (the model reschedules it),
     # answering its running sum each time, and its last release ends the sequence; 0 otherwise.
     iterations: int = 0
+    # The model answers modelgen's LIVE_ROWS_OUTPUT beside OUTPUT: the live rows of the execution.
+    says_live_rows: bool = False
 
     @property
     def batcher(self) -> str:
@@ -158,6 +162,7 @@ class ModelSpec:
                    max_batch_size=cfg.max_batch_size, controls=frozenset(controls), corrid_type=corrid_type,
                    implicit_state=len(sb.state) > 0, flavour=flavour, backend=cfg.backend or cfg.platform,
                    decoupled=cfg.model_transaction_policy.decoupled, initial_sum=_initial_sum(cfg, dtype),
+                   says_live_rows=LIVE_ROWS_OUTPUT in outputs,
                    iterations=_iterations(cfg))
 
     @classmethod

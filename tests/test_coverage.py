@@ -3,8 +3,8 @@ import math
 
 import attrs
 
-from fuzz.coverage import (FLAG_SHAPES, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport, flag_shape, goals_for,
-                           live_row_goals, sibling_family, twin_place, twin_places)
+from fuzz.coverage import (FLAG_SHAPES, FULL_START, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport, flag_shape,
+                           full_rows, goals_for, live_row_goals, sibling_family, twin_place, twin_places)
 from fuzz.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets,
                         exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, shared_low_bits,
                         string_twin, value_edges)
@@ -256,3 +256,17 @@ def test_the_tracker_keeps_each_examples_own_goals_apart_from_the_campaigns():
     c.hit("sum 0")
     c.new_example(shrinking=True)  # a failure is shrinking: its replays steer as it did
     assert "sum 0" in c.reached and "sum 0" not in c.seen
+
+
+def test_a_start_in_a_full_execution_is_a_goal_only_where_the_model_says_its_rows():
+    goal = f"situation: {FULL_START}"
+    assert goal not in goals_for(spec(), strings=False, expiry=True)  # statistics only bound live rows
+    said = spec(says_live_rows=True)
+    assert goal in goals_for(said, strings=False, expiry=True)
+    assert goal not in goals_for(spec(says_live_rows=True, max_batch_size=1), strings=False, expiry=True)  # one row
+    cover = Coverage(*INT32, full_rows=full_rows(said))
+    cover.rows_said(4, start=False)  # full, but no START in it
+    cover.rows_said(3, start=True)  # a START, but a row short
+    assert "live rows >= 4" in cover.reached and goal not in cover.reached
+    cover.rows_said(4, start=True)
+    assert goal in cover.reached
