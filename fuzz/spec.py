@@ -62,7 +62,8 @@ class ModelSpec:
     # answering its running sum each time, and its last release ends the sequence; 0 otherwise.
     iterations: int = 0
     # The model answers modelgen's LIVE_ROWS_OUTPUT beside OUTPUT: the live rows of the execution.
-    says_live_rows: bool = False
+    # A diagnostic, not behaviour: a corpus entry recorded before the model said it still replays.
+    says_live_rows: bool = attrs.field(default=False, eq=False)
 
     @property
     def batcher(self) -> str:
