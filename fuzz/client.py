@@ -49,29 +49,37 @@ _FROM_WIRE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64, "FP64": 
 
 def decode(response, started: float) -> Outcome:
     """OUTPUT[0] of a ModelInferResponse."""
+    found = _output(response, "OUTPUT")
+    if found is None:
+        return Outcome(status="BAD_RESPONSE", message=f"no OUTPUT in response (got {[o.name for o in response.outputs]})",
+                       latency_s=time.monotonic() - started)
+    datatype, arr = found
+    if arr is None:
+        return Outcome(status="BAD_RESPONSE", message=f"OUTPUT came back as {datatype} without data",
+                       latency_s=time.monotonic() - started)
+    if arr.size == 0:
+        return Outcome(status="BAD_RESPONSE", message="OUTPUT came back empty", latency_s=time.monotonic() - started)
+    return Outcome(value=arr[0].item(), latency_s=time.monotonic() - started, live_rows=_live_rows(response))
+
+
+def _output(response, name: str):
+    """(datatype, elements) of a ModelInferResponse's output `name`, elements None where its type is
+    none the fuzzer reads or its data is missing; None where the response has no such output."""
     for i, out in enumerate(response.outputs):
-        if out.name == "OUTPUT":
+        if out.name == name:
             dtype = _FROM_WIRE.get(out.datatype)
             if dtype is None or i >= len(response.raw_output_contents):
-                return Outcome(status="BAD_RESPONSE", message=f"OUTPUT came back as {out.datatype} without data",
-                               latency_s=time.monotonic() - started)
-            arr = np.frombuffer(response.raw_output_contents[i], dtype=dtype)
-            if arr.size == 0:
-                return Outcome(status="BAD_RESPONSE", message="OUTPUT came back empty",
-                               latency_s=time.monotonic() - started)
-            return Outcome(value=arr[0].item(), latency_s=time.monotonic() - started,
-                           live_rows=_live_rows(response))
-    return Outcome(status="BAD_RESPONSE", message=f"no OUTPUT in response (got {[o.name for o in response.outputs]})",
-                   latency_s=time.monotonic() - started)
+                return out.datatype, None
+            return out.datatype, np.frombuffer(response.raw_output_contents[i], dtype=dtype)
+    return None
 
 
 def _live_rows(response) -> int | None:
     """The live rows a generated model says its execution carried (LIVE_ROWS_OUTPUT), if it says."""
-    for i, out in enumerate(response.outputs):
-        if out.name == LIVE_ROWS_OUTPUT and out.datatype == "INT32" and i < len(response.raw_output_contents):
-            arr = np.frombuffer(response.raw_output_contents[i], dtype=np.int32)
-            return int(arr[0]) if arr.size else None
-    return None
+    found = _output(response, LIVE_ROWS_OUTPUT)
+    if found is None or found[0] != "INT32" or found[1] is None or not found[1].size:
+        return None
+    return int(found[1][0])
 
 
 def _final(response) -> bool:
