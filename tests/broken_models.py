@@ -20,8 +20,8 @@ _BASE = "        base = self.dtype.type(0) if start else self.sums.get(key, self
 _TOTAL = "        total = (x + base).astype(self.dtype)\n"
 _CORRID_KEY = '            key = _scalar(request, "CORRID")\n'
 _RUN_COUNT = '        key = _scalar(request, "CORRID")\n        if _scalar(request, "START", 0):\n'
-_EXECUTE = ("        responses = [self._answer(self._one(position, request), live) "
-            "for position, request in enumerate(requests)]\n")
+_EXECUTE = ("        responses = [self._answer(self._one(position, request, ready[position]), live)\n"
+            "                     for position, request in enumerate(requests)]\n")
 _START = '        start = bool(_scalar(request, "START", 0))\n'
 _STORE = "            self.sums[key] = total.reshape(-1)[0]\n"
 # The live (READY) requests of an execution, kept for _one: bugs of batch composition read them.
@@ -74,7 +74,7 @@ BUGS = (
         "            key = position if self.strategy == \"direct\" else 0\n", "            key = 0\n", _SLOT,
         3, "START a, START b (slot 1), then a request on b alone: batch position 0 holds a's sum"),
     Bug("reverse_batch_order", "responses go back in reverse batch order (a batch's sums are swapped)",
-        _EXECUTE, "        responses = [self._answer(self._one(p, r), live) for p, r in enumerate(requests)][::-1]\n", _CORRID,
+        _EXECUTE, "        responses = [self._answer(self._one(p, r, ready[p]), live) for p, r in enumerate(requests)][::-1]\n", _CORRID,
         3, "two requests of two sequences sent at once (a burst or a crowd: two lines) that run in one batch, "
            "then the first answer: it is the other's sum"),
     Bug("forgets_after_12", "a sequence's state is dropped after its 12th request (a fixed-size cache)",

@@ -51,9 +51,10 @@ class TritonPythonModel:
     def execute(self, requests):
         if self.delay_s:
             time.sleep(self.delay_s)
-        # The execution's live rows, answered beside OUTPUT (modelgen.variants.LIVE_ROWS_OUTPUT).
-        live = sum(bool(_scalar(r, "READY", 1)) for r in requests)
-        responses = [self._answer(self._one(position, request), live) for position, request in enumerate(requests)]
+        ready = [bool(_scalar(r, "READY", 1)) for r in requests]  # read once: each row's, and their count
+        live = sum(ready)  # the execution's live rows, answered beside OUTPUT where the config has it
+        responses = [self._answer(self._one(position, request, ready[position]), live)
+                     for position, request in enumerate(requests)]
         if not self.decoupled:
             return responses
         for request, response in zip(requests, responses):
@@ -86,11 +87,10 @@ class TritonPythonModel:
         self.runs.pop(key, None)
         return False
 
-    def _one(self, position, request):
+    def _one(self, position, request, ready):
         x = pb_utils.get_input_tensor_by_name(request, "INPUT").as_numpy().astype(self.dtype)
         start = bool(_scalar(request, "START", 0))
         end = bool(_scalar(request, "END", 0))
-        ready = bool(_scalar(request, "READY", 1))
 
         if self.flavour == "implicit":
             prior = pb_utils.get_input_tensor_by_name(request, "INPUT_STATE").as_numpy().astype(self.dtype)
