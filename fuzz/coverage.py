@@ -13,11 +13,13 @@ import time
 
 import attrs
 
-from .edges import (FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, VALUE_GOALS, band_of, id_bands, id_edges,
-                    shared_low_bits, value_edges)
+from .edges import (FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALUE_GOALS, band_of, id_bands,
+                    id_edges, shared_low_bits, string_twin, value_edges)
 
 DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
 INTEGER_TWINS = ("2^k apart", "neighbours", "10^k apart")  # coverage.sibling_family's names
+NEIGHBOUR_STEPS = (1, 2)  # how far apart "neighbours" are (a key that drops the low bits, a float64)
+DECIMAL_STEPS = (10**3, 10**6, 10**9)  # how far apart "10^k apart" are (a key cut to its leading digits)
 # Requests by their flags and where their id stood (goals "request: FLAGS on a STATE id"): fresh,
 # not sent yet in the example; live, its sequence holds a slot; done, sent before and no sequence
 # live now (ended, expired, cancelled, refused). A model reads START and END beside its own state
@@ -170,6 +172,13 @@ class Coverage:
     def twins(self, family: str, place: str | None = None) -> None:
         self.hit(twin_goal(family, place))
 
+    def started_beside(self, seq_id, others, bits: int) -> None:
+        """A sequence `seq_id` began while the sequences of `others` (ids) held slots: the twins
+        live at once it makes with each of them, whichever rule made them."""
+        for older in others:
+            for family, place in twins_of(older, seq_id, bits):
+                self.twins(family, place)
+
     def situation(self, name: str) -> None:
         self.hit(f"situation: {name}")
 
@@ -232,6 +241,25 @@ def twin_place(family: str, older: int, twin: int, bits: int) -> str | None:
     return band_of(older)
 
 
+def twins_of(older, newer, bits: int) -> tuple:
+    """The twin goals' (family, place) that ids `older` and `newer` make: integers equal modulo
+    2^k (SHARED_LOW_BITS), neighbours or 10^k apart (either way round, on a `bits`-wide CORRID),
+    an id and its other-typed twin (5 and "5"), or string ids (an integer as its decimal text) of
+    one of edges.STRING_FAMILIES."""
+    if isinstance(older, int) and isinstance(newer, int):
+        apart = (newer - older) % 2**bits
+        k = shared_low_bits(apart)
+        found = [("2^k apart", f"by 2^{k}")] if k is not None and k < bits else []
+        for family, steps in (("neighbours", NEIGHBOUR_STEPS), ("10^k apart", DECIMAL_STEPS)):
+            if apart in steps or 2**bits - apart in steps:
+                found.append((family, band_of(older)))
+        return tuple(found)
+    a, b = str(older), str(newer)
+    if a == b:
+        return (("other type", None),)
+    return tuple((f, None) for f in STRING_FAMILIES if b == string_twin(a, f) or a == string_twin(b, f))
+
+
 def flag_shape(start: bool, end: bool) -> str:
     return next(shape for shape, flags in FLAGS.items() if flags == (bool(start), bool(end)))
 
@@ -242,7 +270,7 @@ def flags_goal(shape: str, state: str) -> str:
 
 def sibling_family(step: int) -> str:
     """The family of two integer ids `step` apart, as coverage names it."""
-    if step in (1, 2):
+    if step in NEIGHBOUR_STEPS:
         return "neighbours"
     odd = step
     while odd % 2 == 0:

@@ -409,6 +409,10 @@ class Engine(CancelSteps, SharedSteps):
                 cover.answered(value)
             if rec.kind is Kind.ANSWER:
                 cover.situation("admitted")
+        req = rec.request
+        if got is not None and got.ok and req is not None and req.start and not req.end:
+            cover.started_beside(req.seq_id, [s.key[1] for s in self.model.running if s.key != key_of(req.seq_id)],
+                                 self.spec.id_bits)
         if got is not None and got.live_rows:  # the model's own count, exact where statistics guess
             cover.rows_said(got.live_rows, rec.request is not None and rec.request.start)
         if rec.kind is Kind.QUEUED:

@@ -19,10 +19,10 @@ from . import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
                     into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
-from .coverage import (FLAG_SHAPES, FLAGS, FULL_START, flags_goal, full_rows, live_row_goals, sibling_family, twin_place,
+from .coverage import (FLAG_SHAPES, FLAGS, FULL_START, ID_STATES, flags_goal, full_rows, live_row_goals, sibling_family,
                        twin_places)
-from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, open_depth, open_sums,
-                       open_twins, twin_aim)
+from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_depth,
+                       open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from .divergences import steered_around
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .engine import Engine, Fault, Kind, Setup, event
@@ -75,9 +75,14 @@ TURNS = st.sampled_from(("older", "both", "both"))
 # names. All shrink to 0: an unsteered choice.
 STEER_TOP, STEER_DEPTH_TOP = 3, 7
 STEER_TWIN_FROM = 2
+# Steering onto a goal the campaign has not reached at all (an id edge, a START's shape, a twin
+# kind) takes the flag's values from here up: 3 in 4. It stops once the campaign has the goal, so
+# it costs a campaign a few choices, where per-example steering costs each example its own.
+STEER_GAP_FROM = 1
 STEER = st.integers(0, STEER_TOP)
 STEER_DEPTH = st.integers(0, STEER_DEPTH_TOP)
 STEER_INDEX = st.integers(0, STEERED_RANGE - 1)
+STEER_AND_INDEX = st.tuples(STEER, STEER_INDEX)  # one draw where two would do (see Plan.value_and_steer)
 # What a request on a live sequence does, by its flags (coverage.FLAG_SHAPES).
 LIVE_ACTIONS = {"START": "restart", "START+END": "restart and end", "no flag": "continue", "END": "end"}
 # Further twins one `alias` starts after the first, each of another family, on the same sequence.
@@ -184,10 +189,11 @@ class Plan:
     ids, transports, values and twin kinds that the model and the build allow."""
     setup: Setup
     ids: st.SearchStrategy  # fresh ids of the model's CORRID type (id_strategy)
-    # (fresh id, ID_CHOICES, which used id, sibling of which, sibling step): _id's one draw. Each
-    # data.draw saves and compares the global random state (Hypothesis's check that strategies
-    # leave it alone): five draws an id cost a step a tenth of its time.
+    # (fresh id, ID_CHOICES, which used id, sibling of which, sibling step, steer, steered edge):
+    # _id's one draw. Each data.draw saves and compares the global random state (Hypothesis's
+    # check that strategies leave it alone): five draws an id cost a step a tenth of its time.
     id_draw: st.SearchStrategy
+    edge_ids: dict = attrs.field(eq=False)  # id edge goal -> the SPECIAL_IDS at it (steering.edge_ids)
     client_draw: st.SearchStrategy  # which client, among all (mapped onto the idle ones)
     via_draw: st.SearchStrategy
     strings_ok: bool  # string ids may be sent (a uint64 CORRID with the guard on: not)
@@ -248,7 +254,8 @@ class Plan:
         vias = ("stream", "stream", "grpc") + (("http",) if server.http_url and not spec.decoupled else ())
         return cls(
             setup=setup, ids=ids,
-            id_draw=st.tuples(ids, st.sampled_from(ID_CHOICES), PICK, PICK, SIBLING_STEPS),
+            id_draw=st.tuples(ids, st.sampled_from(ID_CHOICES), PICK, PICK, SIBLING_STEPS, STEER, STEER_INDEX),
+            edge_ids=edge_ids(SPECIAL_IDS, spec.id_bits),
             client_draw=st.integers(0, setup.n_clients - 1), via_draw=st.sampled_from(vias),
             strings_ok=strings_ok, families=families,
             # Never a stream: there the error of a request swept up with a cancel is lost
@@ -363,17 +370,40 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     def _id(self, data, among=None):
         """A fresh id, one from `among` (default: every id used so far), or a sibling of a used
         integer id: equal to it modulo 2**p, the collision a truncated or hashed id makes
-        (a fresh draw rarely lands on one). One draw (see Plan.id_draw)."""
-        raw, how, which, of, step = data.draw(self.plan.id_draw, label="id, id choice, which id, sibling of, step")
+        (a fresh draw rarely lands on one). One draw (see Plan.id_draw). Steered, a fresh id
+        stands at an id edge the campaign has not reached (steering.open_id_edges), and a
+        sibling makes twins of a kind the example has not had live at once."""
+        raw, how, which, of, step, steer, index = data.draw(
+            self.plan.id_draw, label="id, id choice, which id, sibling of, step, steer, steered choice")
+        if how == "fresh" and steer >= STEER_GAP_FROM:
+            cov, by_goal = self.engine.stats.coverage, self.plan.edge_ids
+            edge = choose(open_id_edges(by_goal, cov.here, cov.seen), index)
+            raw = raw if edge is None else choose(by_goal[edge], index // len(by_goal))
         fresh = self._fresh(raw)
         pool = self.engine.used_ids if among is None else among
         reused = pool[which % len(pool)] if pool else None
         # A sibling of a live id, when there is one: the collision shows while both are live.
         live = [k[1] for k in self.engine.live()] or self.engine.used_ids
-        twin = sibling(live[of % len(live)] if live else None, step, self.plan.spec.id_bits)
+        base = live[of % len(live)] if live else None
+        if how == "sibling" and steer >= STEER_GAP_FROM and isinstance(base, int):
+            step = self._steered_step(base, index, gaps_only=steer < STEER_TOP) or step
+        twin = sibling(base, step, self.plan.spec.id_bits)
         if how == "reuse" and reused is not None:
             return reused
         return twin if how == "sibling" and twin is not None else fresh
+
+    def _steered_step(self, base: int, index: int, gaps_only: bool) -> int | None:
+        """A step that makes `base` and its sibling integer twins of a kind (family, place) the
+        example has not had live at once (`gaps_only`: nor the campaign), where `base` stands in
+        the kind's band (a sibling needs only the one slot its START takes: on a 2-slot model
+        `alias`'s fresh pairs seldom find two); None where none is open."""
+        cov = self.engine.stats.coverage
+        kinds = [(f, p) for f, p in self.plan.twin_kinds
+                 if f in TWIN_STEPS and (f == "2^k apart" or p == band_of(base))]
+        aim = choose(open_twins(kinds, cov.here, cov.seen, gaps_only), index)
+        if aim is None:
+            return None
+        return choose(twin_aim(*aim, self.plan.spec.id_bits)[1], index // len(kinds))
 
     def _via(self, data) -> str:
         return data.draw(self.plan.via_draw, label="via")
@@ -402,6 +432,26 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         rationed = self.plan.setup.expiry_rationed if rationed is None else rationed
         return rationed and self.engine.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.engine.stats.started)
 
+    def _steered_start(self, seq_id, end: bool, index: int, gaps_only: bool) -> tuple:
+        """(id, END or not) of a START steered onto a shape (START, START+END) and an id state
+        (fresh, live, done) no request of the example had yet (`gaps_only`: nor the campaign;
+        steering.open_start_goals): the drawn id where it stands so, else one of the example's
+        ids that does."""
+        engine = self.engine
+        usable = [i for i in engine.used_ids if not engine.blocked(i)]
+        ids = {"fresh": [seq_id] if engine.id_state(seq_id) == "fresh" else [],
+               # an iterative sequence takes no request while it runs: its live ids are no goal
+               "live": [] if self.plan.spec.iterations else [k[1] for k in engine.live()],
+               "done": [i for i in usable if engine.id_state(i) == "done"]}
+        cov = engine.stats.coverage
+        aims = open_start_goals([s for s in ID_STATES if ids[s]], cov.here, cov.seen, gaps_only)
+        aim = choose(aims, index)
+        if aim is None:
+            return seq_id, end
+        shape, state = aim
+        pool = ids[state]
+        return (seq_id if seq_id in pool else choose(pool, index // len(aims))), FLAGS[shape][1]
+
     @rule(data=st.data())
     def start(self, data):
         """A client starts a sequence (sometimes start-and-end in one request) and usually goes
@@ -410,8 +460,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         client, seq_id = self._client(data), self._id(data)
         end = data.draw(st.sampled_from([False] * 9 + [True]), label="start-and-end")
         value, via = self._value(data), self._via(data)
-        if data.draw(STEER, label="steer start-and-end") == STEER_TOP:  # where no START+END on such an id yet
-            end = end or flags_goal("START+END", self.engine.id_state(seq_id)) not in self.engine.stats.coverage.here
+        steer, index = data.draw(STEER_AND_INDEX, label="steer start, steered start")
+        if steer >= STEER_GAP_FROM:
+            seq_id, end = self._steered_start(seq_id, end, index, gaps_only=steer < STEER_TOP)
         more = data.draw(START_MORE, label="more requests")
         # Only when there are more: every choice costs the shrinker live replays, and a
         # sequence's values rarely matter, so a START shrunk to itself draws no seed at all.
@@ -727,9 +778,6 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         second = self.plan.spec.request(twin, value, start=True)
         if not isinstance(self.engine.send(client, second, via, action), Answer) or older not in self.engine.live():
             return False
-        place = twin_place(kind, base, twin, self.plan.spec.id_bits) if kind in TWIN_STEPS else None
-        if place is not None or kind not in TWIN_STEPS:  # 2^3 apart: no goal of its own
-            self.engine.stats.coverage.twins(kind, place)
         req = self.plan.spec.request(base, self._fit(next_value, self.engine.model.total(older)))
         return isinstance(self.engine.send(client, req, via, "continue the aliased sequence"), Answer)
 
@@ -997,8 +1045,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("burst: fewer than two idle clients and free slots")
         reqs = [(client, self.plan.spec.request(seq_id, value, start=True, end=end)) for client, seq_id, end, value in sends]
         self.engine.send_together(reqs, "burst of STARTs")
-        if len(sends) > free:  # sent together, the STARTs past the free slots met them taken
-            self.engine.stats.coverage.situation("backlog")
+        if len(sends) > free:  # sent together, the STARTs past the free slots met them taken,
+            self.engine.stats.coverage.situation("backlog")  # and, all answered, were let in as slots freed
+            self.engine.stats.coverage.situation("admitted")
 
     @when(lambda plan: not plan.spec.iterations)  # an iterative model's sequences are single STARTs (burst)
     @rule(data=st.data())

@@ -4,24 +4,25 @@ Pure. The machine draws an id, a value, a twin family or a run length as before,
 steer flag and an index from fixed ranges; where the flag says so and some choice is still open,
 it takes the open choice the index names instead. So a program draws the same shape of data on
 every run (Hypothesis replays and shrinks it without its draws drifting), and its choices follow
-the example's own coverage (Coverage.here), never the campaign's: a stored example replayed by
-another worker makes the same program.
+the example's own coverage (Coverage.here) and what the campaign had reached when the example
+began (Coverage.seen, fixed from the first failure on, so the shrinker's replays steer alike).
 
-Ids at the integer edges are not steered: they are the same ids in every example (a salt would
-move them off the edge), so a model that keeps state per id would carry it from one example into
-the next, and its failure would need the earlier example to replay. Twins are steered instead:
-they are made from the example's own (salted) ids.
+Ids at the integer edges are steered only onto the campaign's gaps (not the example's): they are
+the same ids in every example (a salt would move them off the edge), so a model that keeps state
+per id would carry it from one example into the next, and its failure would need the earlier
+example to replay. Steered once a campaign, an edge id is no likelier than a drawn one. Twins
+are steered per example: they are made from the example's own (salted) ids.
 """
 from __future__ import annotations
 
-from .coverage import DEPTHS, INTEGER_TWINS, twin_goal, twin_place
-from .edges import value_edges
+from .coverage import DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place
+from .edges import id_edges, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
 TWIN_STEPS = {
     "2^k apart": (2**32, 2**63, 2**16, 3 * 2**32, 2**8),
-    "neighbours": (1, 2),
-    "10^k apart": (10**3, 10**6, 10**9),
+    "neighbours": NEIGHBOUR_STEPS,
+    "10^k apart": DECIMAL_STEPS,
 }
 TWIN_STEP_FAMILIES = tuple(TWIN_STEPS)
 STEERED_RANGE = 256  # the index of a steered choice is drawn from range(STEERED_RANGE)
@@ -41,11 +42,11 @@ def open_sums(targets, here, lo: float, hi: float, seen=frozenset()) -> tuple:
     return campaign_first([t for t in targets if any(g not in here for g in goals(t))], goals, seen)
 
 
-def open_twins(kinds, here, seen=frozenset()) -> tuple:
+def open_twins(kinds, here, seen=frozenset(), gaps_only: bool = False) -> tuple:
     """The twin kinds, (family, band) (band None for a string family), the example has not had
-    live at once; those the campaign had not had where there are any."""
+    live at once; those the campaign had not had where there are any (`gaps_only`: only those)."""
     return campaign_first([k for k in dict.fromkeys(kinds) if twin_goal(*k) not in here],
-                          lambda k: [twin_goal(*k)], seen)
+                          lambda k: [twin_goal(*k)], seen, gaps_only)
 
 
 def twin_aim(family: str, place: str, bits: int) -> tuple:
@@ -58,11 +59,38 @@ def twin_aim(family: str, place: str, bits: int) -> tuple:
     return place, steps
 
 
-def campaign_first(open_items, goals, seen) -> tuple:
+def edge_ids(candidates, bits: int) -> dict:
+    """The ids among `candidates` (ints) below 2**bits that stand at an id edge, by its goal
+    ("id~2^k", edges.id_edges), in the candidates' order."""
+    by_goal: dict = {}
+    for i in candidates:
+        if 0 < i < 2**bits:
+            for goal in id_edges(i):
+                by_goal.setdefault(goal, []).append(i)
+    return by_goal
+
+
+def open_id_edges(by_goal: dict, here, seen) -> tuple:
+    """The id edges no id the campaign (before the example, `seen`) or the example sent has
+    stood at yet."""
+    return tuple(g for g in by_goal if g not in here and g not in seen)
+
+
+def open_start_goals(states, here, seen=frozenset(), gaps_only: bool = False) -> tuple:
+    """(shape, id state) of a START, with END or not, that no request of the example had on an
+    id in that state, among `states` (those some id stands in now); the campaign's gaps first
+    (`gaps_only`: only those)."""
+    aims = [(shape, state) for shape in ("START", "START+END") for state in states
+            if flags_goal(shape, state) not in here]
+    return campaign_first(aims, lambda a: [flags_goal(*a)], seen, gaps_only)
+
+
+def campaign_first(open_items, goals, seen, gaps_only: bool = False) -> tuple:
     """The open items with a goal the campaign had not reached (not in `seen`) where there are
-    any, else every open item: a choice among them stays a draw of the example's own."""
+    any, else every open item (none, `gaps_only`): a choice among them stays a draw of the
+    example's own."""
     wanted = [i for i in open_items if any(g not in seen for g in goals(i))]
-    return tuple(wanted or open_items)
+    return tuple(wanted or (() if gaps_only else open_items))
 
 
 def open_depth(deepest: int, current: int) -> int | None:

@@ -4,12 +4,14 @@ import math
 import attrs
 
 from fuzz.coverage import (FLAG_SHAPES, FULL_START, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport, flag_shape,
-                           full_rows, goals_for, live_row_goals, sibling_family, twin_place, twin_places)
+                           full_rows, goals_for, live_row_goals, sibling_family, twin_goal, twin_place, twin_places,
+                           twins_of)
 from fuzz.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets,
                         exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, shared_low_bits,
                         string_twin, value_edges)
 from fuzz.spec import ModelSpec
-from fuzz.steering import TWIN_STEPS, choose, open_depth, open_sums, open_twins, twin_aim
+from fuzz.steering import (TWIN_STEPS, choose, edge_ids, open_depth, open_id_edges, open_start_goals, open_sums,
+                           open_twins, twin_aim)
 from fuzz.values import Request
 
 INT32 = (-(2**31), 2**31 - 1)
@@ -188,6 +190,59 @@ def test_steering_takes_what_the_campaign_lacks_first_among_what_the_example_lac
     targets = core_targets(lo, hi, False) + power_targets(lo, hi)
     reached = {f"{side} {e}" for t in targets if t != hi for e in value_edges(t, lo, hi) for side in ("sum", "input")}
     assert set(open_sums(targets, set(), lo, hi, frozenset(reached))) == {hi}
+
+
+def test_edge_ids_are_the_ids_at_each_id_edge_the_corrid_holds():
+    special = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**53, 2**63, 2**64 - 1)
+    wide = edge_ids(special, 64)
+    assert wide == {"id~2^31": [2**31 - 1, 2**31], "id~2^32": [2**32 - 1, 2**32], "id~2^53": [2**53],
+                    "id~2^63": [2**63], "id~2^64": [2**64 - 1]}
+    # a 32-bit CORRID holds no id past 2^32 - 1: only the edges below it are steered onto
+    assert edge_ids(special, 32) == {"id~2^31": [2**31 - 1, 2**31], "id~2^32": [2**32 - 1]}
+    assert all(goal in id_edges(i) for goal, ids in wide.items() for i in ids)
+
+
+def test_id_edges_are_steered_onto_only_where_neither_the_example_nor_the_campaign_has_them():
+    by_goal = edge_ids((2**31, 2**32, 2**53, 2**64 - 1), 64)
+    assert open_id_edges(by_goal, set(), frozenset()) == ("id~2^31", "id~2^32", "id~2^53", "id~2^64")
+    # an edge id is the same id in every example: steered once a campaign, not once an example
+    assert open_id_edges(by_goal, {"id~2^32"}, frozenset({"id~2^31", "id~2^53"})) == ("id~2^64",)
+    assert open_id_edges(by_goal, {"id~2^64"}, frozenset({"id~2^31", "id~2^32", "id~2^53"})) == ()
+
+
+def test_a_steered_start_aims_at_a_start_shape_and_id_state_the_example_lacks():
+    assert open_start_goals(("fresh", "done"), set()) == (("START", "fresh"), ("START", "done"),
+                                                          ("START+END", "fresh"), ("START+END", "done"))
+    here = {"request: START on a fresh id", "request: START+END on a fresh id", "request: START on a done id"}
+    assert open_start_goals(("fresh", "live", "done"), here) == (("START", "live"), ("START+END", "live"),
+                                                                 ("START+END", "done"))
+    # the campaign's gaps first; its other open aims where it has none left
+    campaign = frozenset({"request: START on a live id", "request: START+END on a live id"})
+    assert open_start_goals(("fresh", "live", "done"), here, campaign) == (("START+END", "done"),)
+    assert open_start_goals(("live",), here, campaign) == (("START", "live"), ("START+END", "live"))
+    # steering onto the campaign's gaps only: nothing, once the campaign has every one of them
+    assert open_start_goals(("live",), here, campaign, gaps_only=True) == ()
+    assert open_start_goals(("fresh", "live", "done"), here, campaign, gaps_only=True) == (("START+END", "done"),)
+    kinds = (("neighbours", "below 2^32"), ("case", None))
+    assert open_twins(kinds, set(), frozenset({"twins live: case"}), gaps_only=True) == (kinds[0],)
+    assert open_twins(kinds, set(), frozenset(twin_goal(*k) for k in kinds), gaps_only=True) == ()
+    assert open_start_goals((), set()) == ()
+
+
+def test_twins_are_told_from_any_two_ids_whichever_rule_started_them():
+    assert twins_of(5, 5 + 2**32, 64) == (("2^k apart", "by 2^32"),)
+    assert twins_of(7, 7 + 3 * 2**16, 64) == (("2^k apart", "by 2^16"),)
+    assert twins_of(2**60, 2**60 - 1, 64) == (("neighbours", "past 2^53"),)  # either way round
+    assert twins_of(10, 10 + 10**6, 64) == (("10^k apart", "below 2^32"),)
+    assert twins_of(2**32 - 1, 0, 32) == (("neighbours", "below 2^32"),)  # round a 32-bit CORRID
+    assert twins_of(5, 5 + 2**3, 64) == twins_of(5, 123456789, 64) == ()  # 2^3: no goal; strangers
+    assert twins_of(123, "123", 64) == twins_of("123", 123, 64) == (("other type", None),)
+    assert ("leading space", None) in twins_of("abc", " abc", 64)
+    assert ("case", None) in twins_of("Seq7", "sEQ7", 64) and twins_of("Seq7", "Seq8", 64) == ()
+    assert twins_of(42, "42 ", 64) == (("trailing space", None),)  # an integer as its decimal text
+    tracker = Coverage()
+    tracker.started_beside(5 + 2**63, [5, "x", 6 + 2**63], 64)
+    assert tracker.here == {"twins live: 2^k apart, by 2^63", "twins live: neighbours, past 2^53"}
 
 
 def test_integer_twins_are_goals_once_per_band_the_corrid_can_hold():
