@@ -248,12 +248,10 @@ def twins_of(older, newer, bits: int) -> tuple:
     one of edges.STRING_FAMILIES."""
     if isinstance(older, int) and isinstance(newer, int):
         apart = (newer - older) % 2**bits
-        k = shared_low_bits(apart)
-        found = [("2^k apart", f"by 2^{k}")] if k is not None and k < bits else []
-        for family, steps in (("neighbours", NEIGHBOUR_STEPS), ("10^k apart", DECIMAL_STEPS)):
-            if apart in steps or 2**bits - apart in steps:
-                found.append((family, band_of(older)))
-        return tuple(found)
+        families = ["2^k apart"] + [f for f, steps in (("neighbours", NEIGHBOUR_STEPS), ("10^k apart", DECIMAL_STEPS))
+                                    if apart in steps or 2**bits - apart in steps]
+        found = [(f, twin_place(f, older, newer, bits)) for f in families]
+        return tuple((f, p) for f, p in found if p in twin_places(f, bits))
     a, b = str(older), str(newer)
     if a == b:
         return (("other type", None),)

@@ -264,6 +264,22 @@ KNOWN = KNOWN + (
         guard="an iterative burst starts no more sequences than there are free slots"),
 )
 
+KNOWN = KNOWN + (
+    KnownDivergence(
+        "iterative-start-after-start-end-stalls",
+        "On an iterative model, a START (without END) sent on the id of a START+END within a few "
+        "milliseconds of that one's final answer runs once and is never rescheduled: its first answer "
+        "comes, its other iterations and its final answer never do, and its client waits for good. Sent "
+        "50 ms later, or on another id, it runs in full; 2.41 and 2.44 run it in full at once. The core "
+        "releasing the START+END enqueues a cancelled END on its id; reaching the server after the new "
+        "START, it ends that sequence, whose reschedule is then refused for want of START (in the log "
+        "only). Found by a regression seed's campaign, pinned live (tests/test_iterative.py).",
+        versions=("2.46.0", "2.51.0"),
+        symptom="one answer, then nothing: no further iteration and no final response",
+        affects=lambda m: bool(getattr(m, "iterations", 0)), invariant="no_hangs",
+        guard="no request goes to the id of an iterative START+END again"),
+)
+
 # What the reference model can take as built, each with what it then expects.
 AS_BUILT = {
     "carries_no_state": "every answer is the initial sum plus the request's own value (BatcherModel.carries_state)",

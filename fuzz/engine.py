@@ -243,6 +243,7 @@ class Engine(CancelSteps, SharedSteps):
         self.server, self.spec, self.settings, self.stats = setup.server, setup.spec, setup.settings, setup.stats
         self.margin, self.late, self.n_clients, self.proxied = setup.margin, setup.late, setup.n_clients, setup.proxied
         self.as_value, self.lingering_guard = setup.as_value, setup.lingering_guard
+        self.start_end_guard = setup.guarded("iterative-start-after-start-end-stalls")
         self.salt = salt  # fresh ids differ per example: no state leaks between them
         # steering aims at what this example has not reached (what the campaign lacks first)
         self.stats.coverage.new_example(shrinking=self.stats.first_failure_s is not None)
@@ -662,7 +663,7 @@ class Engine(CancelSteps, SharedSteps):
         key = key_of(seq_id)
         if self.model.is_backlogged(key) or key in self.model.awaiting or key in self.parked_keys():
             return True
-        if key in self.model.spent:
+        if key in self.model.spent or (self.start_end_guard and key in self.model.started_and_ended):
             return True
         if key in self.silenced and self.model.is_live(key):
             return True

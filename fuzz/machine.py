@@ -439,13 +439,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         ids that does."""
         engine = self.engine
         usable = [i for i in engine.used_ids if not engine.blocked(i)]
-        # An iterative sequence takes no request while it runs (its live ids are no goal), and
-        # the id of an iterative START is not taken again (README: what is not generated; a
-        # START on the id of one with END went unanswered on 2.51, not pinned yet)
-        iterative = bool(self.plan.spec.iterations)
+        # An iterative sequence takes no request while it runs (its live ids are no goal)
         ids = {"fresh": [seq_id] if engine.id_state(seq_id) == "fresh" else [],
-               "live": [] if iterative else [k[1] for k in engine.live()],
-               "done": [] if iterative else [i for i in usable if engine.id_state(i) == "done"]}
+               "live": [] if self.plan.spec.iterations else [k[1] for k in engine.live()],
+               "done": [i for i in usable if engine.id_state(i) == "done"]}
         cov = engine.stats.coverage
         aims = open_start_goals([s for s in ID_STATES if ids[s]], cov.here, cov.seen, gaps_only)
         aim = choose(aims, index)

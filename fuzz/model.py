@@ -165,11 +165,13 @@ class BatcherModel:
         # Slots freed by a START+END let in from the backlog, once its answer came, that went to no
         # one: a START let in meanwhile may have had one of them first (_passed_on_by_start_end).
         self.passed_on: list[Window] = []
-        # Ids of iterative STARTs: the core ends such a sequence after its final answer (a request
-        # it enqueues on the last release), so the id stays taken for a moment no one sees; no
-        # request goes to it again. With END too: a START on the id of one went unanswered on
-        # 2.51 (a regression seed, reproduced from a fresh model; not pinned yet).
+        # Ids of iterative STARTs without END: the core ends such a sequence after its final answer
+        # (a request it enqueues on the last release), so the id stays taken for a moment no one
+        # sees; no request goes to it again.
         self.spent: set[Key] = set()
+        # Ids of iterative START+ENDs: a START on one soon after stalls on some builds
+        # (iterative-start-after-start-end-stalls), where the engine's guard keeps off them.
+        self.started_and_ended: set[Key] = set()
         self.depth = Depth()
         self.restarts = 0  # STARTs on a live id (coverage)
         self.long_gaps = 0  # requests that went on after half the window the server surely keeps (coverage)
@@ -282,7 +284,7 @@ class BatcherModel:
         sums = tuple(self._exact(req, s) for s in self._start_sums(req))
         first, partials, end = sums[-1], sums[:-1], req.end or bool(self.spec.iterations)
         if self.spec.iterations:
-            self.spent.add(key)
+            (self.started_and_ended if req.end else self.spent).add(key)
         if seq is not None:  # restart: same slot, fresh state
             self.restarts += 1
             self.depth.ended(seq)

@@ -274,3 +274,22 @@ def test_an_iterative_start_that_waited_in_the_backlog_is_rescheduled(tmp_path, 
         stalls = server.version in by_key("iterative-backlog-start-stalls").versions
         assert [x for x in answers if x[0] == "b"] == ([("b", 5, False)] if stalls else
                                                       [("b", 5, False), ("b", 10, False), ("b", 15, True)]), answers
+
+
+@pytest.mark.parametrize("release", [None, "0.5.8", "0.5.5", "0.5.0"], ids=["2.51", "2.46", "2.44", "2.41"])
+def test_a_start_soon_after_a_start_with_end_on_its_id_is_rescheduled(tmp_path, release):
+    """iterative-start-after-start-end-stalls: a START+END (answered once, final), then at once a
+    START on the same id. It must run in full, as on 2.41 and 2.44; 2.46 and 2.51 run it once and
+    never again. Sent 50 ms later it runs in full everywhere: the stall is a window after the
+    final answer, not the id's for good, so a third START on the id runs in full too."""
+    with _streaming(_repo(tmp_path / "models"), tmp_path, release) as (server, s):
+        s.send("a", 51, 2, 1, start=True, end=True)
+        assert s.take(1) == [("a", 2, True)]
+        s.send("b", 51, 3, 3, start=True)
+        answers = s.drain(1.5)
+        stalls = server.version in by_key("iterative-start-after-start-end-stalls").versions
+        assert answers == ([("b", 3, False)] if stalls else [("b", 3, False), ("b", 6, False), ("b", 9, True)])
+        if stalls:  # the core's null END for "a" ended "b"'s sequence: b's reschedule lacks START
+            assert "must specify the START flag" in server.log_tail(400)
+        s.send("c", 51, 7, 3, start=True)
+        assert s.take(3) == [("c", 7, False), ("c", 14, False), ("c", 21, True)]

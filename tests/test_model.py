@@ -525,7 +525,9 @@ def test_an_iterative_start_answers_each_execution_and_ends_its_sequence():
     assert m.expect(R(1, 5, start=True), 0.0) == Answer(15, partials=(5, 10))
     assert not m.is_live(key_of(1)) and key_of(1) in m.spent  # its id is left alone from now on
     assert m.expect(R(2, 4, start=True, end=True), 0.1) == Answer(4)
-    assert key_of(2) in m.spent  # with END too (a START on its id once went unanswered on 2.51)
+    # with END: its id is free again, but marked, for the builds that stall a START on it soon
+    # after (iterative-start-after-start-end-stalls, the engine's guard)
+    assert key_of(2) not in m.spent and key_of(2) in m.started_and_ended
     assert m.expect(R(3, 1), 0.2) == Refusal("INVALID_ARGUMENT", START_ERROR.format(id=3, model=s.name),
                                              "start_is_required")
     # An iterative START's sum is its value `iterations` times: values are kept to a third.
