@@ -267,16 +267,19 @@ KNOWN = KNOWN + (
 KNOWN = KNOWN + (
     KnownDivergence(
         "iterative-start-after-start-end-stalls",
-        "On an iterative model, a START (without END) sent on the id of a START+END within a few "
-        "milliseconds of that one's final answer runs once and is never rescheduled: its first answer "
-        "comes, its other iterations and its final answer never do, and its client waits for good. Sent "
-        "50 ms later, or on another id, it runs in full; 2.41 and 2.44 run it in full at once. The core "
-        "releasing the START+END enqueues a cancelled END on its id; reaching the server after the new "
+        "On an iterative model, a START (without END) on the id of a START+END that reaches the server "
+        "before the core has released that one runs once and is never rescheduled: its first answer "
+        "comes, its other iterations and its final answer never do, and its client waits for good. "
+        "Releasing the START+END, the core enqueues a cancelled END on its id; coming after the new "
         "START, it ends that sequence, whose reschedule is then refused for want of START (in the log "
-        "only). Found by a regression seed's campaign, pinned live (tests/test_iterative.py).",
-        versions=("2.46.0", "2.51.0"),
-        symptom="one answer, then nothing: no further iteration and no final response",
-        affects=lambda m: bool(getattr(m, "iterations", 0)), invariant="no_hangs",
+        "only). Pipelined behind the START+END on one stream it stalls on every build; sent once the "
+        "START+END was answered, it stalls on 2.46 and 2.51 only (sent 50 ms later, nowhere). On 2.44 "
+        "such a START was once answered with a response without OUTPUT instead. Found by a regression "
+        "seed's campaign, then by back_to_back; pinned live (tests/test_iterative.py).",
+        versions=("2.41.0", "2.44.0", "2.46.0", "2.51.0"),
+        symptom="one answer, then nothing: no further iteration and no final response (once: an empty response)",
+        affects=lambda m: bool(getattr(m, "iterations", 0)), invariant="no_hangs", also_under=("valid_is_accepted",),
+        signatures=("no response within", "no OUTPUT in response"),
         guard="no request goes to the id of an iterative START+END again"),
 )
 

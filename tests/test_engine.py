@@ -228,3 +228,18 @@ def test_every_client_waits_for_slots_only_time_can_free_and_not_while_a_sequenc
         if not engine.finished:
             engine.failed = True
             engine.finish()
+
+
+def test_sequences_back_to_back_on_one_id_each_get_the_slot_the_one_before_freed(triton, engine):
+    """back_to_back's requests on a 1-slot model: START+END, START+END and START on one id,
+    pipelined on one stream, none waiting for an answer. Each START finds the slot the END before
+    it freed (the stream keeps their order), so each is answered with its own value, promptly."""
+    seq_id = engine.salt * 2**40 + 7
+    sent = [engine.send_nowait(0, Request(ONE_SLOT, seq_id, v, start=True, end=end), f"back to back {i + 1}/3")
+            for i, (v, end) in enumerate([(3, True), (5, True), (7, False)])]
+    assert all(item is not None and isinstance(item[2], Answer) for item in sent), sent
+    engine.check_sent(sent)
+    assert [r.got for r in engine.log[-3:]] == ["OUTPUT=3", "OUTPUT=5", "OUTPUT=7"], engine.log[-3:]
+    assert engine.model.is_live(("u", seq_id))
+    engine.finish()
+    assert not engine.failed
