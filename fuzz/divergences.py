@@ -275,7 +275,7 @@ KNOWN = KNOWN + (
         "only). Pipelined behind the START+END on one stream it stalls on every build; sent once the "
         "START+END was answered, it stalls on 2.46 and 2.51 only (sent 50 ms later, nowhere). On 2.44 "
         "such a START was once answered with a response without OUTPUT instead. Found by a regression "
-        "seed's campaign, then by back_to_back; pinned live (tests/test_iterative.py).",
+        "seed's campaign; pinned live (tests/test_iterative.py).",
         versions=("2.41.0", "2.44.0", "2.46.0", "2.51.0"),
         symptom="one answer, then nothing: no further iteration and no final response (once: an empty response)",
         affects=lambda m: bool(getattr(m, "iterations", 0)), invariant="no_hangs", also_under=("valid_is_accepted",),

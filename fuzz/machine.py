@@ -531,42 +531,6 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             self._go_on(client, seq_id, exp.value, k - 1, values, scale, end, time.monotonic() - began,
                         action="run", numbered=(1, k))
 
-    @rule(data=st.data())
-    def back_to_back(self, data):
-        """A client sends 2-4 one-request sequences back to back on its stream, pipelined: each a
-        START+END (the last sometimes a START alone, left running), on a fresh id or on the id of
-        the one before it, sent before that one's answer came: the server's clean-up of an ended
-        id races the id's next sequence, as with a client that reuses its ids at once."""
-        client = self._client(data)
-        n = data.draw(st.integers(2, 4), label="sequences")
-        ids = [self._fresh(data.draw(self.plan.ids, label="id"))]
-        for _ in range(n - 1):
-            again = data.draw(st.booleans(), label="the same id again")
-            ids.append(ids[-1] if again else self._fresh(data.draw(self.plan.ids, label="id")))
-        left_running = data.draw(st.booleans(), label="the last left running")
-        values = [self._value(data) for _ in ids]
-        if client is None:
-            return self._skip("back to back: no idle client")
-        self.engine.collect()
-        sent, went = [], 0
-        for i, (seq_id, value) in enumerate(zip(ids, values)):
-            if self.engine.blocked(seq_id) or self._stalls(client, seq_id):
-                break
-            req = self.plan.spec.request(seq_id, self._fit(value, self.plan.spec.initial_sum), start=True,
-                                         end=not (left_running and i == n - 1))
-            item = self.engine.send_nowait(client, req, f"back to back {i + 1}/{n}")
-            went += 1
-            if item is None:  # queued in the backlog or parked: the client sends nothing more
-                break
-            sent.append(item)
-            if not isinstance(item[2], Answer):
-                break
-        self.engine.check_sent(sent)
-        if not went:
-            return self._skip("back to back: the first id busy, or its START would wait")
-        if any(a == b for a, b in zip(ids, ids[1:went])):
-            event("back to back: an id started again before its END was answered")
-
     def _deepest(self) -> int:
         """The most requests one sequence of this example has had: ended, or live and free to send on."""
         return max([*self.engine.model.depth.lengths, *(self.engine.model.seqs[k].requests for k in self.engine.live())], default=0)

@@ -231,8 +231,8 @@ def test_every_client_waits_for_slots_only_time_can_free_and_not_while_a_sequenc
 
 
 def test_sequences_back_to_back_on_one_id_each_get_the_slot_the_one_before_freed(triton, engine):
-    """back_to_back's requests on a 1-slot model: START+END, START+END and START on one id,
-    pipelined on one stream, none waiting for an answer. Each START finds the slot the END before
+    """On a 1-slot model: START+END, START+END and START on one id, pipelined on one stream,
+    none waiting for an answer. Each START finds the slot the END before
     it freed (the stream keeps their order), so each is answered with its own value, promptly."""
     seq_id = engine.salt * 2**40 + 7
     sent = [engine.send_nowait(0, Request(ONE_SLOT, seq_id, v, start=True, end=end), f"back to back {i + 1}/3")
