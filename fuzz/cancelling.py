@@ -32,6 +32,12 @@ from .model import Ambiguous, Answer, Refusal, Window, key_of, normalize_message
 from .values import EndedOr, Kind, Outcome, Request
 
 
+class NotAnswerable(ValueError):
+    """A request of a cancel group the model would not answer at once, after the group's first
+    one was: a bug of the generator, or a replayed program that no longer fits the server's state
+    (a shrunk one, whose removed steps moved the sequence to its idle window)."""
+
+
 @attrs.define
 class Group:
     """One cancel_pipelined in progress: what went out, what the model expected of it, and what
@@ -66,7 +72,7 @@ class CancelSteps:
         if not isinstance(exp, Answer):
             if self.group is None:
                 return False
-            raise ValueError(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
+            raise NotAnswerable(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
         if self.group is None:
             self.group = Group(exp.value - req.value, time.monotonic())
         self.going_out(req)
@@ -81,7 +87,7 @@ class CancelSteps:
         """Sends a request of the same sequence on the client's own stream, not waiting for it."""
         exp = self.expect(req, time.monotonic())  # as if it ran: the cancel may come late
         if not isinstance(exp, Answer):
-            raise ValueError(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
+            raise NotAnswerable(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
         self.going_out(req)
         self.group.behind.append((req, self.streams[client].send(req)))
         self.record(client=client, action=action, kind=Kind.BEHIND, request=req, via="stream",

@@ -30,15 +30,27 @@ def broken_triton(tmp_path_factory):
         yield server
 
 
-@pytest.mark.parametrize("bug", BUGS + NATIVE_BUGS, ids=lambda b: b.name)
-def test_fuzzer_catches_the_bug_and_shrinks_it(broken_triton, bug):
-    result, error = fuzz_model(broken_triton, model_name(bug), BUDGET, fuzz_settings=FuzzSettings(shrink_budget_s=10))
+def _caught(server, bug):
+    """One derandomized campaign on the broken model: the sum failure it reports."""
+    result, error = fuzz_model(server, model_name(bug), BUDGET, fuzz_settings=FuzzSettings(shrink_budget_s=10))
     assert error is not None, f"{bug.summary}: not caught in {result.examples} examples"
     assert result.failures, f"no violation recorded; the run ended with {error!r}"
     assert all(f.expected_divergence is None for f in result.failures)
     failure = next((f for f in result.failures if f.invariant in SUM_PROMISES), None)
     assert failure is not None, "\n\n".join(f"[{f.invariant}] {f.detail}\n" + "\n".join(f.program)
                                              for f in result.failures)
+    return result, failure
+
+
+@pytest.mark.parametrize("bug", BUGS + NATIVE_BUGS, ids=lambda b: b.name)
+def test_fuzzer_catches_the_bug_and_shrinks_it(broken_triton, bug):
+    result, failure = _caught(broken_triton, bug)
+    if failure.flaky:
+        # The draws are fixed, the server's timing is not: on a loaded machine (CI) a campaign once
+        # met id_hashed_to_8_buckets first deep inside a 525-request run, where Hypothesis could
+        # not replay it exactly (a real catch, reported as history-dependent). One more campaign;
+        # its catch must replay.
+        result, failure = _caught(broken_triton, bug)
     # Every failure replays: its program, as the corpus would keep it, breaks the same promise
     # again (twice: a replay must not depend on what ran before it, the first replay included).
     assert not failure.flaky, "\n".join(failure.program)

@@ -87,6 +87,20 @@ def test_a_group_cut_short_by_shrinking_is_a_drift_not_a_crash(slow_triton):
         replay_steps(slow_triton, engine.spec, [start, *group[:2], *group[3:]])
 
 
+def test_a_request_behind_that_a_shrunk_program_leaves_unanswerable_is_a_drift_not_a_crash(slow_triton):
+    # Delta debugging can drop the steps that kept a group's sequence live (a shrink of a default
+    # campaign once brought one to its idle window): the request behind would not be answered, and
+    # the replay is a drift, never the generator error that stopped that campaign.
+    engine = _engine(slow_triton, DIRECT)
+    _cancel(engine, 7_200 + engine.salt)
+    engine.finish()
+    start, *group = engine.log[:8]
+    behind = group[1]
+    gone = attrs.evolve(behind, request=attrs.evolve(behind.request, seq_id=7_300 + engine.salt))  # never started
+    with pytest.raises(ReplayDrift, match="generator error"):
+        replay_steps(slow_triton, engine.spec, [start, group[0], gone, *group[2:]])
+
+
 def test_the_standalone_reproducer_replays_the_group(slow_triton, tmp_path):
     engine = _engine(slow_triton, DIRECT)
     _cancel(engine, 10_000 + engine.salt)
