@@ -155,7 +155,7 @@ def test_backlog_delay_hook_waits_for_a_full_backlog(tmp_path):
         # break: the idle timer (0.5 s) starts no earlier than the first START reached the server,
         # which is after it was sent; a loaded machine once answered the first only at 0.36 s.
         answered = [t + o.latency_s - sent_at[0] for t, o in zip(sent_at, outcomes)]
-        assert answered[0] < min(answered[1:]) and min(answered[1:]) > 0.45, outcomes
+        assert answered[0] < min(1.0, *answered[1:]) and min(answered[1:]) > 0.45, outcomes
         assert answered[1] <= answered[2] + 0.02, outcomes
 
 
