@@ -33,6 +33,7 @@ from . import nemesis, shrink
 from .engine import HISTORY_EXAMPLES, FuzzSettings
 from .fresh import FreshCopies, renamed, replayable_on_copy
 from .invariants import InvariantViolation
+from .model import clip_id
 from .replay import ReplayDrift, replay_steps
 from .spec import ModelSpec
 from .values import Fault, Kind, StepRecord
@@ -288,13 +289,52 @@ def _moved(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSetting
 
 
 def _without_reload(server, spec: ModelSpec, fresh: InvariantViolation, settings: FuzzSettings) -> InvariantViolation:
-    """A program that failed from a fresh model, without its leading reload when two plain
-    replays of the rest (ids moved) fail too: then it needs no fresh model. Else as it is."""
+    """A program that failed from a fresh model, without its leading reload when plain replays of
+    the rest (ids moved) fail too, after differing amounts of other traffic: 0, 1 and 2 whole
+    sequences on ids of their own first. Then it needs no fresh model. A count the model keeps
+    across sequences (requests, modulo some n) can stand alike for two tries in a row; the traffic
+    between them moves it. A failure inside that traffic keeps the reload too. Else as it is."""
     body = _body(fresh)
-    again = [_moved(server, spec, body, fresh.invariant, settings) for _ in range(2)]
-    if all(again) and len(again[-1].program) < len(fresh.program):
-        return again[-1]
-    return fresh
+    plain = []
+    for before in range(3):
+        traffic = _other_traffic(body, before)
+        if traffic is None:
+            return fresh
+        again = _moved(server, spec, traffic + body, fresh.invariant, settings)
+        if again is None or len(again.program) <= before:
+            return fresh
+        plain.append(again)
+    return plain[0] if len(plain[0].program) < len(fresh.program) else fresh
+
+
+def _other_traffic(body, count: int) -> list[StepRecord] | None:
+    """`count` whole sequences (START+END) of value 1, sent as the body's first START is, each on
+    an id no step of the body uses, nor twins (equal modulo 2**31, which a 32-bit CORRID would not
+    tell apart); None where there is no START to copy or no such id."""
+    template = next((s for s in body if s.request is not None and s.request.start
+                     and s.request.seq_id not in (0, "")), None)
+    if template is None:
+        return None
+    used = {s.request.seq_id for s in body if s.request is not None}
+    ids = _unused_ids(template.request.seq_id, used, count)
+    if ids is None:
+        return None
+    return [attrs.evolve(template, action="a whole sequence before the program (other traffic)",
+                         request=attrs.evolve(template.request, seq_id=i, value=1, start=True, end=True))
+            for i in ids]
+
+
+def _unused_ids(like, used: set, count: int) -> list | None:
+    """`count` ids of `like`'s type that no id in `used` equals or twins; integers no wider than
+    the widest used (every CORRID that took those takes them)."""
+    if isinstance(like, str):
+        return [clip_id(f"other{k}.{like}") for k in range(count)]
+    ints = [u for u in used if isinstance(u, int)] + [int(u) for u in used if isinstance(u, str) and u.isdigit()]
+    residues = {u % 2**31 for u in ints}
+    top = 2 ** max(3, max(ints, default=0).bit_length()) - 1
+    free = (i for i in range(1, top + 1) if i % 2**31 not in residues)
+    ids = list(itertools.islice(free, count))
+    return ids if len(ids) == count else None
 
 
 def _program(steps) -> list[StepRecord]:

@@ -220,3 +220,32 @@ def test_a_cut_of_requests_sent_at_once_gets_a_few_replays_even_where_the_whole_
     crowd = [step(1, 0, 5, kind=Kind.HELD), step(2, 0, 5, kind=Kind.HELD_ANSWER)]
     assert isolate._rated(always, plain, time.monotonic() + 10)[1] == 1
     assert isolate._rated(always, crowd, time.monotonic() + 10)[1] == isolate.HELD_TRIES
+
+
+def test_a_program_keeps_its_reload_when_other_traffic_before_it_moves_a_count_it_needs(monkeypatch):
+    """A model that loses every third request's value, counting requests across sequences (since
+    it loaded): a 3-request program fails from a fresh model, and two plain replays in a row both
+    fail too (each moves the count by 3). Traffic before a try moves the count off: the reload
+    stays. A program that fails whatever ran before it loses its reload."""
+    count = {"n": 0}
+
+    def loses_every_third(server, spec, steps, invariant, settings, reload=True, fresh=None):
+        if reload:
+            count["n"] = 0
+        lost = []
+        for s in steps:
+            if s.request is not None:
+                count["n"] += 1
+                lost.append(count["n"] % 3 == 0)
+        return failing(steps, set()) if lost[-1] else None  # the last request's value lost
+
+    body = [step(2, 0, 5), step(3, 0, 5, start=False), step(4, 0, 5, start=False)]
+    monkeypatch.setattr(isolate, "_try", loses_every_third)
+    fresh = loses_every_third(None, SPEC, _program(body), "sums_match", FuzzSettings())
+    assert fresh is not None and [s.index for s in fresh.program][0] == 1
+    assert all(isolate._moved(None, SPEC, body, "sums_match", FuzzSettings()) for _ in range(2))  # in phase
+    assert isolate._without_reload(None, SPEC, fresh, FuzzSettings()) is fresh
+
+    monkeypatch.setattr(isolate, "_try", lambda server, spec, steps, *a, **k: failing(steps, set()))
+    plain = isolate._without_reload(None, SPEC, failing(_program(body), set()), FuzzSettings())
+    assert plain.program[0].kind is Kind.REQUEST and len(plain.program) == 3
