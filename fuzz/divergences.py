@@ -246,7 +246,8 @@ KNOWN = KNOWN + (
         versions=("2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0"),
         symptom="the server dies (SIGSEGV); on 2.46 unary gRPC may go unanswered instead",
         affects=lambda m: True, invariant="server_alive", also_under=("no_hangs",),
-        signatures=("given up",),  # the deadlines fault's step: a death seen right after it
+        # the deadlines fault's step, or any later death on a server process it gave calls up on
+        signatures=("given up",),
         needs_fault="deadlines"),
 )
 

@@ -283,11 +283,20 @@ class Engine(CancelSteps, SharedSteps):
                 self.server.check_alive(within_s=within_s)
             except Exception as err:
                 died = InvariantViolation("server_alive", getattr(err, "reason", None) or str(err))
+                died.after = self._after_given_up()
+                died.detail += died.after
                 died.log_tail = getattr(err, "log_tail", "")
                 return died
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.02)
+
+    def _after_given_up(self) -> str:
+        """What a death came after, where the deadlines fault gave calls up on this server process:
+        the known crash (issue 7368) can show examples later, at any step."""
+        given_up = getattr(self.server, "calls_given_up", 0)
+        return (f" (after {given_up} unary calls given up by their clients on this server process: the "
+                f"deadlines fault)") if given_up else ""
 
     def check_alive(self) -> None:
         """After every step: the server still runs, the run was not told to stop (a signal's
@@ -441,6 +450,7 @@ class Engine(CancelSteps, SharedSteps):
         violation.program = list(self.log)
         violation.history = tuple(self.stats.history)  # the examples before this one
         violation.got = rec.got if rec else getattr(violation, "got", "")
+        violation.got += getattr(violation, "after", "")  # what a death came after: the known crash's sign
         self.stats.first.setdefault(violation.invariant, violation)
         best = self.stats.shortest.get(violation.invariant)
         # A death keeps the program that was running when it came: every later one (shrinking
@@ -921,6 +931,7 @@ class Engine(CancelSteps, SharedSteps):
         time.sleep(self.settings.wire_s)  # what was given up in flight finishes on the server meanwhile
         self.struck(fault.name)
         timed_out = sum(o.status in GIVEN_UP for o in got)
+        self.server.calls_given_up = getattr(self.server, "calls_given_up", 0) + timed_out
         rec = self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
                           expected="each answered with its value, or given up; the server lives on",
                           got=f"{len(got) - timed_out} answered, {timed_out} given up")

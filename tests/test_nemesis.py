@@ -201,6 +201,41 @@ def test_calls_given_up_in_flight_keep_every_promise_but_the_known_crash(tmp_pat
     assert struck >= 3, struck
 
 
+def test_a_death_steps_after_calls_given_up_is_still_the_known_crash(tmp_path_factory, monkeypatch):
+    """Issue 7368's crash can show examples after the calls given up (CI saw a SIGSEGV at a
+    teardown, its program empty): a death on a server process the deadlines fault gave calls up
+    on says so, and is the known divergence wherever it shows. Here the server gets a SIGSEGV as
+    soon as the fault's step is done: the death shows at the witness after it, whose answer
+    (OUTPUT=1) names no call given up."""
+    import signal
+
+    from fuzz.divergences import by_key
+    from fuzz.engine import Engine
+
+    hurry = Engine.hurry
+
+    def hurry_then_segfault(engine, fault, action):
+        struck = hurry(engine, fault, action)
+        if struck and engine.server.calls_given_up:
+            engine.server.process.send_signal(signal.SIGSEGV)
+            engine.server.process.wait(timeout=10)
+        return struck
+
+    monkeypatch.setattr(Engine, "hurry", hurry_then_segfault)
+    with one_model_server(tmp_path_factory, FAST) as server:
+        assert by_key("unary-deadlines-crash").applies(FAST, server.version)
+        assert server.calls_given_up == 0
+        result, error = fuzz_model(server, FAST.name, settings(CAMPAIGN, max_examples=40), seed=1,
+                                   fuzz_settings=FuzzSettings(nemesis={"deadlines"}))
+        assert server.calls_given_up, "the deadlines fault gave no call up in 40 examples"
+        assert error is None and result.verdict.startswith("expected divergence"), (error, result.failures)
+        [death] = result.failures
+        assert death.expected_divergence == "unary-deadlines-crash"
+        assert "status -11" in death.detail and "unary calls given up by their clients on this server process" \
+            in death.detail, death.detail
+        print(death.detail, *death.program, sep="\n")
+
+
 @pytest.mark.parametrize("release", [None, "0.4.0"], ids=["2.51", "2.36"])
 def test_calls_given_up_in_flight_crash_the_builds_the_divergence_names(tmp_path_factory, release):
     """Server issue 7368 pinned: unary gRPC calls given up at deadlines of 0.3-2 ms, 8 in flight at
