@@ -216,7 +216,7 @@ def test_a_death_steps_after_calls_given_up_is_still_the_known_crash(tmp_path_fa
 
     def hurry_then_segfault(engine, fault, action):
         struck = hurry(engine, fault, action)
-        if struck and engine.server.calls_given_up:
+        if struck and engine.server.calls_given_up and engine.server.process.poll() is None:
             engine.server.process.send_signal(signal.SIGSEGV)
             engine.server.process.wait(timeout=10)
         return struck
@@ -231,8 +231,9 @@ def test_a_death_steps_after_calls_given_up_is_still_the_known_crash(tmp_path_fa
         assert error is None and result.verdict.startswith("expected divergence"), (error, result.failures)
         [death] = result.failures
         assert death.expected_divergence == "unary-deadlines-crash"
-        assert "status -11" in death.detail and "unary calls given up by their clients on this server process" \
-            in death.detail, death.detail
+        # the SIGSEGV sent, or the crash itself first (CI once saw SIGBUS, status -7, before it)
+        assert "died with status" in death.detail, death.detail
+        assert "unary calls given up by their clients on this server process" in death.detail, death.detail
         print(death.detail, *death.program, sep="\n")
 
 
