@@ -294,7 +294,7 @@ class Engine(CancelSteps, SharedSteps):
     def _after_given_up(self) -> str:
         """What a death came after, where the deadlines fault gave calls up on this server process:
         the known crash (issue 7368) can show examples later, at any step."""
-        given_up = getattr(self.server, "calls_given_up", 0)
+        given_up = self.server.calls_given_up
         return (f" (after {given_up} unary calls given up by their clients on this server process: the "
                 f"deadlines fault)") if given_up else ""
 
@@ -931,7 +931,7 @@ class Engine(CancelSteps, SharedSteps):
         time.sleep(self.settings.wire_s)  # what was given up in flight finishes on the server meanwhile
         self.struck(fault.name)
         timed_out = sum(o.status in GIVEN_UP for o in got)
-        self.server.calls_given_up = getattr(self.server, "calls_given_up", 0) + timed_out
+        self.server.calls_given_up += timed_out
         rec = self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
                           expected="each answered with its value, or given up; the server lives on",
                           got=f"{len(got) - timed_out} answered, {timed_out} given up")

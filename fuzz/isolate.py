@@ -297,7 +297,7 @@ def _without_reload(server, spec: ModelSpec, fresh: InvariantViolation, settings
     body = _body(fresh)
     plain = []
     for before in range(3):
-        traffic = _other_traffic(body, before)
+        traffic = _other_traffic(spec, body, before)
         if traffic is None:
             return fresh
         again = _moved(server, spec, traffic + body, fresh.invariant, settings)
@@ -307,20 +307,20 @@ def _without_reload(server, spec: ModelSpec, fresh: InvariantViolation, settings
     return plain[0] if len(plain[0].program) < len(fresh.program) else fresh
 
 
-def _other_traffic(body, count: int) -> list[StepRecord] | None:
-    """`count` whole sequences (START+END) of value 1, sent as the body's first START is, each on
-    an id no step of the body uses, nor twins (equal modulo 2**31, which a 32-bit CORRID would not
-    tell apart); None where there is no START to copy or no such id."""
-    template = next((s for s in body if s.request is not None and s.request.start
-                     and s.request.seq_id not in (0, "")), None)
-    if template is None:
+def _other_traffic(spec: ModelSpec, body, count: int) -> list[StepRecord] | None:
+    """`count` whole sequences (START+END) of value 1, plain requests from the client and over the
+    way of the body's first START, each on an id no step of the body uses, nor twins (equal modulo
+    2**31, which a 32-bit CORRID would not tell apart); None where there is no START or no such id."""
+    first = next((s for s in body if s.request is not None and s.request.start
+                  and s.request.seq_id not in (0, "")), None)
+    if first is None:
         return None
     used = {s.request.seq_id for s in body if s.request is not None}
-    ids = _unused_ids(template.request.seq_id, used, count)
+    ids = _unused_ids(first.request.seq_id, used, count)
     if ids is None:
         return None
-    return [attrs.evolve(template, action="a whole sequence before the program (other traffic)",
-                         request=attrs.evolve(template.request, seq_id=i, value=1, start=True, end=True))
+    return [StepRecord(index=0, client=first.client, action="a whole sequence before the program (other traffic)",
+                       request=spec.request(i, 1, start=True, end=True), via=first.via)
             for i in ids]
 
 
