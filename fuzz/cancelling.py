@@ -37,6 +37,10 @@ class NotAnswerable(ValueError):
     one was: a bug of the generator, or a replayed program that no longer fits the server's state
     (a shrunk one, whose removed steps moved the sequence to its idle window)."""
 
+    @classmethod
+    def of(cls, req, exp) -> "NotAnswerable":
+        return cls(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
+
 
 @attrs.define
 class Group:
@@ -72,7 +76,7 @@ class CancelSteps:
         if not isinstance(exp, Answer):
             if self.group is None:
                 return False
-            raise NotAnswerable(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
+            raise NotAnswerable.of(req, exp)
         if self.group is None:
             self.group = Group(exp.value - req.value, time.monotonic())
         self.going_out(req)
@@ -87,7 +91,7 @@ class CancelSteps:
         """Sends a request of the same sequence on the client's own stream, not waiting for it."""
         exp = self.expect(req, time.monotonic())  # as if it ran: the cancel may come late
         if not isinstance(exp, Answer):
-            raise NotAnswerable(f"generator error: {req.describe()} right after its sequence's last request expects {exp!r}")
+            raise NotAnswerable.of(req, exp)
         self.going_out(req)
         self.group.behind.append((req, self.streams[client].send(req)))
         self.record(client=client, action=action, kind=Kind.BEHIND, request=req, via="stream",

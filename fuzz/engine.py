@@ -183,10 +183,9 @@ class Setup:
         stats.coverage.full_rows = full_rows(spec)
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
-        lingering = any(d.key == "cancelled-backlog-id-lingers"
-                        for d in steered_around(spec, getattr(server, "version", None), settings.find_known))
-        return cls(server, spec, settings, stats, margin, late,
-                   n_clients, proxied, float if spec.dtype == "FP32" else int, lingering)
+        setup = cls(server, spec, settings, stats, margin, late,
+                    n_clients, proxied, float if spec.dtype == "FP32" else int, False)
+        return attrs.evolve(setup, lingering_guard=setup.guarded("cancelled-backlog-id-lingers"))
 
     def guarded(self, key: str) -> bool:
         """Whether the fuzzer steers around the known divergence `key` on this model and build."""

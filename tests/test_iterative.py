@@ -293,6 +293,12 @@ def _start_after_start_end_stalls(s, corrid, pipelined) -> bool:
     return False
 
 
+# The builds on which the START stalls even when sent once the START+END was answered (measured
+# here: 2.41 and 2.44 never did in 5 tries each); the divergence's versions are those of the
+# pipelined form.
+STALLS_AFTER_THE_ANSWER = ("2.46.0", "2.51.0")
+
+
 @pytest.mark.parametrize("release", [None, "0.5.8", "0.5.5", "0.5.0"], ids=["2.51", "2.46", "2.44", "2.41"])
 def test_a_start_soon_after_a_start_with_end_on_its_id_is_rescheduled(tmp_path, release):
     """iterative-start-after-start-end-stalls: a START+END, then a START on the same id, which must
@@ -303,7 +309,7 @@ def test_a_start_soon_after_a_start_with_end_on_its_id_is_rescheduled(tmp_path, 
     afterwards runs in full."""
     with _streaming(_repo(tmp_path / "models"), tmp_path, release) as (server, s):
         answered = [_start_after_start_end_stalls(s, 100 + i, pipelined=False) for i in range(5)]
-        assert any(answered) == (server.version in ("2.46.0", "2.51.0")), answered
+        assert any(answered) == (server.version in STALLS_AFTER_THE_ANSWER), answered
         assert any(_start_after_start_end_stalls(s, 200 + i, pipelined=True) for i in range(5))
         assert "must specify the START flag" in server.log_tail(400)
         s.send("c", 200, 7, 3, start=True)
