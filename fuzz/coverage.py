@@ -33,8 +33,11 @@ ID_STATES = ("fresh", "live", "done")
 # out of was taken by a new one; long gap, a sequence went on after a pause of at least half the
 # idle window the server surely keeps it for; START in a full execution, a START (fresh or a
 # restart) ran in an execution that carried every row it can (a path of its own for a batcher or
-# a model that treats a full batch apart), where the model says its live rows.
+# a model that treats a full batch apart), where the model says its live rows; kept alive, a
+# sequence went on KEPT_WINDOWS idle windows after its START (fuzz/model.py), requests coming
+# all the while.
 FULL_START = "START in a full execution"
+KEPT_ALIVE = "kept alive"
 
 
 @attrs.frozen
@@ -120,8 +123,9 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
     situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap"])
     situations += [FULL_START] if full_rows(spec) else []
-    # an iterative sequence ends itself: none is left to idle out
-    goals += [f"situation: {s}" for s in situations + (["expiry reuse"] if expiry and not spec.iterations else [])]
+    # an iterative sequence ends itself: none is left to idle out, or kept going
+    waited = ["expiry reuse", KEPT_ALIVE] if expiry and not spec.iterations else []
+    goals += [f"situation: {s}" for s in situations + waited]
     return tuple(goals)
 
 

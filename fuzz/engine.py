@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import time
+from typing import Callable
 
 import attrs
 
@@ -20,13 +21,13 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from .events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from .coverage import Coverage, full_rows
+from .coverage import KEPT_ALIVE, Coverage, full_rows
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .values import LOST_CONNECTION, UNSETTLED
 from .divergences import accepted, steered_around
 from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
-from .model import (DTYPE_ERROR, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued, Refusal, idle_margins,
-                    key_of, refused_for_start, too_long)
+from .model import (DTYPE_ERROR, KEPT_WINDOWS, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued, Refusal,
+                    idle_margins, key_of, refused_for_start, too_long)
 from .server_stats import Lenience, Snapshot, Tally, judge
 from .spec import ModelSpec
 
@@ -97,13 +98,17 @@ class Pending:
 class Parked:
     """A request a client holds back until `until` (monotonic): its answer would depend on which
     side of an idle-timeout window the server is, or it is a START that must not overtake a START
-    still on its way to the backlog. Only this client waits; the model is asked again at send time."""
+    still on its way to the backlog. Only this client waits; the model is asked again at send time.
+    `then`: what the client does once it is answered, if it keeps its sequence going (a pause
+    kept up past the idle window): a function giving the next (request, until, last), or None
+    when the sequence is gone."""
     request: Request
     via: str
     action: str
     context: str
     until: float
     since: float
+    then: Callable | None = None
 
 
 @attrs.define
@@ -348,6 +353,8 @@ class Engine(CancelSteps, SharedSteps):
                 self.stats.coverage.situation("expiry reuse")
             if self.model.long_gaps:
                 self.stats.coverage.situation("long gap")
+            if self.model.kept_alive:
+                self.stats.coverage.situation(KEPT_ALIVE)
             self.stats.coverage.depths(self.model.depth.lengths)
             self._cleanup()
 
@@ -566,6 +573,11 @@ class Engine(CancelSteps, SharedSteps):
                 return
             del self.parked[client]
             self.dispatch(client, p.request, p.via, p.action, p.context, since=p.since)
+            follow = p.then() if p.then is not None and client not in self.parked else None
+            if follow is not None:
+                req, until, last = follow
+                self.parked[client] = Parked(req, p.via, p.action, p.context, until, time.monotonic(),
+                                             None if last else p.then)
 
     def check(self, client, req, exp, got, via, action, *, wait_s=0.0, context="", kind: Kind | None = None):
         """Checks a prompt answer against the model's expectation and logs the step."""
@@ -772,8 +784,9 @@ class Engine(CancelSteps, SharedSteps):
         self.collect()
         return waited
 
-    def park(self, client: int, req: Request, action: str, until: float, context: str = ""):
-        self.parked[client] = Parked(req, "stream", action, context, until, time.monotonic())
+    def park(self, client: int, req: Request, action: str, until: float, context: str = "",
+             then: Callable | None = None):
+        self.parked[client] = Parked(req, "stream", action, context, until, time.monotonic(), then)
 
     def leave_to_expire(self, keys) -> None:
         """No client sends on these sequences any more: they are left to the idle timeout."""
@@ -994,7 +1007,9 @@ class Engine(CancelSteps, SharedSteps):
         if self.shared is not None:  # a shortened program sent requests at once and not their answers' step
             self.check_shared("answer to the requests sent at once")
         window = self.spec.idle_s + self.margin + self.late
-        deadline = time.monotonic() + self.settings.prompt_s + (len(self.pending) + len(self.parked) + 2) * window
+        kept = sum(1 for p in self.parked.values() if p.then is not None)  # each goes on for KEPT_WINDOWS more
+        deadline = time.monotonic() + self.settings.prompt_s + (len(self.pending) + len(self.parked) + 2
+                                                                + kept * KEPT_WINDOWS) * window
         waiting_since = time.monotonic() if self.parked else None
         while time.monotonic() < deadline:
             self.collect()

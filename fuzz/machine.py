@@ -19,7 +19,7 @@ from . import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
                     into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
-from .coverage import (FLAG_SHAPES, FLAGS, FULL_START, ID_STATES, flags_goal, full_rows, live_row_goals, sibling_family,
+from .coverage import (FLAG_SHAPES, FLAGS, FULL_START, ID_STATES, KEPT_ALIVE, flags_goal, full_rows, live_row_goals, sibling_family,
                        twin_places)
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_depth,
                        open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
@@ -27,7 +27,7 @@ from .divergences import steered_around
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .engine import Engine, Fault, Kind, Setup, event
 from .invariants import InvariantViolation
-from .model import MAX_STRING_ID, Answer, clip_id, key_of
+from .model import KEPT_WINDOWS, MAX_STRING_ID, Answer, clip_id, key_of
 from .spec import ModelSpec
 
 
@@ -100,6 +100,10 @@ WAIT_SHARE = 0.1
 # wait as the example did (a share did not, and Hypothesis found the failure flaky).
 STUCK_WAITS = 3
 LONG_PAUSE_S = 0.5  # a pause longer than this is such a wait too (on the 2 s models: up to 1.3 s)
+# Whether a pause goes on pausing until its sequence is kept alive (coverage.KEPT_ALIVE): now and
+# then, or where the campaign has not kept one alive yet (steered).
+KEEP_GOING = st.sampled_from([False, False, False, True])
+KEEP_FRACTION = 0.6  # of what is left of the window, at least, between the requests that keep it going
 
 
 def salted_id(seq_id: int, salt: int) -> int:
@@ -972,6 +976,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         key = self._pick(data, self.engine.live(), "sequence")
         end = data.draw(st.booleans(), label="end")
         value = self._value(data)
+        keep = data.draw(KEEP_GOING, label="keep it going")
+        steer = data.draw(STEER, label="steer keep")
         if client is None or key is None or self._last_idle(client):
             return self._skip("pause: no idle client to spare or no live sequence")
         now = time.monotonic()
@@ -980,10 +986,34 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("pause: the sequence is near its idle timeout")
         if fraction * room > LONG_PAUSE_S and self._waits_had_their_share(rationed=True):
             return self._skip("pause: waits at the ends of examples took their share of the campaign")
+        # Kept going: a wait of KEPT_WINDOWS windows at the example's end, taken within the share
+        # of waits, and always while the campaign has kept no sequence alive yet.
+        lacking = f"situation: {KEPT_ALIVE}" not in self.engine.stats.coverage.seen
+        keep = (keep or (steer == STEER_TOP and lacking)) and self.plan.setup.expiry_ok \
+            and (lacking or not self._waits_had_their_share(rationed=True))
         # The value is fitted to the sum when the request is drawn; nothing else touches
         # this sequence while it is parked, so the sum is the same when it goes.
-        req = self._next_of(key, value, end=end)
-        self.engine.park(client, req, "continue after a pause", now + fraction * room)
+        req = self._next_of(key, value, end=end and not keep)
+        self.engine.park(client, req, "continue after a pause", now + fraction * room,
+                         then=self._kept_going(key, value, max(fraction, KEEP_FRACTION), end) if keep else None)
+
+    def _kept_going(self, key, value, fraction: float, end: bool):
+        """A client that keeps its sequence going past KEPT_WINDOWS idle windows after its START,
+        pausing for `fraction` of what is left of the window before each next request (the same
+        value, fitted to the sum; `end` on the last): what the engine parks next once each is
+        answered (Parked.then). The server must keep a sequence in use however old it is."""
+        def follow():
+            seq = self.engine.model.seqs.get(key)
+            if seq is None or not seq.running:
+                return None
+            now = time.monotonic()
+            room = seq.expiry.lo - now - self.plan.settings.wire_s
+            if room <= 0:
+                return None
+            until = now + fraction * room
+            last = until - seq.born >= KEPT_WINDOWS * self.plan.spec.idle_s
+            return self._next_of(key, value, end=end and last), until, last
+        return follow
 
     @when(lambda plan: plan.setup.expiry_ok)
     @rule(data=st.data())

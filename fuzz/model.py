@@ -60,6 +60,10 @@ LONG_ID_ERROR = "string correlation ID cannot be longer than 128 characters"
 # A START that waits in the backlog past its request `timeout` (the reaper fails it, UNAVAILABLE).
 TIMEOUT_ERROR = "timeout of the corresponding sequence has been expired"
 MAX_STRING_ID = 128  # in UTF-8 bytes: 2.51 refuses a 128-character id with a 2-byte character in it
+# A sequence in use this many idle windows after its START (requests kept coming) is "kept alive":
+# a server that reaps by age instead of idleness, or a model's cache that counts from the START,
+# shows only past its window, in a sequence that never idled out.
+KEPT_WINDOWS = 2
 
 
 def too_long(seq_id) -> bool:
@@ -138,6 +142,7 @@ class Seq:
     # answered arrived (sent before that moment, a request can arrive after it on a loaded machine).
     at_risk_from: float = float("inf")
     ghost_of: Ghost | None = None  # a queued START on the id of a ghost
+    born: float = attrs.field(default=attrs.Factory(lambda self: self.last_arrival, takes_self=True))  # its START
 
 
 
@@ -175,6 +180,7 @@ class BatcherModel:
         self.depth = Depth()
         self.restarts = 0  # STARTs on a live id (coverage)
         self.long_gaps = 0  # requests that went on after half the window the server surely keeps (coverage)
+        self.kept_alive = 0  # requests to sequences in use for KEPT_WINDOWS idle windows and more (coverage)
 
     # -- views ----------------------------------------------------------------------------------
     @property
@@ -278,6 +284,8 @@ class BatcherModel:
             seq.requests += 1
             if seq.running and now - seq.last_arrival >= (self.spec.idle_s - self.margin) / 2:
                 self.long_gaps += 1
+            if seq.running and now - seq.born >= KEPT_WINDOWS * self.spec.idle_s:
+                self.kept_alive += 1
             return self._ran(seq, req, now)
 
         # A START's sum: from the state's initial value; an iterative one's after each execution.
@@ -288,7 +296,7 @@ class BatcherModel:
         if seq is not None:  # restart: same slot, fresh state
             self.restarts += 1
             self.depth.ended(seq)
-            seq.total, seq.requests = first, 1
+            seq.total, seq.requests, seq.born = first, 1, now
             return self._ran(seq, req, now, end, partials)
         if self.free_slots():
             seq = Seq(key, first, now, running=True)
@@ -464,6 +472,7 @@ class BatcherModel:
         if seq is not None:
             # The answer bounds when it got the slot, and so when the reaper may take it.
             seq.admitted = Window(window.lo, min(window.hi, at))
+            seq.born = at  # it ran by then: its age counts from no earlier
             seq.expiry = self._expiry(seq.last_arrival, seq.admitted)
             if seq.end_on_admit and self._release(seq, seq.admitted) is None:
                 self.passed_on.append(seq.admitted)

@@ -80,18 +80,21 @@ def test_goals_follow_the_model():
     direct = goals_for(spec(), strings=False, expiry=True)
     assert [g for g in direct if g.startswith("live rows")] == [f"live rows >= {n}" for n in (1, 2, 3, 4)]
     assert "situation: expiry reuse" in direct and "twins live: case" not in direct
+    assert "situation: kept alive" in direct  # a sequence in use past two idle windows
     assert "situation: long gap" in direct and "situation: long gap" not in goals_for(spec(iterations=3), strings=False,
                                                                                     expiry=True)
     assert "id~2^64" in direct and "sum max" in direct and "input fraction" not in direct
     narrow = goals_for(spec(corrid_type="INT32", dtype="FP32", max_batch_size=0), strings=True, expiry=False)
     assert "id~2^53" not in narrow and "id~2^32" in narrow and "input fraction" in narrow
     assert "twins live: embedded NUL" not in narrow and "situation: expiry reuse" not in narrow
+    assert "situation: kept alive" not in narrow  # its windows are too long to wait out
     families = goals_for(spec(), strings=True, families=tuple(STRING_FAMILIES), expiry=True)
     assert "twins live: embedded NUL" in families and "twins live: other type" in families
     assert live_row_goals(spec(max_batch_size=0)) == 1
     assert not any(g.startswith("twins") for g in goals_for(spec(slots_per_instance=1), strings=True, expiry=True))
     iterative = goals_for(spec(iterations=3), strings=False, expiry=True)
     assert not any(g.startswith(("sum ", "depth", "twins")) for g in iterative)
+    assert "situation: kept alive" not in iterative  # an iterative sequence is one request
 
 
 def test_the_tracker_reaches_goals_once_and_reports_the_rest_as_gaps():

@@ -122,6 +122,19 @@ def test_a_late_answer_keeps_the_sequence_possibly_alive_that_much_longer(model)
     assert isinstance(model.expect(R(1, 1), 0.6 + IDLE + MARGIN + 0.001), Refusal)
 
 
+def test_a_sequence_kept_in_use_for_two_windows_is_kept_alive_and_a_restart_makes_it_young(model):
+    """Coverage's "kept alive": requests to a sequence two idle windows after its START, though
+    it never idled out. A START on its id begins its age again."""
+    model.expect(R(1, 1, start=True), 0.0)
+    for t in (0.8, 1.6):
+        assert model.expect(R(1, 1), t) == Answer(model.seqs[key_of(1)].total)
+    assert model.kept_alive == 0
+    assert model.expect(R(1, 1, start=True), 1.9) == Answer(1)  # a restart: young again
+    assert model.expect(R(1, 1), 2.6) == Answer(2) and model.kept_alive == 0
+    assert model.expect(R(1, 1), 3.4) == Answer(3) and model.kept_alive == 0
+    assert model.expect(R(1, 1), 4.0) == Answer(4) and model.kept_alive == 1
+
+
 def test_an_answer_never_narrows_the_expiry_window(model):
     model.expect(R(1, 1, start=True), 0.0)
     model.answered(key_of(1), -5.0)  # an answer time before the send changes nothing
