@@ -3,7 +3,6 @@ and replaying the entry strikes the fault again (restart and reload; a cut or a 
 the replay with ReplayDrift)."""
 import subprocess
 import sys
-import time
 
 import attrs
 import pytest

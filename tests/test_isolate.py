@@ -3,8 +3,6 @@ tests/test_broken_models.py, whose history-dependent bugs (a count across sequen
 remembers its last owner) only replay from a freshly loaded model."""
 import time
 
-import attrs
-
 from fuzz import isolate
 from fuzz.engine import FuzzSettings
 from fuzz.invariants import InvariantViolation
