@@ -18,6 +18,9 @@ from .edges import (FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALU
 
 DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
 INTEGER_TWINS = ("2^k apart", "neighbours", "10^k apart")  # coverage.sibling_family's names
+# Integer twins whose sum is 0 modulo 2^bits: k and 2^bits - k, one number and its negation where
+# a CORRID is read as signed (what an abs(), a sign-magnitude field or a key of |id| makes one).
+NEGATIVES = "negatives"
 NEIGHBOUR_STEPS = (1, 2)  # how far apart "neighbours" are (a key that drops the low bits, a float64)
 DECIMAL_STEPS = (10**3, 10**6, 10**9)  # how far apart "10^k apart" are (a key cut to its leading digits)
 # Requests by their flags and where their id stood (goals "request: FLAGS on a STATE id"): fresh,
@@ -114,6 +117,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         goals += [f"sum {e}" for e in edges]
         if spec.capacity > 1:  # two sequences hold slots at once
             goals += [twin_goal(f, p) for f in INTEGER_TWINS for p in twin_places(f, spec.id_bits)]
+            goals += [twin_goal(NEGATIVES)]
             if strings:
                 goals += ["twins live: other type"] + [f"twins live: {f}" for f in families]
         goals += [f"depth {d}" for d in DEPTHS]
@@ -255,7 +259,8 @@ def twins_of(older, newer, bits: int) -> tuple:
         families = ["2^k apart"] + [f for f, steps in (("neighbours", NEIGHBOUR_STEPS), ("10^k apart", DECIMAL_STEPS))
                                     if apart in steps or 2**bits - apart in steps]
         found = [(f, twin_place(f, older, newer, bits)) for f in families]
-        return tuple((f, p) for f, p in found if p in twin_places(f, bits))
+        negatives = ((NEGATIVES, None),) if (older + newer) % 2**bits == 0 else ()
+        return tuple((f, p) for f, p in found if p in twin_places(f, bits)) + negatives
     a, b = str(older), str(newer)
     if a == b:
         return (("other type", None),)

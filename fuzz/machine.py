@@ -19,8 +19,8 @@ from . import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
                     into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
-from .coverage import (FLAG_SHAPES, FLAGS, FULL_START, ID_STATES, KEPT_ALIVE, flags_goal, full_rows, live_row_goals, sibling_family,
-                       twin_places)
+from .coverage import (FLAG_SHAPES, FLAGS, FULL_START, ID_STATES, KEPT_ALIVE, NEGATIVES, flags_goal, full_rows,
+                       live_row_goals, sibling_family, twin_places)
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_depth,
                        open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from .divergences import steered_around
@@ -154,6 +154,15 @@ def _other_typed(seq_id):
     return int(seq_id) if seq_id.isdigit() and 0 < int(seq_id) < 2**64 else None
 
 
+def negation(seq_id, bits: int = 64) -> int | None:
+    """The integer id that is `seq_id`'s negation on a `bits`-wide CORRID (2^bits - id): None for a
+    string id, or one that is its own (2^(bits-1))."""
+    if not isinstance(seq_id, int):
+        return None
+    twin = -seq_id % 2**bits
+    return twin if twin not in (0, seq_id) else None
+
+
 def _twin(seq_id, family: str):
     """An id of `seq_id`'s family other than itself: its other-typed twin (5 and "5"), or a member
     of one of edges.STRING_FAMILIES (an integer id's as its decimal string); None if it has none."""
@@ -273,7 +282,7 @@ class Plan:
             value_and_steer=st.tuples(st.one_of(*values), STEER, STEER_INDEX),
             sum_targets=core_targets(lo_sum, hi_sum, fp32) + power_targets(lo_sum, hi_sum),
             twin_kinds=tuple((f, p) for f in TWIN_STEP_FAMILIES for p in twin_places(f, spec.id_bits)) +
-            (tuple((f, None) for f in families) if strings_ok else ()))
+            ((NEGATIVES, None),) + (tuple((f, None) for f in families) if strings_ok else ()))
 
 
 class SequenceBatcherMachine(RuleBasedStateMachine):
@@ -729,6 +738,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         return family or sibling_family(step), None, step
 
     def _twin_of(self, base, kind: str, step: int):
+        if kind == NEGATIVES:
+            return negation(base, self.plan.spec.id_bits)
         return sibling(base, step, self.plan.spec.id_bits) if kind in TWIN_STEPS else _twin(base, kind)
 
     def _free(self, seq_id) -> bool:

@@ -81,6 +81,7 @@ def test_goals_follow_the_model():
     assert [g for g in direct if g.startswith("live rows")] == [f"live rows >= {n}" for n in (1, 2, 3, 4)]
     assert "situation: expiry reuse" in direct and "twins live: case" not in direct
     assert "situation: kept alive" in direct  # a sequence in use past two idle windows
+    assert "twins live: negatives" in direct
     assert "situation: long gap" in direct and "situation: long gap" not in goals_for(spec(iterations=3), strings=False,
                                                                                     expiry=True)
     assert "id~2^64" in direct and "sum max" in direct and "input fraction" not in direct
@@ -239,6 +240,8 @@ def test_twins_are_told_from_any_two_ids_whichever_rule_started_them():
     assert twins_of(10, 10 + 10**6, 64) == (("10^k apart", "below 2^32"),)
     assert twins_of(2**32 - 1, 0, 32) == (("neighbours", "below 2^32"),)  # round a 32-bit CORRID
     assert twins_of(5, 5 + 2**3, 64) == twins_of(5, 123456789, 64) == ()  # 2^3: no goal; strangers
+    assert twins_of(5, 2**64 - 5, 64) == twins_of(2**32 - 9, 9, 32) == (("negatives", None),)  # k and -k
+    assert twins_of(5, 2**32 - 5, 64) == ()  # negatives only on the width the model reads
     assert twins_of(123, "123", 64) == twins_of("123", 123, 64) == (("other type", None),)
     assert ("leading space", None) in twins_of("abc", " abc", 64)
     assert ("case", None) in twins_of("Seq7", "sEQ7", 64) and twins_of("Seq7", "Seq8", 64) == ()
@@ -257,10 +260,11 @@ def test_integer_twins_are_goals_once_per_band_the_corrid_can_hold():
             assert band_of(into_band(seq_id, band)) == band
     assert into_band(2**60, "past 2^53") == 2**60 and into_band(7, "past 2^53") != into_band(8, "past 2^53")
     wide = [g for g in goals_for(spec(), strings=False, expiry=True) if g.startswith("twins")]
-    assert len(wide) == 4 + 2 * 3 and "twins live: neighbours, past 2^53" in wide
+    assert len(wide) == 4 + 2 * 3 + 1 and "twins live: neighbours, past 2^53" in wide  # + negatives
     narrow = [g for g in goals_for(spec(corrid_type="INT32"), strings=False, expiry=True) if g.startswith("twins")]
     assert narrow == ["twins live: 2^k apart, by 2^8", "twins live: 2^k apart, by 2^16",
-                      "twins live: neighbours, below 2^32", "twins live: 10^k apart, below 2^32"]
+                      "twins live: neighbours, below 2^32", "twins live: 10^k apart, below 2^32",
+                      "twins live: negatives"]
     assert tuple(TWIN_STEPS) == INTEGER_TWINS
 
 

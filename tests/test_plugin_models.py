@@ -3,7 +3,7 @@ steps, whose requests come through the ensemble (fuzzed instead: two campaigns o
 share its slots). Pure: the configs are read from the folder."""
 import pytest
 
-from fuzz.machine import sibling
+from fuzz.machine import negation, sibling
 from fuzz.plugin import _models_in
 from modelgen import Variant, write_model
 
@@ -32,3 +32,5 @@ def test_siblings_stay_in_the_ids_a_model_tells_apart():
     assert sibling(5, 2**32) == 5 + 2**32 and sibling(5, 2**32, bits=32) is None  # it would be 5 itself
     assert sibling(2**32 - 1, 2**16, bits=32) == 2**16 - 1  # wraps below 2**32
     assert sibling(2**64 - 1, 1) is None and sibling("5", 8) is None  # 0 is no id; strings have none
+    assert negation(5) == 2**64 - 5 and negation(5, bits=32) == 2**32 - 5  # k and -k, on the CORRID's width
+    assert negation(2**63) is None and negation("5") is None  # its own negation; strings have none
