@@ -252,6 +252,8 @@ HOLDOUT_BUGS = (
 # sequence's next request must share an execution in that order).
 _OLDEST2 = Variant("corrid", "oldest", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"))
 _POP = '        if end and self.flavour == "corrid":\n            self.sums.pop(key, None)\n'
+_FINAL = ("                request.get_response_sender().send(response, "
+          "flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n")
 UNSEEN_BUGS = (
     Bug("fifo_cache_of_4", "sums kept in a cache of 4 entries evicted oldest-inserted first; END does not pop",
         _POP, '        if end and self.flavour == "corrid":\n'
@@ -293,6 +295,33 @@ UNSEEN_BUGS = (
                      '            key = _scalar(self.live[i - shifted], "CORRID")\n',
         _OLDEST2, 6, "START a, START b, then a's END and b's next in one execution in that order (a crowd: two "
                      "lines, two answers): b's answer starts from 0", more=((_EXECUTE, _LIVE),)),
+    # A second batch the same day: five of six caught by one campaign each before any change. The
+    # one missed keys state by the CORRID's magnitude read as signed: no rule made an id and its
+    # negation (2^64 - k) live at once (now a twin family, "twins live: negatives").
+    Bug("negation_twins", "the CORRID read as a signed 64-bit number and keyed by its magnitude: k and 2**64 - k are one",
+        _CORRID_KEY, '            key = abs(int(np.array(_scalar(request, "CORRID"), dtype=np.uint64).view(np.int64)))\n',
+        _CORRID, 3, "START k, START 2**64 - k, then k's next: it sums onto the other's value"),
+    Bug("decoupled_end_answered_twice", "a decoupled model answers an END twice (the second flagged final)",
+        _FINAL, "                if _scalar(request, 'END', 0):\n"
+                "                    request.get_response_sender().send(response)\n" + _FINAL, _DECOUPLED4, 2,
+        "START+END, then any request on that stream: it gets the END's second answer"),
+    Bug("restart_after_pause_resumes", "a START on a live id 0.1 s after its last request is taken for a reconnect",
+        _BASE, "        seen = self.__dict__.setdefault('seen', {})\n"
+               "        now = time.monotonic()\n"
+               "        resumed = start and key in self.sums and now - seen.get(key, now) > 0.1\n"
+               "        seen[key] = now\n"
+               "        base = self.sums[key] if resumed else self.dtype.type(0) if start else "
+               "self.sums.get(key, self.dtype.type(0))\n",
+        _CORRID, 2, "START a, then START a again after 0.1 s: it keeps the sum"),
+    Bug("last_slot_shares_previous", "slot: the last slot keeps its state in the one before it",
+        _SLOT_KEY, '            key = min(position, 2) if self.strategy == "direct" else 0\n', _SLOT4, 5,
+        "four STARTs (slots 0-3), then the third's next: it sums onto the fourth's value"),
+    Bug("iterative_last_adds_twice", "an iterative model adds INPUT twice in its last execution",
+        _TOTAL, "        if self.iterations and not start and self.runs.get(_scalar(request, 'CORRID')) == self.iterations - 1:\n"
+                "            x = x * 2\n" + _TOTAL, _ITERATIVE, 1, "one iterative START: its final answer is one INPUT high"),
+    Bug("fp32_sum_rounded_to_half", "an FP32 running sum is kept rounded to halves",
+        _STORE, "            self.sums[key] = self.dtype.type(round(float(total.reshape(-1)[0]) * 2) / 2)\n", _FP32, 2,
+        "START with a quarter, then one more request: the quarter is gone"),
 )
 # Bugs of the native implicit-state backend (modelgen/native/accumulator.c): the state is Triton's,
 # handed in as INPUT_STATE and taken back through the state API, so these are bugs of a backend
