@@ -1000,7 +1000,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # Kept going: a wait of KEPT_WINDOWS windows at the example's end, taken within the share
         # of waits, and always while the campaign has kept no sequence alive yet.
         lacking = f"situation: {KEPT_ALIVE}" not in self.engine.stats.coverage.seen
-        keep = (keep or (steer == STEER_TOP and lacking)) and self.plan.setup.expiry_ok \
+        keep = (keep or (steer >= STEER_GAP_FROM and lacking)) and self.plan.setup.expiry_ok \
             and (lacking or not self._waits_had_their_share(rationed=True))
         # The value is fitted to the sum when the request is drawn; nothing else touches
         # this sequence while it is parked, so the sum is the same when it goes.
