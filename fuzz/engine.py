@@ -518,12 +518,15 @@ class Engine(CancelSteps, SharedSteps):
             return self.backlog_settled_at
         return None
 
-    def send(self, client: int, req: Request, via: str, action: str, context: str = "", park: bool = True):
+    def send(self, client: int, req: Request, via: str, action: str, context: str = "", park: bool = True,
+             since: float | None = None):
         """Sends one request the generator chose; checks a prompt answer, parks a queued one,
         or parks the request itself on its client while its answer depends on a window
-        (park=False: waits, as a replay does, for a step that must go now)."""
+        (park=False: waits, as a replay does, for a step that must go now). `since`: when the
+        client chose to send it (default now): the silence recorded before it counts from there."""
         self.collect()
-        return self.dispatch(client, req, via, action, context, since=time.monotonic(), park=park)
+        return self.dispatch(client, req, via, action, context, since=time.monotonic() if since is None else since,
+                             park=park)
 
     def dispatch(self, client: int, req: Request, via: str, action: str, context: str, since: float,
                   park: bool = True):

@@ -282,6 +282,10 @@ def _fault(engine, step, spec, settings) -> None:
 
 @replays(Kind.REQUEST, Kind.REFILL, Kind.QUEUED)
 def _request(engine, step, spec, settings) -> None:
+    # The silence counts from before it is kept, so the replay's own record keeps it too (from
+    # the send, it recorded none, and a replay of a replay, as each shrinking try is, lost the
+    # gaps a bug of time needs).
+    since = time.monotonic()
     if step.wait_s:
         go_silent(step.wait_s)
     if step.client in engine.pending:  # the recorded client was idle here; let its answer come in
@@ -293,7 +297,7 @@ def _request(engine, step, spec, settings) -> None:
         # A shrunk program can lose what let that answer come first (fuzz/isolate.py).
         raise _drift(step, f"{step.request.seq_id!r} still waits for an answer at replay")
     engine.send(step.client, step.request, _via(engine, step), step.action,
-                context="refill" if step.kind is Kind.REFILL else "")
+                context="refill" if step.kind is Kind.REFILL else "", since=since)
 
 
 def _refill_room(engine, step: StepRecord) -> None:

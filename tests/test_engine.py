@@ -243,3 +243,24 @@ def test_sequences_back_to_back_on_one_id_each_get_the_slot_the_one_before_freed
     assert engine.model.is_live(("u", seq_id))
     engine.finish()
     assert not engine.failed
+
+
+def test_a_replay_records_the_silence_it_kept_before_a_request(triton):
+    """A replay keeps a request's recorded silence, and records it again: each shrinking try
+    replays the last try's record, and one that lost the silence lost the gap a bug of time
+    (a cache shorter than the idle window) needs."""
+    from fuzz.replay import replay_steps
+    from fuzz.values import Kind, StepRecord
+
+    spec = ModelSpec.fetch(triton, ONE_SLOT)
+    seq_id = 40_000 + time.monotonic_ns() % 10_000
+
+    def step(i, value, wait_s=0.0, **flags):
+        return StepRecord(index=i, client=0, action="a", kind=Kind.REQUEST, request=spec.request(seq_id, value, **flags),
+                          via="stream", wait_s=wait_s)
+
+    program = [step(1, 1, start=True), step(2, 2, wait_s=0.2), step(3, 4, end=True)]
+    again = replay_steps(triton, spec, program)
+    assert [s.outcome.value for s in again[:3]] == [1, 3, 7]
+    assert again[1].wait_s >= 0.2 and again[2].wait_s < 0.2
+    assert replay_steps(triton, spec, again[:3])[1].wait_s >= 0.2  # a replay of the replay keeps it too
