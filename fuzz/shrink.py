@@ -73,7 +73,9 @@ def focus(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     that fails. A promise breaks at the program's end, mostly on what the last few sequences
     did, and a crowd's program of hundreds of steps leaves ddmin's halving no time for its
     single steps (seen: 188 steps, three tries of 1.5 s each per pass, and the budget gone
-    before a sequence was removed). A few tries, each shorter than the whole."""
+    before a sequence was removed). A few tries, each shorter than the whole; a cut that no
+    longer fails is tried once more keeping the time the cut sequences took, as silence (a
+    sequence's age or gap the bug needs, which they filled), as _ddmin does."""
     steps = body(found)
     groups = sorted(by_sequence(steps), key=max)
     k = 1
@@ -81,6 +83,10 @@ def focus(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
         gone = {i for g in groups[:-k] for i in g}
         kept = without(steps, gone, spec)
         again = try_(kept) if kept else None
+        if again is None and kept and time.monotonic() < deadline:
+            spaced = without(steps, gone, spec, timed=True)
+            if sum(s.wait_s for s in spaced) - sum(s.wait_s for s in kept) >= MIN_GAP_S:
+                again = try_(spaced)
         if again is not None and len(body(again)) < len(steps):
             return again
         k *= 2

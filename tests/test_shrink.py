@@ -161,6 +161,35 @@ def test_a_program_is_first_cut_to_the_sequences_it_ended_with():
     assert focus(cut, try_, lambda v: v.program, SPEC, time.monotonic() + 10) is cut
 
 
+def test_a_cut_to_the_last_sequence_keeps_the_time_the_others_filled_where_the_bug_needs_it():
+    """Sequence 5 starts, sequences 6 and 7 fill 0.8 s, then 5 goes on: a stand-in for a model
+    whose sum lives 0.75 s from its START fails only when that request comes 0.75 s or more after
+    the one before it. Cut to sequence 5 alone, it passes at once; kept as silence, the time the
+    others took makes it fail again: 5's two requests, the second after 0.79 s."""
+    import time
+    from fuzz.invariants import InvariantViolation
+    from fuzz.shrink import focus
+
+    at = lambda s, sent, done: attrs.evolve(s, sent_at=sent, done_at=done)  # noqa: E731
+    steps = [at(req(0, 5, 1, start=True), 0.0, 0.01)]
+    steps += [at(req(1 + i, 6 + i // 2, 1, start=i % 2 == 0), 0.01 + 0.2 * i, 0.2 + 0.2 * i) for i in range(4)]
+    steps += [at(req(5, 5, 1), 0.8, 0.81)]
+    tries = []
+
+    def try_(kept):
+        tries.append([round(s.wait_s, 2) for s in kept])
+        if kept[-1].request.seq_id != 5 or kept[-1].wait_s + sum(0.2 for s in kept[:-1] if s.request.seq_id != 5) < 0.75:
+            return None
+        v = InvariantViolation("sums_match", "wrong running sum")
+        v.program = kept
+        return v
+
+    found = try_(steps)
+    cut = focus(found, try_, lambda v: v.program, SPEC, time.monotonic() + 10)
+    assert [s.request.seq_id for s in cut.program] == [5, 5] and cut.program[1].wait_s == 0.79
+    assert tries[1:] == [[0.0, 0.0], [0.0, 0.79]]  # the plain cut, then the one keeping the time
+
+
 def test_the_requests_sent_alone_fold_into_their_starts_in_one_try_and_the_crowd_stays():
     """A sequence built up by six requests sent alone, then a crowd with one of its requests: a
     crowd's bug needs the crowd, not how the sum was built. One removal folds the six into the
