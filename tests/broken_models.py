@@ -288,7 +288,8 @@ UNSEEN_BUGS = (
                "        if start:\n            born[key] = now\n"
                "        stale = not start and now - born.get(key, now) > 0.75\n"
                "        base = self.dtype.type(0) if start or stale else self.sums.get(key, self.dtype.type(0))\n",
-        _CORRID, 2, "START, then one more request 0.75 s later (pauses within the 500 ms window between)"),
+        _CORRID, 3, "START, a request 0.4 s later and one more 0.4 s after it (a pause of 0.75 s would idle "
+                    "the sequence out of its 500 ms window)"),
     Bug("oldest2_end_row_takes_its_key", "oldest: a row after an END row in its execution stores under the ended key",
         _CORRID_KEY, '            i = next(i for i, r in enumerate(self.live) if r is request)\n'
                      '            shifted = any(_scalar(r, "END", 0) for r in self.live[:i])\n'
