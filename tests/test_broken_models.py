@@ -14,9 +14,11 @@ from fuzz.values import Kind, Request, StepRecord
 from .broken_models import BUGS, NATIVE_BUGS, bug_named, model_name, write_broken_repository
 
 # The fast suite's bugs (the oracle benchmark serves the rest): the first set, the native ones, and
-# of the later hold-outs the two only a sequence kept alive past its idle window and an id live
-# beside its negation show.
-HELD = BUGS + NATIVE_BUGS + (bug_named("ttl_since_start_750ms"), bug_named("negation_twins"))
+# of the later hold-outs the one only an id live beside its negation shows. (The sum that lives
+# 0.75 s from its START is not held here: the derandomized campaign meets it first in a run of 478
+# requests that takes about that long, a failure no replay can be sure of; test_engine holds the
+# pause kept up past the window that catches it in `dev` campaigns.)
+HELD = BUGS + NATIVE_BUGS + (bug_named("negation_twins"),)
 
 # The promises a state mix-up breaks: a wrong running sum (order_kept: of a sequence several
 # clients send on at once, judged against every arrival order's sums).

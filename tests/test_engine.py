@@ -264,3 +264,32 @@ def test_a_replay_records_the_silence_it_kept_before_a_request(triton):
     assert [s.outcome.value for s in again[:3]] == [1, 3, 7]
     assert again[1].wait_s >= 0.2 and again[2].wait_s < 0.2
     assert replay_steps(triton, spec, again[:3])[1].wait_s >= 0.2  # a replay of the replay keeps it too
+
+
+def test_a_parked_request_that_keeps_its_sequence_going_is_followed_until_it_is_kept_alive(triton, engine):
+    """Parked.then: once a parked request is answered, the engine parks the next one its client
+    sends (a pause kept up past the idle window, machine._kept_going), until the function says
+    it was the last; the drain waits for them all. The sequence, in use two idle windows after
+    its START, reaches `situation: kept alive`, and every answer is its running sum."""
+    spec = engine.spec
+    seq_id = 50_000 + time.monotonic_ns() % 10_000
+    key = ("u", seq_id)
+    engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start")
+    sent = []
+
+    def follow():
+        seq = engine.model.seqs.get(key)
+        if seq is None:
+            return None
+        now = time.monotonic()
+        until = now + 0.6 * (seq.expiry.lo - now - engine.settings.wire_s)
+        last = until - seq.born >= 2 * spec.idle_s
+        sent.append(last)
+        return spec.request(seq_id, 1, end=last), until, last
+
+    engine.park(0, spec.request(seq_id, 1), "continue after a pause", time.monotonic() + 0.1, then=follow)
+    engine.finish()
+    answers = [s.outcome.value for s in engine.log if s.request is not None and s.request.seq_id == seq_id]
+    assert not engine.failed and sent[-1] and len(answers) >= 4
+    assert answers == list(range(1, len(answers) + 1))
+    assert engine.stats.coverage.reached.get("situation: kept alive") is not None
