@@ -95,3 +95,39 @@ def test_answers_in_no_order_break_order_kept(triton):
     e.finish()
     assert raised.value.invariant == "order_kept"
     assert "answered in no arrival order's running sums: 2.0 -> OUTPUT=3.0, 2.0 -> OUTPUT=3.0" in raised.value.detail
+
+
+@pytest.mark.parametrize("refused, late, fails", [(2, True, False), (2, False, True), (1, True, True)],
+                         ids=["all-refused-late", "all-refused-in-time", "one-refused-late"])
+def test_requests_sent_at_once_all_refused_after_the_window_opened_are_indeterminate(triton, refused, late, fails):
+    """As one request refused for want of START once its sequence's idle window opened (the
+    reaper may have taken it first on a loaded machine), requests of one sequence sent at once
+    and all so refused are indeterminate, and the model takes the sequence as gone. Refused
+    before the window opened, or only some of them (one answered: the sequence was there, and
+    stayed), they break valid_is_accepted."""
+    from fuzz.model import START_ERROR, batcher_error, key_of
+
+    spec = ModelSpec.fetch(triton, MODEL)
+    e = Engine(Setup.of(triton, spec), salt=41_000 + time.monotonic_ns() % 10_000)
+    seq_id = e.salt * 2**40
+    e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
+    for c in (1, 2):
+        assert e.send_shared(c, spec.request(seq_id, 2.0), "at once")
+    start_error = Outcome(status="INVALID_ARGUMENT", message=batcher_error(spec, START_ERROR, id=seq_id))
+    for n, (_, _, box, _) in enumerate(e.shared.sent):  # what a server that had reaped it would say
+        box.get(timeout=5)
+        box.put(start_error if n < refused else Outcome(value=3.0))
+    if late:
+        e.shared.at_risk_from = time.monotonic() - 0.01
+    try:
+        if fails:
+            with pytest.raises(InvariantViolation) as raised:
+                e.check_shared("answer")
+            assert raised.value.invariant == "valid_is_accepted"
+        else:
+            e.check_shared("answer")
+            assert not e.model.is_live(key_of(seq_id))
+            assert "indeterminate" in e.log[-1].expected and e.log[-1].expect is None
+    finally:
+        e.failed = True
+        e.finish()
