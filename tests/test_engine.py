@@ -20,6 +20,12 @@ from fuzz.spec import ModelSpec
 ONE_SLOT = "py_slot_direct_s1_i1_int32_csr"
 
 
+def _described(failures) -> str:
+    """Each failure whole: its promise, detail and program (a repr is cut short in the report)."""
+    return "\n\n".join(f"[{f.invariant}] {f.detail}{' (flaky)' if f.flaky else ''}\n" + "\n".join(f.program)
+                       for f in failures)
+
+
 @pytest.fixture
 def engine(triton):
     e = Engine(Setup.of(triton, ModelSpec.fetch(triton, ONE_SLOT)), salt=10_000 + time.monotonic_ns() % 10_000)
@@ -129,7 +135,7 @@ def test_a_long_idle_window_is_waited_out_within_its_share_and_reaches_expiry_re
     lines = []
     for _ in range(3):
         result, error = fuzz_model(triton, spec.name, dev, budget_s=20.0)
-        assert error is None and result.verdict == "pass", result.failures
+        assert error is None and result.verdict == "pass", _described(result.failures)
         # Three windows past the share: on CI's two cores under the whole suite one campaign
         # waited 9.6 s of 20.8 (sequences age past their windows between slow steps, and a request
         # parked at a window is waited out at the example's end whatever the share).
@@ -176,7 +182,7 @@ def test_a_dev_campaign_steers_onto_every_request_shape_on_live_ids_and_twins_pa
     missed = {flags_goal(f, "live") for f in FLAG_SHAPES} | {"twins live: neighbours, past 2^53"}
     for _ in range(3):
         result, error = fuzz_model(triton, "py_corrid_direct_s4_i2_fp32_csec_u64", dev)
-        assert error is None and result.verdict == "pass", result.failures
+        assert error is None and result.verdict == "pass", _described(result.failures)
         missed = missed - {g.name for g in result.coverage.goals if g.reached}
         if not missed:
             return
