@@ -84,9 +84,7 @@ def focus(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
         kept = without(steps, gone, spec)
         again = try_(kept) if kept else None
         if again is None and kept and time.monotonic() < deadline:
-            spaced = without(steps, gone, spec, timed=True)
-            if sum(s.wait_s for s in spaced) - sum(s.wait_s for s in kept) >= MIN_GAP_S:
-                again = try_(spaced)
+            again = _try_spaced(try_, steps, gone, kept, spec)
         if again is not None and len(body(again)) < len(steps):
             return again
         k *= 2
@@ -107,10 +105,7 @@ def _ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec, de
             kept = without(steps, gone, spec)
             again = try_(kept) if kept else None
             if again is None and timed and kept:
-                # Maybe it needs the time the removed steps took: again, keeping it as silence.
-                spaced = without(steps, gone, spec, timed=True)
-                if sum(s.wait_s for s in spaced) - sum(s.wait_s for s in kept) >= MIN_GAP_S:
-                    again = try_(spaced)
+                again = _try_spaced(try_, steps, gone, kept, spec)
             # Strictly shorter only: a replay's drain adds its own ENDs to what it sends, so a
             # program without its teardown can fail again at the same length, and forever.
             if again is not None and len(body(again)) < len(steps):
@@ -122,6 +117,15 @@ def _ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec, de
         if not removed:
             chunk //= 2
     return best
+
+
+def _try_spaced(try_: Try, steps, gone: set, kept: list, spec: ModelSpec) -> InvariantViolation | None:
+    """A removal that no longer failed (`kept`), tried again keeping the time the removed steps
+    took as silence (a bug can need the gap they filled); None where that adds too little."""
+    spaced = without(steps, gone, spec, timed=True)
+    if sum(s.wait_s for s in spaced) - sum(s.wait_s for s in kept) >= MIN_GAP_S:
+        return try_(spaced)
+    return None
 
 
 def without(steps, gone: set, spec: ModelSpec, timed: bool = False) -> list[StepRecord]:
