@@ -174,7 +174,6 @@ class Setup:
     n_clients: int
     proxied: range  # the clients that reach the server through the fault proxy
     as_value: type  # int or float: the model's dtype in Python
-    lingering_guard: bool  # this build leaves a cancelled backlogged START's id behind
 
     @classmethod
     def of(cls, server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(),
@@ -188,9 +187,13 @@ class Setup:
         stats.coverage.full_rows = full_rows(spec)
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
-        setup = cls(server, spec, settings, stats, margin, late,
-                    n_clients, proxied, float if spec.dtype == "FP32" else int, False)
-        return attrs.evolve(setup, lingering_guard=setup.guarded("cancelled-backlog-id-lingers"))
+        return cls(server, spec, settings, stats, margin, late,
+                   n_clients, proxied, float if spec.dtype == "FP32" else int)
+
+    @property
+    def lingering_guard(self) -> bool:
+        """This build leaves a cancelled backlogged START's id behind: no request goes to it."""
+        return self.guarded("cancelled-backlog-id-lingers")
 
     def guarded(self, key: str) -> bool:
         """Whether the fuzzer steers around the known divergence `key` on this model and build."""
