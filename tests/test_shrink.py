@@ -23,6 +23,21 @@ def sent(steps):
     return [(s.request.seq_id, s.request.value, s.request.start, s.request.end) for s in steps]
 
 
+def failing_while(fails, tries, seen):
+    """A stand-in for a live replay of a cut: notes seen(kept) in tries, and breaks sums_match
+    while fails(kept)."""
+    from fuzz.invariants import InvariantViolation
+
+    def try_(kept):
+        tries.append(seen(kept))
+        if not fails(kept):
+            return None
+        v = InvariantViolation("sums_match", "wrong running sum")
+        v.program = kept
+        return v
+    return try_
+
+
 def test_a_removed_request_of_a_running_sequence_folds_into_the_one_before():
     # start a 0; start b 1; continue a 1; restart a 0 -> without "continue a": a's START carries
     # its value, so the restart's answer still shows a sum that START should have reset.
@@ -139,20 +154,11 @@ def test_a_program_is_first_cut_to_the_sequences_it_ended_with():
     live replay fails while the last two (18 and 19) are there. Focus keeps the last one alone
     (passes), then the last two (fails): two tries, six steps left."""
     import time
-    from fuzz.invariants import InvariantViolation
     from fuzz.shrink import focus
 
     steps = [req(3 * n + k, 10 + n, 1, start=k == 0) for n in range(10) for k in range(3)]
     tries = []
-
-    def try_(kept):
-        tries.append(len(kept))
-        if not {18, 19} <= {s.request.seq_id for s in kept}:
-            return None
-        v = InvariantViolation("sums_match", "wrong running sum")
-        v.program = kept
-        return v
-
+    try_ = failing_while(lambda kept: {18, 19} <= {s.request.seq_id for s in kept}, tries, len)
     found = try_(steps)
     cut = focus(found, try_, lambda v: v.program, SPEC, time.monotonic() + 10)
     assert [s.request.seq_id for s in cut.program] == [18, 18, 18, 19, 19, 19]
@@ -167,7 +173,6 @@ def test_a_cut_to_the_last_sequence_keeps_the_time_the_others_filled_where_the_b
     the one before it. Cut to sequence 5 alone, it passes at once; kept as silence, the time the
     others took makes it fail again: 5's two requests, the second after 0.79 s."""
     import time
-    from fuzz.invariants import InvariantViolation
     from fuzz.shrink import focus
 
     at = lambda s, sent, done: attrs.evolve(s, sent_at=sent, done_at=done)  # noqa: E731
@@ -175,15 +180,8 @@ def test_a_cut_to_the_last_sequence_keeps_the_time_the_others_filled_where_the_b
     steps += [at(req(1 + i, 6 + i // 2, 1, start=i % 2 == 0), 0.01 + 0.2 * i, 0.2 + 0.2 * i) for i in range(4)]
     steps += [at(req(5, 5, 1), 0.8, 0.81)]
     tries = []
-
-    def try_(kept):
-        tries.append([round(s.wait_s, 2) for s in kept])
-        if kept[-1].request.seq_id != 5 or kept[-1].wait_s + sum(0.2 for s in kept[:-1] if s.request.seq_id != 5) < 0.75:
-            return None
-        v = InvariantViolation("sums_match", "wrong running sum")
-        v.program = kept
-        return v
-
+    try_ = failing_while(lambda kept: kept[-1].request.seq_id == 5 and kept[-1].wait_s + sum(
+        0.2 for s in kept[:-1] if s.request.seq_id != 5) >= 0.75, tries, lambda kept: [round(s.wait_s, 2) for s in kept])
     found = try_(steps)
     cut = focus(found, try_, lambda v: v.program, SPEC, time.monotonic() + 10)
     assert [s.request.seq_id for s in cut.program] == [5, 5] and cut.program[1].wait_s == 0.79
