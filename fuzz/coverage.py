@@ -17,12 +17,20 @@ from .edges import (FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALU
                     id_edges, shared_low_bits, string_twin, value_edges)
 
 DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
-INTEGER_TWINS = ("2^k apart", "neighbours", "10^k apart")  # coverage.sibling_family's names
+# Ids equal modulo 2^k - 1 (a Mersenne number): what a key reduced modulo one makes one, as
+# Python's hash of an int (2^61 - 1), a Lehmer generator's modulus (2^31 - 1) or a ones'-complement
+# checksum (2^16 - 1, 2^32 - 1) does. Goals once per modulus, as ids 2^k apart are once per width.
+MERSENNE = "2^k-1 apart"
+MERSENNE_BITS = (16, 31, 32, 61)
+INTEGER_TWINS = ("2^k apart", "neighbours", "10^k apart", MERSENNE)  # coverage.sibling_family's names
+# The integer families whose place is a modulus (twin_places), not the older id's band.
+MODULUS_FAMILIES = ("2^k apart", MERSENNE)
 # Integer twins whose sum is 0 modulo 2^bits: k and 2^bits - k, one number and its negation where
 # a CORRID is read as signed (what an abs(), a sign-magnitude field or a key of |id| makes one).
 NEGATIVES = "negatives"
 NEIGHBOUR_STEPS = (1, 2)  # how far apart "neighbours" are (a key that drops the low bits, a float64)
 DECIMAL_STEPS = (10**3, 10**6, 10**9)  # how far apart "10^k apart" are (a key cut to its leading digits)
+MERSENNE_STEPS = tuple(2**k - 1 for k in MERSENNE_BITS)  # how far apart MERSENNE twins are made
 # Requests by their flags and where their id stood (goals "request: FLAGS on a STATE id"): fresh,
 # not sent yet in the example; live, its sequence holds a slot; done, sent before and no sequence
 # live now (ended, expired, cancelled, refused). A model reads START and END beside its own state
@@ -238,6 +246,8 @@ def twin_places(family: str, bits: int) -> tuple:
     the older id (edges.ID_BANDS: a float64 makes neighbours one key only past 2**53)."""
     if family == "2^k apart":
         return tuple(f"by 2^{k}" for k in SHARED_LOW_BITS if k < bits)
+    if family == MERSENNE:
+        return tuple(f"by 2^{k}-1" for k in MERSENNE_BITS if k < bits)
     return id_bands(bits)
 
 
@@ -246,6 +256,10 @@ def twin_place(family: str, older: int, twin: int, bits: int) -> str | None:
     if family == "2^k apart":
         k = shared_low_bits((twin - older) % 2**bits)
         return None if k is None else f"by 2^{k}"
+    if family == MERSENNE:  # the ids themselves apart, not modulo the width: a hash reads the number
+        apart = abs(twin - older)
+        k = max((k for k in MERSENNE_BITS if k < bits and apart and apart % (2**k - 1) == 0), default=None)
+        return None if k is None else f"by 2^{k}-1"
     return band_of(older)
 
 
@@ -256,7 +270,7 @@ def twins_of(older, newer, bits: int) -> tuple:
     one of edges.STRING_FAMILIES."""
     if isinstance(older, int) and isinstance(newer, int):
         apart = (newer - older) % 2**bits
-        families = ["2^k apart"] + [f for f, steps in (("neighbours", NEIGHBOUR_STEPS), ("10^k apart", DECIMAL_STEPS))
+        families = list(MODULUS_FAMILIES) + [f for f, steps in (("neighbours", NEIGHBOUR_STEPS), ("10^k apart", DECIMAL_STEPS))
                                     if apart in steps or 2**bits - apart in steps]
         found = [(f, twin_place(f, older, newer, bits)) for f in families]
         negatives = ((NEGATIVES, None),) if (older + newer) % 2**bits == 0 else ()
@@ -279,6 +293,8 @@ def sibling_family(step: int) -> str:
     """The family of two integer ids `step` apart, as coverage names it."""
     if step in NEIGHBOUR_STEPS:
         return "neighbours"
+    if step in MERSENNE_STEPS:
+        return MERSENNE
     odd = step
     while odd % 2 == 0:
         odd //= 2

@@ -19,7 +19,8 @@ from . import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
                     into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
-from .coverage import (FLAG_SHAPES, FLAGS, FULL_START, ID_STATES, KEPT_ALIVE, NEGATIVES, flags_goal, full_rows,
+from .coverage import (FLAG_SHAPES, FLAGS, FULL_START, ID_STATES, KEPT_ALIVE, MERSENNE_STEPS, MODULUS_FAMILIES,
+                       NEGATIVES, flags_goal, full_rows,
                        live_row_goals, sibling_family, twin_places)
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_depth,
                        open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
@@ -49,7 +50,7 @@ PICK = st.integers(0, 15)  # an index into whatever list it picks from (_pick)
 # decimal shards (10**k apart: a key cut to its leading digits, or sharded modulo 10**k).
 SIBLING_STEPS = st.one_of(
     st.builds(lambda k, p: k * 2**p, st.sampled_from([1, 3]), st.sampled_from([3, 8, 16, 32, 32, 63, 63])),
-    st.sampled_from([1, 2, 10**3, 10**6, 10**9]))
+    st.sampled_from([1, 2, 10**3, 10**6, 10**9, *MERSENNE_STEPS]))
 # Requests each client of a `crowd` pipelines: as many for every client, so that their queues
 # stay full together (executions then carry a row of each) and drain together.
 CROWD_DEPTHS = st.integers(2, 24)
@@ -140,9 +141,13 @@ def id_strategy(spec: ModelSpec, version: str | None, find=frozenset()):
 
 def sibling(seq_id, step: int, bits: int = 64) -> int | None:
     """An id equal to `seq_id` modulo `step`'s power of two, below 2**bits (None for a string id,
-    or when the step wraps it back onto itself)."""
+    or when the step wraps it back onto itself). A Mersenne step does not wrap: it goes down
+    instead, so that the ids are that far apart as numbers (a wrap moves them 2**bits, which is
+    no multiple of 2^k - 1)."""
     if not isinstance(seq_id, int):
         return None
+    if step in MERSENNE_STEPS and seq_id + step >= 2**bits:
+        return seq_id - step if seq_id - step > 0 else None
     twin = (seq_id + step) % 2**bits
     return twin if twin not in (0, seq_id) else None
 
@@ -412,7 +417,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         `alias`'s fresh pairs seldom find two); None where none is open."""
         cov = self.engine.stats.coverage
         kinds = [(f, p) for f, p in self.plan.twin_kinds
-                 if f in TWIN_STEPS and (f == "2^k apart" or p == band_of(base))]
+                 if f in TWIN_STEPS and (f in MODULUS_FAMILIES or p == band_of(base))]
         aim = choose(open_twins(kinds, cov.here, cov.seen, gaps_only), index)
         if aim is None:
             return None

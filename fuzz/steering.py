@@ -15,7 +15,8 @@ are steered per example: they are made from the example's own (salted) ids.
 """
 from __future__ import annotations
 
-from .coverage import DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place
+from .coverage import (DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, MERSENNE, MERSENNE_STEPS, MODULUS_FAMILIES,
+                       NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
 from .edges import id_edges, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
@@ -23,6 +24,7 @@ TWIN_STEPS = {
     "2^k apart": (2**32, 2**63, 2**16, 3 * 2**32, 2**8),
     "neighbours": NEIGHBOUR_STEPS,
     "10^k apart": DECIMAL_STEPS,
+    MERSENNE: MERSENNE_STEPS,
 }
 TWIN_STEP_FAMILIES = tuple(TWIN_STEPS)
 STEERED_RANGE = 256  # the index of a steered choice is drawn from range(STEERED_RANGE)
@@ -54,7 +56,7 @@ def twin_aim(family: str, place: str, bits: int) -> tuple:
     `bits`-wide CORRID: ids 2^k apart from the steps that share that many low bits, anywhere;
     the others from every step below the width, the older id in that band."""
     steps = [s for s in TWIN_STEPS[family] if s < 2**bits]
-    if family == "2^k apart":
+    if family in MODULUS_FAMILIES:
         return None, [s for s in steps if twin_place(family, 0, s, bits) == place]
     return place, steps
 

@@ -238,7 +238,8 @@ def test_twins_are_told_from_any_two_ids_whichever_rule_started_them():
     assert twins_of(7, 7 + 3 * 2**16, 64) == (("2^k apart", "by 2^16"),)
     assert twins_of(2**60, 2**60 - 1, 64) == (("neighbours", "past 2^53"),)  # either way round
     assert twins_of(10, 10 + 10**6, 64) == (("10^k apart", "below 2^32"),)
-    assert twins_of(2**32 - 1, 0, 32) == (("neighbours", "below 2^32"),)  # round a 32-bit CORRID
+    # round a 32-bit CORRID; and as numbers 2^32 - 1 apart, a multiple of 2^16 - 1
+    assert twins_of(2**32 - 1, 0, 32) == (("2^k-1 apart", "by 2^16-1"), ("neighbours", "below 2^32"))
     assert twins_of(5, 5 + 2**3, 64) == twins_of(5, 123456789, 64) == ()  # 2^3: no goal; strangers
     assert twins_of(5, 2**64 - 5, 64) == twins_of(2**32 - 9, 9, 32) == (("negatives", None),)  # k and -k
     assert twins_of(5, 2**32 - 5, 64) == ()  # negatives only on the width the model reads
@@ -260,10 +261,11 @@ def test_integer_twins_are_goals_once_per_band_the_corrid_can_hold():
             assert band_of(into_band(seq_id, band)) == band
     assert into_band(2**60, "past 2^53") == 2**60 and into_band(7, "past 2^53") != into_band(8, "past 2^53")
     wide = [g for g in goals_for(spec(), strings=False, expiry=True) if g.startswith("twins")]
-    assert len(wide) == 4 + 2 * 3 + 1 and "twins live: neighbours, past 2^53" in wide  # + negatives
+    assert len(wide) == 4 + 2 * 3 + 4 + 1 and "twins live: neighbours, past 2^53" in wide  # + negatives
     narrow = [g for g in goals_for(spec(corrid_type="INT32"), strings=False, expiry=True) if g.startswith("twins")]
     assert narrow == ["twins live: 2^k apart, by 2^8", "twins live: 2^k apart, by 2^16",
                       "twins live: neighbours, below 2^32", "twins live: 10^k apart, below 2^32",
+                      "twins live: 2^k-1 apart, by 2^16-1", "twins live: 2^k-1 apart, by 2^31-1",
                       "twins live: negatives"]
     assert tuple(TWIN_STEPS) == INTEGER_TWINS
 
@@ -283,6 +285,26 @@ def test_ids_2k_apart_are_goals_once_per_width_of_low_bits_they_share():
             assert band is None and steps
             assert {twin_place("2^k apart", 7, 7 + s, bits) for s in steps} == {place}
     assert twin_aim("neighbours", "past 2^53", 64) == ("past 2^53", [1, 2])
+
+
+def test_ids_2k_minus_1_apart_are_goals_once_per_mersenne_modulus_as_numbers():
+    """What a key reduced modulo 2^k - 1 makes one (Python's hash of an int: 2^61 - 1): the ids
+    apart by a multiple of it as numbers, not modulo the CORRID's width."""
+    from fuzz.coverage import MERSENNE
+    from fuzz.machine import sibling
+    assert twin_places(MERSENNE, 64) == ("by 2^16-1", "by 2^31-1", "by 2^32-1", "by 2^61-1")
+    assert twins_of(1, 2**61, 64) == ((MERSENNE, "by 2^61-1"),)  # hash(1) == hash(2**61)
+    assert twins_of(5, 5 + 2 * (2**31 - 1), 64) == ((MERSENNE, "by 2^31-1"),)
+    assert twin_place(MERSENNE, 9, 9 + 2**32 - 1, 64) == "by 2^32-1"  # the widest modulus that divides
+    assert twin_place(MERSENNE, 9, 9 + 2**61 - 1 - 2**64, 64) is None  # a wrap moves them 2^64: no twins
+    assert sibling_family(2**61 - 1) == MERSENNE
+    for bits in (32, 64):
+        for place in twin_places(MERSENNE, bits):
+            band, steps = twin_aim(MERSENNE, place, bits)
+            assert band is None and {twin_place(MERSENNE, 7, 7 + s, bits) for s in steps} == {place}
+    # a sibling a Mersenne step away goes down where it would wrap; a power of two's still wraps
+    assert sibling(2**64 - 5, 2**61 - 1) == 2**64 - 5 - (2**61 - 1)
+    assert sibling(2**64 - 5, 2**32) == 2**32 - 5 and sibling(2**16, 2**16 - 1, 16) == 1
 
 
 def test_requests_are_goals_by_flags_and_where_their_id_stood():
