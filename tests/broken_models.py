@@ -254,6 +254,66 @@ _OLDEST2 = Variant("corrid", "oldest", 2, 1, "int32", "uint64", ("START", "END",
 _POP = '        if end and self.flavour == "corrid":\n            self.sums.pop(key, None)\n'
 _FINAL = ("                request.get_response_sender().send(response, "
           "flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n")
+_BOOL = Variant("corrid", "direct", 2, 1, "int32", "int32", ("START", "END", "READY", "CORRID"), bool_controls=True)
+_SLOT_I2 = Variant("slot", "direct", 2, 2, "int32", controls=("START", "END", "READY"))
+_CORRID_I2 = Variant("corrid", "direct", 2, 2, "int32", "uint64", ("START", "END", "READY", "CORRID"))
+_SUMS = "        self.sums = {}\n"
+_MODEL_CLASS = "class TritonPythonModel:\n"
+_STORE_BLOCK = _POP + "        else:\n" + _STORE
+# Sums kept outside the instance, in files every instance of the model (a process each) sees:
+# one file per key, or (whole) one file read and rewritten whole, with a write 2 ms after the read.
+_SHARED_SUMS = """class _SharedSums:
+    def __init__(self, name, dtype, whole=False):
+        import os, tempfile
+        self.path = os.path.join(tempfile.gettempdir(), f"seqfuzz-sums-{name}-{os.getppid()}")
+        os.makedirs(self.path, exist_ok=True)
+        self.dtype, self.whole = dtype, whole
+
+    def _load(self):
+        try:
+            with open(self.path + "/all") as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def _save(self, sums):
+        import os
+        with open(self.path + f"/all.{os.getpid()}", "w") as f:
+            json.dump(sums, f)
+        os.replace(self.path + f"/all.{os.getpid()}", self.path + "/all")
+
+    def get(self, key, default):
+        if self.whole:
+            return self.dtype.type(self._load().get(str(key), default))
+        try:
+            return self.dtype.type(np.fromfile(f"{self.path}/{key}", dtype=self.dtype)[0])
+        except (OSError, IndexError):
+            return default
+
+    def __setitem__(self, key, value):
+        if self.whole:
+            sums = self._load()
+            time.sleep(0.002)
+            sums[str(key)] = value.item()
+            self._save(sums)
+        else:
+            np.array([value], dtype=self.dtype).tofile(f"{self.path}/{key}")
+
+    def pop(self, key, default=None):
+        if self.whole:
+            sums = self._load()
+            time.sleep(0.002)
+            sums.pop(str(key), None)
+            self._save(sums)
+        else:
+            import os
+            try:
+                os.remove(f"{self.path}/{key}")
+            except OSError:
+                pass
+
+
+"""
 UNSEEN_BUGS = (
     Bug("fifo_cache_of_4", "sums kept in a cache of 4 entries evicted oldest-inserted first; END does not pop",
         _POP, '        if end and self.flavour == "corrid":\n'
@@ -323,6 +383,43 @@ UNSEEN_BUGS = (
     Bug("fp32_sum_rounded_to_half", "an FP32 running sum is kept rounded to halves",
         _STORE, "            self.sums[key] = self.dtype.type(round(float(total.reshape(-1)[0]) * 2) / 2)\n", _FP32, 2,
         "START with a quarter, then one more request: the quarter is gone"),
+    # A third batch (stop 50), the same way: numeric ids through Python's hash, a control read as
+    # a Python bool, state kept outside the instance (shared by instances, rewritten whole, written
+    # back late), and eviction by other sequences' traffic. Five of six caught at once; Python's
+    # hash (ids 2^61 - 1 apart are one key) was missed: no rule made ids apart by a Mersenne number
+    # (now a twin family, "twins live: 2^k-1 apart"). Two bugs of string ids keyed by the CORRID
+    # control were written too and dropped: no build serves a TYPE_STRING CORRID control
+    # (string-corrid-control-rejected), so no campaign can reach them.
+    _keyed_by("corrid_python_hash", "state keyed by Python's hash of the CORRID: ids 2**61 - 1 apart are one",
+              'hash(int(_scalar(request, "CORRID")))', "1 and 2**61"),
+    Bug("bool_start_by_identity", "START is tested with `is True`: a BOOL control (a numpy bool) never starts a sum",
+        _START, '        start = _scalar(request, "START", 0) is True\n', _BOOL, 2,
+        "START a with 5, START a with 3: answered 8"),
+    Bug("slot_store_shared_by_instances", "slot: the sums live in a store every instance shares, keyed by the "
+                                          "slot alone (instance 1's slot 0 is instance 0's)",
+        _SUMS, "        self.sums = _SharedSums(config['name'], self.dtype)\n", _SLOT_I2, 3,
+        "START a and START b on instances 0 and 1, slot 0 each, then a's next: it sums onto b's value",
+        more=((_MODEL_CLASS, _SHARED_SUMS + _MODEL_CLASS),)),
+    Bug("store_rewritten_whole", "the sums live in one file every instance reads and rewrites whole: two "
+                                 "instances executing at once lose one's update",
+        _SUMS, "        self.sums = _SharedSums(config['name'], self.dtype, whole=True)\n", _CORRID_I2, 5,
+        "START a and START b on different instances, a's and b's next at once (a crowd: two lines, two "
+        "answers), then a's next: it misses its previous value", more=((_MODEL_CLASS, _SHARED_SUMS + _MODEL_CLASS),)),
+    Bug("decoupled_write_back_late", "a decoupled model answers at once and writes the sum back 5 ms later",
+        _STORE_BLOCK, "        def store(sums=self.sums, key=key, value=total.reshape(-1)[0], end=end):\n"
+                      "            if end and self.flavour == 'corrid':\n                sums.pop(key, None)\n"
+                      "            else:\n                sums[key] = value\n"
+                      "        if self.decoupled:\n            threading.Timer(0.005, store).start()\n"
+                      "        else:\n            store()\n", _DECOUPLED4, 2,
+        "START a, then a's next at once after its answer: it starts from 0",
+        more=(("import time\n", "import threading\nimport time\n"),)),
+    Bug("evicted_after_8_quiet_executions", "a sum untouched for 8 executions (of any sequence) is evicted",
+        _BASE, "        self.touched[key] = self.clock\n" + _BASE, _CORRID, 10,
+        "START a, eight requests of another sequence (eight executions), then a's next: it starts from 0",
+        more=((_EXECUTE, "        self.clock = getattr(self, 'clock', 0) + 1\n"
+                         "        self.touched = self.__dict__.get('touched', {})\n"
+                         "        for k in [k for k, t in self.touched.items() if self.clock - t > 8]:\n"
+                         "            self.sums.pop(k, None)\n            self.touched.pop(k)\n" + _EXECUTE),)),
 )
 # Bugs of the native implicit-state backend (modelgen/native/accumulator.c): the state is Triton's,
 # handed in as INPUT_STATE and taken back through the state API, so these are bugs of a backend
