@@ -3,11 +3,13 @@ and the JSON report. Used by `pytest fuzz/` and by the benchmarks."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import attrs
 from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as hsettings
 from hypothesis.errors import Flaky
+from hypothesis.reporting import current_reporter, with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from .coverage import CoverageReport, goals_for
@@ -238,17 +240,43 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
 def _rounds(machine, per_round: hsettings, budget_s: float | None, started: float, partial) -> BaseException | None:
     """Rounds of examples until one fails (its error), the budget is spent or the examples ran out."""
     while True:
+        hints = []
         try:
-            run_state_machine_as_test(machine, settings=per_round)
+            with _seed_hints_held(hints):
+                run_state_machine_as_test(machine, settings=per_round)
         except Exception as err:  # noqa: BLE001 - classified by _judge, re-raised if not known
+            _say(hints)
             return err
         except BudgetSpent:  # inside an example: it was drained, and nothing it saw failed
-            return None
+            return None  # Hypothesis's "reproduce this failure" hint would name no failure
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: what was done so far, no verdict
+            _say(hints)
             stop.partial_result = partial(stop)
             raise
+        _say(hints)
         if stopping() or budget_s is None or time.monotonic() - started > budget_s:
             return None
+
+
+# How Hypothesis begins its hint for any exception that ends a run, BudgetSpent too.
+SEED_HINT = "You can reproduce this failure by adding @seed("
+
+
+@contextmanager
+def _seed_hints_held(hints: list):
+    """Hypothesis's reports as they come, but its seed hint held back in `hints` until the
+    round's end says whether a failure ended it (the budget's end is none)."""
+    say = current_reporter()
+
+    def report(text):
+        (hints.append if str(text).startswith(SEED_HINT) else say)(text)
+    with with_reporter(report):
+        yield
+
+
+def _say(hints: list) -> None:
+    for text in hints:
+        current_reporter()(text)
 
 
 def _fuzz_on_past(found: list) -> frozenset:

@@ -11,7 +11,7 @@ from fuzz.coverage import FLAG_SHAPES, flags_goal
 from fuzz import profiles  # noqa: F401  (registers dev)
 from fuzz.engine import Engine, FuzzSettings, Pending, RunStats, Setup
 from fuzz.invariants import InvariantViolation
-from fuzz.campaign import fuzz_model
+from fuzz.campaign import SEED_HINT, fuzz_model
 from fuzz.machine import WAIT_SHARE, make_machine
 from fuzz.model import Answer, Queued, Window
 from fuzz.values import Outcome
@@ -123,7 +123,7 @@ def test_a_long_idle_timeout_is_fuzzed_within_its_share_and_a_longer_one_left_ou
     assert len(too_long.left_out) == 1 and "idle expiry" in too_long.left_out[0]
 
 
-def test_a_long_idle_window_is_waited_out_within_its_share_and_reaches_expiry_reuse(triton):
+def test_a_long_idle_window_is_waited_out_within_its_share_and_reaches_expiry_reuse(triton, capsys):
     """On the 2 s four-slot model (3.2 s to wait out a window) a short randomized campaign lets
     sequences expire and reuses their slots, while the ends of examples that waited took about
     a tenth of its time: one window more at most, the last one taken under the share. Reaching
@@ -136,6 +136,8 @@ def test_a_long_idle_window_is_waited_out_within_its_share_and_reaches_expiry_re
     for _ in range(3):
         result, error = fuzz_model(triton, spec.name, dev, budget_s=20.0)
         assert error is None and result.verdict == "pass", _described(result.failures)
+        # The budget ends it inside an example: no "reproduce this failure" hint for a failure that was not.
+        assert SEED_HINT not in capsys.readouterr().out
         # Three windows past the share: on CI's two cores under the whole suite one campaign
         # waited 9.6 s of 20.8 (sequences age past their windows between slow steps, and a request
         # parked at a window is waited out at the example's end whatever the share).
