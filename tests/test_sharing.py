@@ -78,17 +78,28 @@ def test_a_shrunk_program_whose_shared_requests_no_longer_fit_is_a_drift(triton)
         replay_steps(triton, spec, steps)
 
 
-def test_answers_in_no_order_break_order_kept(triton):
-    """The check itself, fed answers no arrival order gives (a server that lost one)."""
+def started_then_shared(triton, salt):
+    """An engine on MODEL that started a sequence (1.0) and sent it 2.0 from two clients at once."""
     spec = ModelSpec.fetch(triton, MODEL)
-    e = Engine(Setup.of(triton, spec), salt=40_000 + time.monotonic_ns() % 10_000)
+    e = Engine(Setup.of(triton, spec), salt=salt + time.monotonic_ns() % 10_000)
     seq_id = e.salt * 2**40
     e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
     for c in (1, 2):
         assert e.send_shared(c, spec.request(seq_id, 2.0), "at once")
-    for _, _, box, _ in e.shared.sent:  # what a server that ran both on the old sum would say
+    return e, spec, seq_id
+
+
+def answered_instead(e, outcomes):
+    """Puts `outcomes` in place of what the server answered the shared requests, in order."""
+    for (_, _, box, _), outcome in zip(e.shared.sent, outcomes, strict=True):
         box.get(timeout=5)
-        box.put(Outcome(value=3.0))
+        box.put(outcome)
+
+
+def test_answers_in_no_order_break_order_kept(triton):
+    """The check itself, fed answers no arrival order gives (a server that lost one)."""
+    e, spec, seq_id = started_then_shared(triton, 40_000)
+    answered_instead(e, [Outcome(value=3.0)] * 2)  # what a server that ran both on the old sum would say
     with pytest.raises(InvariantViolation) as raised:
         e.check_shared("answer")
     e.failed = True
@@ -107,16 +118,9 @@ def test_requests_sent_at_once_all_refused_after_the_window_opened_are_indetermi
     stayed), they break valid_is_accepted."""
     from fuzz.model import START_ERROR, batcher_error, key_of
 
-    spec = ModelSpec.fetch(triton, MODEL)
-    e = Engine(Setup.of(triton, spec), salt=41_000 + time.monotonic_ns() % 10_000)
-    seq_id = e.salt * 2**40
-    e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
-    for c in (1, 2):
-        assert e.send_shared(c, spec.request(seq_id, 2.0), "at once")
+    e, spec, seq_id = started_then_shared(triton, 41_000)
     start_error = Outcome(status="INVALID_ARGUMENT", message=batcher_error(spec, START_ERROR, id=seq_id))
-    for n, (_, _, box, _) in enumerate(e.shared.sent):  # what a server that had reaped it would say
-        box.get(timeout=5)
-        box.put(start_error if n < refused else Outcome(value=3.0))
+    answered_instead(e, [start_error if n < refused else Outcome(value=3.0) for n in range(2)])  # as if reaped
     if late:
         e.shared.at_risk_from = time.monotonic() - 0.01
     try:
