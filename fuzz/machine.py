@@ -349,7 +349,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         return self.plan.as_value(max(-100, min(100, int(value))))  # whole: exact on any sum an FP32 model holds
 
     def _near_edge(self, key) -> bool:
-        return not self.plan.lo_sum + 400 <= self.engine.model.total(key) <= self.plan.hi_sum - 400
+        """Within 400 of where the sum stops being exact: the dtype's edge, or for a sum with a
+        fraction the narrower one (FRACTION_LIMIT) where it still keeps it."""
+        total = self.engine.model.total(key)
+        lo, hi = exact_range(self.plan.lo_sum, self.plan.hi_sum, is_fraction(total))
+        return not lo + 400 <= total <= hi - 400
 
     # -- rules: what clients do -------------------------------------------------------------
     # Which sequences are live, and which clients wait on the backlog, depends on timing. So
