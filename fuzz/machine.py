@@ -47,7 +47,8 @@ PICK = st.integers(0, 15)  # an index into whatever list it picks from (_pick)
 # likeliest collision (Triton itself cuts the id to its low 32 bits for an INT32 or UINT32 CORRID
 # control); a small p collides only under a key that drops the low bits.
 # Besides, neighbours (1, 2 apart: a key that drops the low bits, or a float64 above 2**53) and
-# decimal shards (10**k apart: a key cut to its leading digits, or sharded modulo 10**k).
+# decimal shards (10**k apart: a key cut to its leading digits, or sharded modulo 10**k), and
+# Mersenne numbers 2**k - 1 apart (a key reduced modulo one: Python's hash of an int).
 SIBLING_STEPS = st.one_of(
     st.builds(lambda k, p: k * 2**p, st.sampled_from([1, 3]), st.sampled_from([3, 8, 16, 32, 32, 63, 63])),
     st.sampled_from([1, 2, 10**3, 10**6, 10**9, *MERSENNE_STEPS]))
