@@ -240,20 +240,16 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
 def _rounds(machine, per_round: hsettings, budget_s: float | None, started: float, partial) -> BaseException | None:
     """Rounds of examples until one fails (its error), the budget is spent or the examples ran out."""
     while True:
-        hints = []
         try:
-            with _seed_hints_held(hints):
+            with _no_seed_hint_for_the_budget():
                 run_state_machine_as_test(machine, settings=per_round)
         except Exception as err:  # noqa: BLE001 - classified by _judge, re-raised if not known
-            _say(hints)
             return err
         except BudgetSpent:  # inside an example: it was drained, and nothing it saw failed
-            return None  # Hypothesis's "reproduce this failure" hint would name no failure
+            return None
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: what was done so far, no verdict
-            _say(hints)
             stop.partial_result = partial(stop)
             raise
-        _say(hints)
         if stopping() or budget_s is None or time.monotonic() - started > budget_s:
             return None
 
@@ -263,20 +259,22 @@ SEED_HINT = "You can reproduce this failure by adding @seed("
 
 
 @contextmanager
-def _seed_hints_held(hints: list):
-    """Hypothesis's reports as they come, but its seed hint held back in `hints` until the
-    round's end says whether a failure ended it (the budget's end is none)."""
-    say = current_reporter()
+def _no_seed_hint_for_the_budget():
+    """Hypothesis's reports as they come, but its seed hint held back until the round ends, and
+    dropped where BudgetSpent ended it (the hint would name a failure that was none)."""
+    say, held, spent = current_reporter(), [], False
 
     def report(text):
-        (hints.append if str(text).startswith(SEED_HINT) else say)(text)
-    with with_reporter(report):
-        yield
-
-
-def _say(hints: list) -> None:
-    for text in hints:
-        current_reporter()(text)
+        (held.append if str(text).startswith(SEED_HINT) else say)(text)
+    try:
+        with with_reporter(report):
+            yield
+    except BudgetSpent:
+        spent = True
+        raise
+    finally:
+        for text in [] if spent else held:
+            say(text)
 
 
 def _fuzz_on_past(found: list) -> frozenset:
