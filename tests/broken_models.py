@@ -262,9 +262,12 @@ _MODEL_CLASS = "class TritonPythonModel:\n"
 _STORE_BLOCK = _POP + "        else:\n" + _STORE
 # Sums kept outside the instance, in files every instance of the model (a process each) sees:
 # one file per key, or (whole) one file read and rewritten whole, with a write 2 ms after the read.
-_SHARED_SUMS = """class _SharedSums:
+_SHARED_SUMS = """import os
+import tempfile
+
+
+class _SharedSums:
     def __init__(self, name, dtype, whole=False):
-        import os, tempfile
         self.path = os.path.join(tempfile.gettempdir(), f"seqfuzz-sums-{name}-{os.getppid()}")
         os.makedirs(self.path, exist_ok=True)
         self.dtype, self.whole = dtype, whole
@@ -277,7 +280,6 @@ _SHARED_SUMS = """class _SharedSums:
             return {}
 
     def _save(self, sums):
-        import os
         with open(self.path + f"/all.{os.getpid()}", "w") as f:
             json.dump(sums, f)
         os.replace(self.path + f"/all.{os.getpid()}", self.path + "/all")
@@ -306,7 +308,6 @@ _SHARED_SUMS = """class _SharedSums:
             sums.pop(str(key), None)
             self._save(sums)
         else:
-            import os
             try:
                 os.remove(f"{self.path}/{key}")
             except OSError:
