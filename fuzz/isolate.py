@@ -57,6 +57,21 @@ MAX_TRIES = 10
 # has (seen: a crowd that failed 4 of 4 replays cut plainly to 14 steps, one replay a cut, and from
 # a fresh model, a try a cut, to the minimal 7).
 HELD_TRIES = 3
+# A cut of a program with requests sent at once gets, besides its tries, replays until they took
+# HELD_TIME_SHARE times as long as one replay of the whole, up to HELD_MAX_TRIES: the whole had a
+# chance to compose a failing batch at each of its groups, a cut has fewer and replays in as much
+# less time (measured: a burst of two on two streams shares one execution in 8 of 60 replays; a
+# 10-step crowd program failed 2 of 40 plain replays, a 12-step one 18 of 40).
+HELD_TIME_SHARE = 2.0
+HELD_MAX_TRIES = 30
+# ... and for no more than this share of the time the cuts have: a long program's replay takes
+# seconds, and ddmin needs many cuts (seen: 30 replays of the first cut of an 862-step crowd
+# program, 1.3 s a replay, took the time of every other cut).
+HELD_CUT_SHARE = 0.1
+# Plain replays of a program with requests sent at once, while none failed, before it counts as
+# not failing in plain replays (RATE_REPLAYS for other programs): such a failure can come back in
+# 1 replay of 20.
+HELD_RATE_REPLAYS = 32
 # How many more rounds of fresh tries the plain cuts shorter than a confirmed one get, at each of
 # the two points `_shorter_again` runs: bounded, so that a cut that fails only in plain replays
 # (state a plain try left) does not take the whole budget every time.
@@ -91,6 +106,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     history = tuple(getattr(violation, "history", ()))
     failing = tuple(violation.program)
     fresh = FreshCopies.of(server, spec)
+    alone = failing  # what a cut of a failure with history starts from, where plain replays fail
     try:
         for back in EXAMPLES_BACK:
             if back > len(history) or time.monotonic() > deadline:
@@ -101,11 +117,21 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
             # a program with history is hundreds of steps longer.
             found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant, settings),
                                    ALONE_TRIES if back == 0 else 1)
-            if found is not None:
+            quick, cuts = None, []
+            if found is None and back == 0 and _held(failing):
+                # A crowd's batch shows the bug in some replays only: plain replays of it alone
+                # (ms each, where a reload takes 1.4 s) before history is added, which makes a
+                # program hundreds of steps long that then fails as much by chance (seen: 1619
+                # steps kept of a 7-step bug, its 68-step example having passed three reloads).
+                quick, cuts = _cut_quickly(server, spec, violation, settings, deadline)
+                found, alone = quick, failing if cuts else None  # not rated again where it never failed
+            elif found is not None:
                 # It may fail without a fresh model too; and one that failed only with history
                 # may have failed alone by chance (a crowd's batch) or need only what the
                 # history left behind, which a cut of the whole keeps.
-                quick, cuts = _cut_quickly(server, spec, found, settings, deadline, alone=failing if back else None)
+                quick, cuts = _cut_quickly(server, spec, found, settings, deadline,
+                                           alone=alone if back else None)
+            if found is not None:
                 # The plain cuts shorter than what a fresh model confirmed, tried again for half
                 # the time left, before a reload a try cuts the rest: that seldom gets far with a
                 # long program (seen: 886 steps, one try in 5 s, where plain cuts had reached 10).
@@ -145,13 +171,13 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
         # Rated for half the share at most, so that the cuts get the rest (seen: 8 replays of a
         # 120-step and of a 359-step program took the whole 9.5 s share, and no cut was tried).
         rating = time.monotonic() + (share - time.monotonic()) / 2
-        start, tries = _rated(plain, shrink.without(body, slow, spec) if slow else body, rating)
+        start, rate = _rated(plain, shrink.without(body, slow, spec) if slow else body, rating)
         if start is not None:
             break
     else:
         return None, []
     cuts = [list(start.program)]  # every program a plain replay failed on, each shorter than the one before
-    replayed = _replayed(plain, tries, share)
+    replayed = _replayed(plain, rate, share)
 
     def kept(steps):
         again = replayed(steps)
@@ -181,26 +207,62 @@ def _shorter_again(server, spec: ModelSpec, best: InvariantViolation, cuts: list
     return best
 
 
-def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, int]:
-    """(the first failure of up to RATE_REPLAYS plain replays of `steps`, how many replays each
-    of its cuts gets: `tries_for` the rate the program failed at, HELD_TRIES at least where it
-    sends requests at once), or (None, 0) when none failed. A cut of a program that failed 2 of
-    8 replays, failing as often, must not be thrown away on three unlucky replays."""
-    results = []
-    while len(results) < RATE_REPLAYS and time.monotonic() < until:
+@attrs.frozen
+class Rate:
+    """How a program's cuts are replayed: `tries` replays each (`tries_for` the rate the program
+    failed at), and where it sends requests at once (`held`), replays until they took
+    HELD_TIME_SHARE times `replay_s` (one replay of the whole), up to HELD_MAX_TRIES (`_replayed`)."""
+    tries: int
+    held: bool = False
+    replay_s: float = 0.0
+
+
+def _held(steps) -> bool:
+    """Whether the program sends requests at once (a crowd, a burst, a held batch)."""
+    return any(s.kind is Kind.HELD for s in steps)
+
+
+def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, Rate]:
+    """(the first failure of up to RATE_REPLAYS plain replays of `steps` (HELD_RATE_REPLAYS, while
+    none failed, where it sends requests at once), how its cuts are replayed: HELD_TRIES at least
+    where it sends requests at once), or (None, Rate(0)) when none failed. A cut of a program that
+    failed 2 of 8 replays, failing as often, must not be thrown away on three unlucky replays."""
+    held, results, began = _held(steps), [], time.monotonic()
+    while time.monotonic() < until and (len(results) < RATE_REPLAYS
+                                        or (held and len(results) < HELD_RATE_REPLAYS and not any(results))):
         results.append(plain(steps))
         if len(results) == RATE_REPLAYS // 2 and all(results):
             break  # fails every time: one replay a cut
     failed = [r for r in results if r is not None]
     if not failed:
-        return None, 0
+        return None, Rate(0)
     tries = tries_for(len(failed), len(results))
-    return failed[0], max(tries, HELD_TRIES) if any(s.kind is Kind.HELD for s in steps) else tries
+    replay_s = (time.monotonic() - began) / len(results)
+    return failed[0], Rate(max(tries, HELD_TRIES), True, replay_s) if held else Rate(tries)
 
 
-def _replayed(plain, tries: int, until: float):
-    """A try for ddmin: a cut replayed up to `tries` times (started before `until`), its first failure."""
-    return lambda steps: _first_failure(lambda: plain(steps), tries, until)
+def _replayed(plain, rate: Rate, until: float):
+    """A try for ddmin: a cut replayed as `rate` says (each replay started before `until`), its
+    first failure. A cut of a program that sends requests at once is replayed for no more than
+    HELD_CUT_SHARE of the time to `until` once it had one replay: a cut that waits a second in
+    each replay would take its tries' worth of the time every other cut needs."""
+    cap = HELD_CUT_SHARE * max(0.0, until - time.monotonic())
+    floor = min(HELD_TIME_SHARE * rate.replay_s, cap)
+
+    def more(n: int, spent: float) -> bool:
+        if not rate.held:
+            return n < rate.tries
+        return n < HELD_MAX_TRIES and (spent < floor or (n < rate.tries and spent < cap))
+
+    def replays(steps):
+        began, n = time.monotonic(), 0
+        while time.monotonic() < until and (n == 0 or more(n, time.monotonic() - began)):
+            found = plain(steps)
+            n += 1
+            if found is not None:
+                return found
+        return None
+    return replays
 
 
 def tries_for(failed: int, replays: int) -> int:
@@ -264,15 +326,15 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
     deadline = time.monotonic() + budget_s
     plain = lambda steps: _moved(server, spec, steps, violation.invariant, settings)  # noqa: E731
     try:
-        found, tries = _rated(plain, violation.program, deadline)
+        found, rate = _rated(plain, violation.program, deadline)
         if found is None:
             return None  # it fails only with its own ids (a boundary id) or after its own history
-        shortest = shrink.ddmin(found, _replayed(plain, tries, deadline), lambda v: list(v.program), spec,
+        shortest = shrink.ddmin(found, _replayed(plain, rate, deadline), lambda v: list(v.program), spec,
                                 deadline).program
         if len(shortest) >= len(violation.program):
             return None
         fresh = _first_failure(lambda: _try(server, spec, shortest, violation.invariant, settings),
-                               1 if tries == 1 else FLAKY_TRIES)
+                               1 if rate.tries == 1 else FLAKY_TRIES)
         if fresh is None:
             return None
         fresh = _without_reload(server, spec, fresh, settings)
