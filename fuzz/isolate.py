@@ -18,7 +18,10 @@ they show is kept only once the model itself shows it after a reload (`_try`). W
 fresh model (alone or after its history) is cut down with plain replays first, where they fail
 too, each cut replayed as often as the failure's own rate asks, and what they leave is checked
 from a fresh model again (`_cut_quickly`); the cuts shorter than what a fresh model confirmed
-get more fresh tries with the time a shrink leaves (`_shorter_again`). A failure that does replay is polished
+get more fresh tries with the time a shrink leaves (`_shorter_again`). A crowd's program (requests
+sent at once) whose lone reloads passed is rated with plain replays before history is added, and
+where they fail it is cut alone and its cuts get fresh tries until one fails (`_confirmed`): its
+batches fail in some replays only, and history added to it fails as much by chance. A failure that does replay is polished
 instead (`polish`): cut down with plain replays, and checked from a fresh model once at the end.
 """
 from __future__ import annotations
@@ -124,7 +127,15 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # program hundreds of steps long that then fails as much by chance (seen: 1619
                 # steps kept of a 7-step bug, its 68-step example having passed three reloads).
                 quick, cuts = _cut_quickly(server, spec, violation, settings, deadline)
-                found, alone = quick, failing if cuts else None  # not rated again where it never failed
+                if quick is None and cuts:
+                    # Plain replays of it alone fail: it needs no history, only a fresh model's
+                    # replay to fail as well, which a short cut's does in few of its replays (seen:
+                    # cut to 6 steps, five reloads passed, and the 98 steps with history kept).
+                    half = time.monotonic() + (deadline - time.monotonic()) / 2
+                    quick = _confirmed(server, spec, violation.invariant, settings, cuts, half, fresh)
+                    if quick is None:
+                        return None
+                found, alone = quick, None  # not rated again where it never failed
             elif found is not None:
                 # It may fail without a fresh model too; and one that failed only with history
                 # may have failed alone by chance (a crowd's batch) or need only what the
@@ -290,6 +301,21 @@ def _first_fresh(server, spec: ModelSpec, invariant: str, settings: FuzzSettings
         again = _first_failure(lambda: _try(server, spec, steps, invariant, settings), FLAKY_TRIES, until)
         if again is not None:
             return again
+    return None
+
+
+def _confirmed(server, spec: ModelSpec, invariant: str, settings: FuzzSettings, cuts: list, until: float,
+               fresh: FreshCopies | None) -> InvariantViolation | None:
+    """The first of the cuts (`spread`, shortest first, round after round until `until`) that
+    fails from a fresh model (on a copy first, where there are copies), or None."""
+    kept = spread(cuts)
+    while kept and time.monotonic() < until:
+        for steps in kept:
+            if time.monotonic() >= until:
+                break
+            again = _try(server, spec, steps, invariant, settings, fresh=fresh)
+            if again is not None:
+                return again
     return None
 
 

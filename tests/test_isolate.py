@@ -260,6 +260,43 @@ def test_a_crowd_that_fails_once_in_twenty_replays_is_rated_and_its_cuts_replaye
     assert len(counted) == 3
 
 
+def test_a_crowd_whose_lone_reloads_passed_is_cut_in_plain_replays_and_never_given_history(monkeypatch):
+    """Three reloads of a crowd's example passed by chance; plain replays of it fail, so it needs
+    no history: it is cut alone, and its cuts get fresh tries until one fails."""
+    fresh_tries = []
+
+    def fresh(server, spec, steps, invariant, settings, reload=True, fresh=None):
+        fresh_tries.append(len(steps))
+        return failing(steps, {5, 6}, _program(steps)) if len(fresh_tries) > 6 else None
+
+    monkeypatch.setattr(isolate, "_moved", lambda server, spec, steps, invariant, settings: failing(steps, {5, 6}))
+    monkeypatch.setattr(isolate, "_try", fresh)
+    crowd = [step(1, 0, 5, kind=Kind.HELD), step(2, 1, 6, kind=Kind.HELD), step(3, 0, 5, kind=Kind.HELD_ANSWER),
+             step(4, 1, 6, kind=Kind.HELD_ANSWER), step(5, 2, 7), step(6, 2, 8)]
+    v = failing(crowd, {5, 6})
+    v.history = [[step(i, 3, 100 + i) for i in range(1, 101)]]
+    found = isolate.from_fresh_model(None, SPEC, v, FuzzSettings(), 30)
+    assert found is not None and {s.request.seq_id for s in found.program if s.request is not None} == {5, 6}
+    assert max(fresh_tries) <= len(crowd)  # never with the history's 100 steps before it
+
+
+def test_cuts_that_failed_in_plain_replays_get_fresh_tries_round_after_round(monkeypatch):
+    """A crowd cut that fails in few replays: its fresh tries go on, shortest first, until one
+    fails or the time is up, where history would otherwise be added to the whole."""
+    calls = []
+
+    def fifth_fails(server, spec, steps, invariant, settings, reload=True, fresh=None):
+        calls.append(len(steps))
+        return failing(steps, {5}) if len(calls) == 5 else None
+    monkeypatch.setattr(isolate, "_try", fifth_fails)
+    cuts = [[step(1, 0, 5), step(2, 1, 6)], [step(1, 0, 5)]]
+    again = isolate._confirmed(None, SPEC, "sums_match", FuzzSettings(), cuts, time.monotonic() + 10, None)
+    assert calls == [1, 2, 1, 2, 1] and len(again.program) == 1
+    calls.clear()
+    assert isolate._confirmed(None, SPEC, "sums_match", FuzzSettings(), cuts, time.monotonic(), None) is None
+    assert calls == []
+
+
 def test_a_program_keeps_its_reload_when_other_traffic_before_it_moves_a_count_it_needs(monkeypatch):
     """A model that loses every third request's value, counting requests across sequences (since
     it loaded): a 3-request program fails from a fresh model, and two plain replays in a row both
