@@ -109,7 +109,6 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     history = tuple(getattr(violation, "history", ()))
     failing = tuple(violation.program)
     fresh = FreshCopies.of(server, spec)
-    alone = failing  # what a cut of a failure with history starts from, where plain replays fail
     try:
         for back in EXAMPLES_BACK:
             if back > len(history) or time.monotonic() > deadline:
@@ -120,7 +119,6 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
             # a program with history is hundreds of steps longer.
             found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant, settings),
                                    ALONE_TRIES if back == 0 else 1)
-            quick, cuts = None, []
             if found is None and back == 0 and _held(failing):
                 # A crowd's batch shows the bug in some replays only: plain replays of it alone
                 # (ms each, where a reload takes 1.4 s) before history is added, which makes a
@@ -135,13 +133,14 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                     quick = _confirmed(server, spec, violation.invariant, settings, cuts, half, fresh)
                     if quick is None:
                         return None
-                found, alone = quick, None  # not rated again where it never failed
+                found = quick
             elif found is not None:
                 # It may fail without a fresh model too; and one that failed only with history
                 # may have failed alone by chance (a crowd's batch) or need only what the
                 # history left behind, which a cut of the whole keeps.
+                # A crowd's example alone was rated already at back 0, and never failed.
                 quick, cuts = _cut_quickly(server, spec, found, settings, deadline,
-                                           alone=alone if back else None)
+                                           alone=failing if back and not _held(failing) else None)
             if found is not None:
                 # The plain cuts shorter than what a fresh model confirmed, tried again for half
                 # the time left, before a reload a try cuts the rest: that seldom gets far with a
@@ -207,15 +206,9 @@ def _shorter_again(server, spec: ModelSpec, best: InvariantViolation, cuts: list
     fails in some replays only, and `_first_fresh`'s three tries of it can all pass: seen, a
     crowd cut to its minimal 6 steps by plain replays, kept at 12, and the reloads' shrink of that
     ending at 8 with 9 s of its budget unspent."""
-    shorter = spread([c for c in cuts if len(c) < len(_body(best))])
-    for _ in range(AGAIN_ROUNDS if shorter else 0):
-        for steps in shorter:
-            if time.monotonic() >= deadline:
-                return best
-            again = _try(server, spec, steps, best.invariant, settings, fresh=fresh)
-            if again is not None and len(again.program) < len(best.program):
-                return again
-    return best
+    shorter = [c for c in cuts if len(c) < len(_body(best))]
+    return _confirmed(server, spec, best.invariant, settings, shorter, deadline, fresh,
+                      rounds=AGAIN_ROUNDS, shorter_than=len(best.program)) or best
 
 
 @attrs.frozen
@@ -305,16 +298,20 @@ def _first_fresh(server, spec: ModelSpec, invariant: str, settings: FuzzSettings
 
 
 def _confirmed(server, spec: ModelSpec, invariant: str, settings: FuzzSettings, cuts: list, until: float,
-               fresh: FreshCopies | None) -> InvariantViolation | None:
-    """The first of the cuts (`spread`, shortest first, round after round until `until`) that
-    fails from a fresh model (on a copy first, where there are copies), or None."""
+               fresh: FreshCopies | None, rounds: int | None = None,
+               shorter_than: float = math.inf) -> InvariantViolation | None:
+    """The first of the cuts (`spread`, shortest first, round after round until `until`, or for
+    `rounds` rounds) that fails from a fresh model (on a copy first, where there are copies) with
+    a program shorter than `shorter_than`, or None."""
     kept = spread(cuts)
-    while kept and time.monotonic() < until:
+    for _ in itertools.count() if rounds is None else range(rounds):
+        if not kept or time.monotonic() >= until:
+            break
         for steps in kept:
             if time.monotonic() >= until:
                 break
             again = _try(server, spec, steps, invariant, settings, fresh=fresh)
-            if again is not None:
+            if again is not None and len(again.program) < shorter_than:
                 return again
     return None
 
