@@ -197,7 +197,9 @@ def test_under_oldest_a_later_request_of_an_iterative_sequence_keeps_its_slot_fo
     with _streaming(repo, tmp_path, release) as (_, s):
         s.send("a", 31, 1, 1, start=True)
         s.send("b", 31, 2, 1)  # queued before a's release: it runs in the sequence
-        assert s.take(2) == [("a", 1, True), ("b", 3, True)]
+        # b's sum says it ran after a; the two answers themselves may come back in either order
+        # (seen once in CI on 2.41)
+        assert sorted(s.take(2)) == [("a", 1, True), ("b", 3, True)]
         s.send("c", 32, 5, 1, start=True)
         assert s.quiet(3.0), "the START of another sequence was expected to wait for good"
 

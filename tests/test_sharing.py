@@ -39,11 +39,18 @@ def test_without_state_carried_each_answer_is_its_own_value_on_the_base():
 
 def test_requests_of_one_sequence_sent_at_once_keep_an_order(triton, tmp_path):
     spec = ModelSpec.fetch(triton, MODEL)
-    e = Engine(Setup.of(triton, spec), salt=30_000 + time.monotonic_ns() % 10_000)
-    seq_id = e.salt * 2**40
-    e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
     vias = ["stream", "stream", "grpc"]  # two clients' streams and a unary call
-    assert e.send_at_once([(c, spec.request(seq_id, float(2**c)), vias[c - 1]) for c in range(1, 4)], "at once")
+    # send_at_once sends nothing when the model would not answer at once: on a loaded machine the
+    # START's answer can come back after its sequence's idle window opened (seen once in CI)
+    for attempt in range(3):
+        e = Engine(Setup.of(triton, spec), salt=30_000 + attempt + time.monotonic_ns() % 10_000)
+        seq_id = e.salt * 2**40
+        e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
+        if e.send_at_once([(c, spec.request(seq_id, float(2**c)), vias[c - 1]) for c in range(1, 4)], "at once"):
+            break
+        e.finish()
+    else:
+        pytest.fail("three times the START's answer came back too late to send the others at once")
     answers = [s for s in e.log if s.kind is Kind.SHARED_ANSWER]
     assert len(answers) == 3 and all(isinstance(s.expect, AnyOrder) for s in answers)
     assert max(s.outcome.value for s in answers) == 15.0 and e.model.total(("u", seq_id)) == 15.0
