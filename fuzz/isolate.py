@@ -79,6 +79,16 @@ HELD_RATE_REPLAYS = 32
 # the two points `_shorter_again` runs: bounded, so that a cut that fails only in plain replays
 # (state a plain try left) does not take the whole budget every time.
 AGAIN_ROUNDS = 3
+# The share of the time left that plain cuts get (`_cut_quickly`): a third, and for a program
+# with requests sent at once, two thirds. Such a failure comes back in some replays only, so a
+# try from a fresh model (one replay, a second or more) passes by chance and cuts nothing, where
+# a plain try replays a cut many times in that second (seen: a 15-step crowd cut to 14 by the
+# reloads' shrink in 11 s, where plain cuts had gone from 62 steps to 14 in 7 s).
+PLAIN_SHARE = 1 / 3
+HELD_PLAIN_SHARE = 2 / 3
+# The most of that share each of a crowd's cores (shrink.crowd_cores) is rated for, before the
+# whole program is.
+CORE_SHARE = 1 / 8
 # Steps that make a plain replay slow (an idle timeout waited out, a restart or reload): plain
 # replays cut a program without them, where it fails without them.
 SLOW_STEPS = (*shrink.WAITS, Kind.FAULT)
@@ -160,7 +170,8 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
                  deadline: float, alone=None) -> tuple[InvariantViolation | None, list]:
     """`found` (it failed from a fresh model) cut down with plain replays, ids moved (ms a
-    try, where a reload takes 1.4 s), for up to a third of the time left, as long as they fail
+    try, where a reload takes 1.4 s), for up to PLAIN_SHARE of the time left (HELD_PLAIN_SHARE
+    where it sends requests at once), as long as they fail
     too: (the shortest cut a fresh model fails on too (`_first_fresh`: its program starts with
     the reload), or None when plain replays do not fail or a fresh model fails on no cut; every
     cut plain replays failed on, for `_shorter_again`). A failure
@@ -170,17 +181,23 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     asks for (`_rated`). Given `alone` (the failing example without the history `found` has), the
     cut starts from that where plain replays of it fail: a crowd that passed its lone replays from
     a fresh model by chance is otherwise cut from a thousand steps of history, whose replays
-    (seconds each) spend the share before one cut (seen: 1186 steps left of a 7-step bug)."""
-    share = time.monotonic() + (deadline - time.monotonic()) / 3
+    (seconds each) spend the share before one cut (seen: 1186 steps left of a 7-step bug). A
+    program that sends requests at once starts from its crowd's cores where their replays fail
+    (`shrink.crowd_cores`): a long one is slow to rate, a core fast."""
+    fraction = HELD_PLAIN_SHARE if _held(found.program) or (alone and _held(alone)) else PLAIN_SHARE
+    share = time.monotonic() + (deadline - time.monotonic()) * fraction
     plain = lambda steps: _moved(server, spec, steps, found.invariant, settings)  # noqa: E731
-    for body in ([list(alone)] if alone else []) + [_body(found)]:
+    # A crowd's failure is first rated on the sequences of the crowd that failed (`crowd_cores`),
+    # each core for an eighth of the share at most: short, they replay fast.
+    cores = [(core, CORE_SHARE) for core in shrink.crowd_cores(_body(found), spec)]
+    for body, part in cores + [(list(b), 1 / 2) for b in ([alone] if alone else []) + [_body(found)]]:
         # Every plain try of a program that waits would take seconds too: without its waits (and
         # faults), or not at all. Most programs that fail fail without them (the `pause` that
         # waits for slots to free up mid-example is in many).
         slow = {i for i, s in enumerate(body) if s.kind in SLOW_STEPS}
         # Rated for half the share at most, so that the cuts get the rest (seen: 8 replays of a
         # 120-step and of a 359-step program took the whole 9.5 s share, and no cut was tried).
-        rating = time.monotonic() + (share - time.monotonic()) / 2
+        rating = time.monotonic() + (share - time.monotonic()) * part
         start, rate = _rated(plain, shrink.without(body, slow, spec) if slow else body, rating)
         if start is not None:
             break

@@ -271,6 +271,45 @@ def crowd_layers(steps) -> list[list[int]]:
     return [u for u in units if u]
 
 
+def crowd_cores(steps, spec: ModelSpec) -> list[list[StepRecord]]:
+    """Where a program sends requests at once: the steps of the sequences of its last group sent
+    at once and of its last step (the one that failed): first each with only its last START
+    before the group (its requests sent alone folded in), then with every request it sent alone
+    folded into its START, then as they are; [] where it sends none at once. Such a
+    failure shows in some replays only, so a long program is slow to rate and to cut (seen: 130
+    steps, a second a replay, none of ten failing), where the group that failed is mostly all it
+    needs, and its sequences' sums."""
+    last, run = [], []
+    for i, s in enumerate([*steps, None]):
+        if s is not None and s.kind is Kind.HELD and s.request is not None:
+            run.append(i)
+        elif run:
+            last, run = run, []
+    if not last:
+        return []
+    keys = {key_of(steps[i].request.seq_id) for i in last}
+    if steps[-1].request is not None:
+        keys.add(key_of(steps[-1].request.seq_id))
+    gone = set()
+    for group in by_sequence(steps):
+        req = next((steps[i].request for i in group if steps[i].request is not None), None)
+        if req is None or key_of(req.seq_id) not in keys:
+            gone |= set(group)
+    alone = {i for i, s in enumerate(steps) if s.kind is Kind.REQUEST and s.request is not None and not s.request.start}
+    latest = {}  # each kept sequence's last START before the group
+    for i in range(last[0]):
+        req = steps[i].request
+        if i not in gone and req is not None and req.start:
+            latest[key_of(req.seq_id)] = i
+    before = {i for i in range(last[0]) if i not in gone and i not in latest.values()}
+    cores = []
+    for core in (without(steps, gone | alone | before, spec), without(steps, gone | alone, spec),
+                 without(steps, gone, spec)):
+        if core and len(core) < len(steps) and core not in cores:
+            cores.append(core)
+    return cores
+
+
 def every_wait(steps) -> list[list[int]]:
     """Every step that waits out an idle timeout (or a recorded silence), as one unit."""
     unit = [i for i, s in enumerate(steps) if s.kind in WAITS]

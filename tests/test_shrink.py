@@ -3,7 +3,7 @@ folded sums, moved ids. The live part (polishing a failure against a broken mode
 tests/test_broken_models.py."""
 import attrs
 
-from fuzz.shrink import DDMIN_PASSES, crowd_layers, every_wait, quiet, shifted, without
+from fuzz.shrink import DDMIN_PASSES, crowd_cores, crowd_layers, every_wait, quiet, shifted, without
 from fuzz.spec import ModelSpec
 from fuzz.values import Kind, Outcome, Request, StepRecord
 
@@ -202,3 +202,26 @@ def test_the_requests_sent_alone_fold_into_their_starts_in_one_try_and_the_crowd
     assert sent(kept)[0] == (5, 1 + sum(range(2, 8)), True, False)
     assert [s.kind for s in kept[1:]] == [Kind.HELD, Kind.HELD, Kind.HELD_ANSWER, Kind.HELD_ANSWER]
     assert DDMIN_PASSES.index(every_plain_continuation) < DDMIN_PASSES.index(crowd_layers)
+
+
+def test_a_crowd_failure_is_first_tried_on_the_sequences_of_its_last_crowd():
+    """Sequence 7 lives beside them, and an earlier crowd ran on 5 and 7; the last crowd (5 and
+    6) failed. The cores keep 5 and 6 only: first their STARTs and the last crowd alone, then with
+    their requests sent alone folded into their STARTs, then as they are."""
+    def held(i, seq_id, value, kind=Kind.HELD, **kw):
+        return req(i, seq_id, value, kind=kind, **kw)
+    steps = [req(1, 5, 1, start=True), req(2, 6, 2, start=True), req(3, 7, 3, start=True),
+             held(4, 5, 1), held(5, 7, 1), held(6, 5, 1, kind=Kind.HELD_ANSWER), held(7, 7, 1, kind=Kind.HELD_ANSWER),
+             req(8, 5, 4), req(9, 7, 9), req(10, 6, 5),
+             held(11, 5, 1, end=True), held(12, 6, 1), held(13, 5, 1, end=True, kind=Kind.HELD_ANSWER),
+             held(14, 6, 1, kind=Kind.HELD_ANSWER)]
+    skeleton, folded, core = crowd_cores(steps, SPEC)
+    assert [s.index for s in core] == [1, 2, 4, 6, 8, 10, 11, 12, 13, 14]
+    assert [s.index for s in folded] == [1, 2, 4, 6, 11, 12, 13, 14]
+    assert sent(folded)[:2] == [(5, 1 + 4, True, False), (6, 2 + 5, True, False)]  # their sums as they were
+    assert [s.index for s in skeleton] == [1, 2, 11, 12, 13, 14]  # the earlier crowd goes too
+    assert crowd_cores(steps[:3], SPEC) == []  # nothing sent at once
+    # the last step (a request sent alone after the crowd) names a sequence the core keeps too
+    later = [*steps, req(15, 7, 1)]
+    skeleton, folded = crowd_cores(later, SPEC)  # as they are, it would be the whole program: no core
+    assert {s.request.seq_id for s in folded} == {s.request.seq_id for s in skeleton} == {5, 6, 7}
