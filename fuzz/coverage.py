@@ -44,10 +44,12 @@ ID_STATES = ("fresh", "live", "done")
 # out of was taken by a new one; long gap, a sequence went on after a pause of at least half the
 # idle window the server surely keeps it for; START in a full execution, a START (fresh or a
 # restart) ran in an execution that carried every row it can (a path of its own for a batcher or
-# a model that treats a full batch apart), where the model says its live rows; kept alive, a
-# sequence went on KEPT_WINDOWS idle windows after its START (fuzz/model.py), requests coming
-# all the while.
+# a model that treats a full batch apart), where the model says its live rows; END in a full
+# execution, likewise an END (its slot frees while every other row of the execution goes on);
+# kept alive, a sequence went on KEPT_WINDOWS idle windows after its START (fuzz/model.py),
+# requests coming all the while.
 FULL_START = "START in a full execution"
+FULL_END = "END in a full execution"
 KEPT_ALIVE = "kept alive"
 
 
@@ -110,7 +112,7 @@ def live_row_goals(spec) -> int:
 
 def full_rows(spec) -> int:
     """The live rows of a full execution where the model says its live rows and a full one is
-    more than one row; 0 otherwise (FULL_START is no goal there)."""
+    more than one row; 0 otherwise (FULL_START and FULL_END are no goals there)."""
     rows = live_row_goals(spec)
     return rows if spec.says_live_rows and rows > 1 else 0
 
@@ -134,7 +136,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     goals += [flags_goal(f, s) for s in ID_STATES if not (spec.iterations and s == "live") for f in FLAG_SHAPES]
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
     situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap"])
-    situations += [FULL_START] if full_rows(spec) else []
+    situations += [FULL_START, FULL_END] if full_rows(spec) else []
     # an iterative sequence ends itself: none is left to idle out, or kept going
     waited = ["expiry reuse", KEPT_ALIVE] if expiry and not spec.iterations else []
     goals += [f"situation: {s}" for s in situations + waited]
@@ -149,7 +151,7 @@ class Coverage:
     started: float = attrs.Factory(time.monotonic)
     reached: dict = attrs.Factory(dict)  # goal -> seconds into the campaign when first reached
     most_live_rows: int = 0
-    full_rows: int = 0  # full_rows(spec) of the model: 0 where FULL_START is no goal
+    full_rows: int = 0  # full_rows(spec) of the model: 0 where FULL_START and FULL_END are no goals
     # Goals the running example reached: what steering (fuzz/steering.py) aims past. The example's
     # own, so that a replay of it makes the same choices whatever else the campaign reached.
     here: set = attrs.Factory(set)
@@ -209,11 +211,14 @@ class Coverage:
         self.most_live_rows = max(self.most_live_rows, surely)
         return surely
 
-    def rows_said(self, rows: int, start: bool) -> None:
-        """The model said the execution that answered a request carried `rows` live rows."""
+    def rows_said(self, rows: int, start: bool, end: bool = False) -> None:
+        """The model said the execution that answered a request (a START, an END) carried `rows`
+        live rows."""
         self.live_rows(rows, 1)
-        if start and self.full_rows and rows >= self.full_rows:
-            self.situation(FULL_START)
+        if self.full_rows and rows >= self.full_rows:
+            for flag, goal in ((start, FULL_START), (end, FULL_END)):
+                if flag:
+                    self.situation(goal)
 
     def batch_sizes(self, rows, padded: bool) -> None:
         """The server's batch_stats over the campaign: (batch size, executions). A batch size is

@@ -3,7 +3,7 @@ import math
 
 import attrs
 
-from fuzz.coverage import (FLAG_SHAPES, FULL_START, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport, flag_shape,
+from fuzz.coverage import (FLAG_SHAPES, FULL_END, FULL_START, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport, flag_shape,
                            full_rows, goals_for, live_row_goals, sibling_family, twin_goal, twin_place, twin_places,
                            twins_of)
 from fuzz.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets,
@@ -354,3 +354,15 @@ def test_a_start_in_a_full_execution_is_a_goal_only_where_the_model_says_its_row
     assert "live rows >= 4" in cover.reached and goal not in cover.reached
     cover.rows_said(4, start=True)
     assert goal in cover.reached
+
+
+def test_an_end_in_a_full_execution_is_a_goal_beside_the_start_in_one():
+    goal = f"situation: {FULL_END}"
+    assert goal not in goals_for(spec(), strings=False, expiry=True)
+    assert goal in goals_for(spec(says_live_rows=True), strings=False, expiry=True)
+    cover = Coverage(*INT32, full_rows=full_rows(spec(says_live_rows=True)))
+    cover.rows_said(4, start=True)  # a full execution, a START in it and no END
+    cover.rows_said(3, start=False, end=True)  # an END a row short
+    assert goal not in cover.reached
+    cover.rows_said(4, start=False, end=True)
+    assert goal in cover.reached and f"situation: {FULL_START}" in cover.reached
