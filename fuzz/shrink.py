@@ -256,19 +256,27 @@ def crowd_layers(steps) -> list[list[int]]:
     each, and so on (STARTs stay), so that a removal shortens every sequence of a crowd at once and
     keeps it a crowd. A crowd shows a batch's composition in some replays only, and removing its
     steps one at a time spends most tries on replays that pass by chance."""
-    units, run = [], []
-    for i, s in enumerate([*steps, None]):
-        if s is not None and s.kind is Kind.HELD and s.request is not None:
-            run.append(i)
-            continue
+    units = []
+    for run in held_runs(steps):
         tails: dict = {}
         for j in run:
             if not steps[j].request.start:
                 tails.setdefault(key_of(steps[j].request.seq_id), []).append(j)
         depth = max((len(t) for t in tails.values()), default=0)
         units += [[t[-1 - k] for t in tails.values() if k < len(t)] for k in range(depth)]
-        run = []
     return [u for u in units if u]
+
+
+def held_runs(steps) -> list[list[int]]:
+    """The positions of each run of requests sent at once (HELD steps in a row), in order."""
+    runs, run = [], []
+    for i, s in enumerate([*steps, None]):
+        if s is not None and s.kind is Kind.HELD and s.request is not None:
+            run.append(i)
+        elif run:
+            runs.append(run)
+            run = []
+    return runs
 
 
 def crowd_cores(steps, spec: ModelSpec) -> list[list[StepRecord]]:
@@ -279,14 +287,10 @@ def crowd_cores(steps, spec: ModelSpec) -> list[list[StepRecord]]:
     failure shows in some replays only, so a long program is slow to rate and to cut (seen: 130
     steps, a second a replay, none of ten failing), where the group that failed is mostly all it
     needs, and its sequences' sums."""
-    last, run = [], []
-    for i, s in enumerate([*steps, None]):
-        if s is not None and s.kind is Kind.HELD and s.request is not None:
-            run.append(i)
-        elif run:
-            last, run = run, []
-    if not last:
+    runs = held_runs(steps)
+    if not runs:
         return []
+    last = runs[-1]
     keys = {key_of(steps[i].request.seq_id) for i in last}
     if steps[-1].request is not None:
         keys.add(key_of(steps[-1].request.seq_id))
