@@ -284,6 +284,22 @@ KNOWN = KNOWN + (
         guard="no request goes to the id of an iterative START+END again"),
 )
 
+KNOWN = KNOWN + (
+    KnownDivergence(
+        "ensemble-step-flags-kept",
+        "An ensemble step's responses cannot take sequence flags away: the scheduler starts each chunk's "
+        "flags from the ensemble request's and only adds the sequence_start / sequence_end response "
+        "parameters that are true (core #369, since the cleanup e978d80 of r23.12, fixed in r24.07). A "
+        "decoupled step that cuts a START request into chunks restarts the next step's sequence at every "
+        "chunk; one that cuts an END request ends it at the first chunk, and that request gets no answer "
+        "at all: the ensemble request stays in flight until the server stops (as does a later request "
+        "on its id). No generated model sets response parameters (the Python backend of these "
+        "builds cannot): pinned live with a native step (tests/test_ensemble_flags.py).",
+        versions=("2.41.0", "2.44.0", "2.46.0"),
+        symptom="every chunk of a START answers from 0; a request with END is never answered",
+        affects=lambda m: False, invariant="sums_match", also_under=("no_hangs",)),
+)
+
 # What the reference model can take as built, each with what it then expects.
 AS_BUILT = {
     "carries_no_state": "every answer is the initial sum plus the request's own value (BatcherModel.carries_state)",
