@@ -42,13 +42,15 @@ ID_STATES = ("fresh", "live", "done")
 # backlogged START was let in when a slot freed; restart, a START on a live id restarted its
 # sequence; refused, a request without START was refused; expiry reuse, a slot a sequence idled
 # out of was taken by a new one; long gap, a sequence went on after a pause of at least half the
-# idle window the server surely keeps it for; START in a full execution, a START (fresh or a
-# restart) ran in an execution that carried every row it can (a path of its own for a batcher or
-# a model that treats a full batch apart), where the model says its live rows; END in a full
+# idle window the server surely keeps it for; restart in a full execution, a START on a live
+# sequence whose sum it throws away (one whose answer shows whether START was honoured: a fresh
+# START begins from the sum a slot or key holds anyway) ran in an execution that carried every
+# row it can (a path of its own for a batcher or a model that treats a full batch apart), where
+# the model says its live rows; END in a full
 # execution, likewise an END (its slot frees while every other row of the execution goes on);
 # kept alive, a sequence went on KEPT_WINDOWS idle windows after its START (fuzz/model.py),
 # requests coming all the while.
-FULL_START = "START in a full execution"
+FULL_START = "restart in a full execution"
 FULL_END = "END in a full execution"
 KEPT_ALIVE = "kept alive"
 
@@ -212,8 +214,8 @@ class Coverage:
         return surely
 
     def rows_said(self, rows: int, start: bool, end: bool = False) -> None:
-        """The model said the execution that answered a request (a START, an END) carried `rows`
-        live rows."""
+        """The model said the execution that answered a request carried `rows` live rows: `start`,
+        a START that threw a live sum away; `end`, an END."""
         self.live_rows(rows, 1)
         if self.full_rows and rows >= self.full_rows:
             for flag, goal in ((start, FULL_START), (end, FULL_END)):

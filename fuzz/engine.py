@@ -270,6 +270,9 @@ class Engine(CancelSteps, SharedSteps):
         self.backlog_settled_at = 0.0  # a new START waits until the last queued START is there
         self.used_ids: list = []
         self.touched: set = set()  # every id sent, to clean up after a failure
+        # STARTs on a live sequence whose sum is not the one a START begins from, by id(): a
+        # START that makes a difference to its answer (coverage: FULL_START)
+        self.discarding: dict = {}
         self.log: list[StepRecord] = []
         self.judged = 0  # steps of the log the registered invariants' judges have seen
         self.last_step_at = time.monotonic()
@@ -433,7 +436,7 @@ class Engine(CancelSteps, SharedSteps):
             cover.started_beside(req.seq_id, [s.key[1] for s in self.model.running if s.key != key_of(req.seq_id)],
                                  self.spec.id_bits)
         if got is not None and got.live_rows:  # the model's own count, exact where statistics guess
-            cover.rows_said(got.live_rows, req is not None and req.start, req is not None and req.end)
+            cover.rows_said(got.live_rows, self.discarding.pop(id(req), None) is not None, req is not None and req.end)
         if rec.kind is Kind.QUEUED:
             cover.situation("backlog")
         if isinstance(rec.expect, Refusal) and rec.expect.invariant == "start_is_required" \
@@ -486,6 +489,8 @@ class Engine(CancelSteps, SharedSteps):
         for a request held back at an idle-timeout window: it is expected again when it goes)."""
         misuse = req.seq_id in (0, "") or too_long(req.seq_id) or not self._plain(req)
         state = None if misuse else self.id_state(req.seq_id)
+        if req.start and state == "live" and self.model.total(key_of(req.seq_id)) != self.spec.initial_sum:
+            self.discarding[id(req)] = req  # kept, so that its id() is not another request's
         exp = self.model.expect(req, now)
         if state is not None and not isinstance(exp, Ambiguous):
             self.stats.coverage.flags(req, state)

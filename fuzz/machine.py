@@ -6,6 +6,7 @@ reference model what must happen, sends, checks and logs. The rules only choose.
 """
 from __future__ import annotations
 
+import itertools
 import random
 import string
 import time
@@ -1105,8 +1106,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     def crowd(self, data):
         """Several sequences at once (live ones, or fresh STARTs where slots are free, up to
         every slot), a few requests each, pipelined on the idle clients' streams (a client may
-        carry several sequences), one of them sometimes restarting and the last sometimes
-        ending it. The batcher's queues fill faster than it runs them, so its executions carry
+        carry several sequences, a block or a layer at a time), each sometimes restarting and sometimes ending, inside the
+        crowd while the others go on, or with its last request. The batcher's queues fill faster than it runs them, so its executions carry
         several live rows with mixed flags, up to every slot at once, which single requests on
         a fast model almost never make. Kept as HELD steps (a client pipelines several), so a
         replay sends them at once again."""
@@ -1116,47 +1117,63 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         new = [data.draw(st.booleans(), label="a fresh sequence") for _ in range(self.plan.crowd_max)]
         restart_at = [data.draw(st.integers(-8, 23), label="restart at") for _ in range(self.plan.crowd_max)]
         ends = [data.draw(st.sampled_from([False, False, True]), label="end") for _ in range(self.plan.crowd_max)]
+        # where an ending sequence sends its END: inside the crowd (the others go on past it) or last
+        end_at = [data.draw(st.integers(-8, 23), label="end at") for _ in range(self.plan.crowd_max)]
         seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
         scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
         # Every sequence's j-th request the same value: rows of one execution alike but for
         # their sequence (what a cache or a dedup keyed by content mixes up).
         alike = data.draw(st.sampled_from([False, False, True]), label="alike rows")
         steer = data.draw(STEER, label="steer crowd")
+        # a client carrying several sequences sends them a block each, or a layer at a time (the
+        # j-th request of each, then the next): blocks fill one queue deep before the next's first
+        # request is read, layers keep every queue filling together, so executions run full
+        layered = data.draw(st.booleans(), label="layered")
         full = [f"situation: {g}" for g in (FULL_START, FULL_END)] if full_rows(self.plan.spec) \
             else [f"live rows >= {live_row_goals(self.plan.spec)}"]
         missing = [g for g in full if g not in self.engine.stats.coverage.here]
-        ends_early = False  # the steered crowd's last sequence sends its END in the crowd's middle
+        early = None  # the steered crowd's sequence that sends its END in the crowd's middle
+        steering = False
         if steer == STEER_TOP and missing and not self.crowd_steered:
             # No execution of this example surely carried every row it can (with a START among
             # them, then with an END, where the model says its rows): a crowd on every slot,
             # deep enough that its middle runs full, the first sequence restarting there (and,
-            # once a START ran in a full execution, the last ending there). Once an example: on
+            # once a START ran in a full execution, a drawn one ending there). Once an example: on
             # a fast model the START may miss the full execution crowd after crowd, and a failing
             # example of many full crowds shrinks badly (seen: 480 steps where 8 did). The END
             # waits for the START: a crowd one sequence short past its middle runs full less
             # (seen: a bug of STARTs in full executions missed in 4 of 4 campaigns, caught in
-            # 4 of 4 without it).
-            self.crowd_steered = True
+            # 4 of 4 without it). A crowd short of a sequence (a slot held by one near its idle
+            # timeout) cannot run full: the steering waits for another crowd of the example.
+            steering, layered = True, True
             size, depth = self.plan.crowd_max, max(depth, 8)
             restart_at = [depth // 2, *restart_at[1:]]
-            ends_early = missing[0] == f"situation: {FULL_END}"
+            end_at = [depth] * len(end_at)  # no other sequence leaves the crowd before its end
+            if missing[0] == f"situation: {FULL_END}":  # which row the END takes is the batcher's
+                early = data.draw(st.integers(0, self.plan.crowd_max - 1), label="ends early")
         self.engine.collect()
         now = time.monotonic()
         self.engine.model.settle(now)
         plans = self._crowd_plans(size, depth, fresh, new, now)
         if len(plans) < 2:
             return self._skip("crowd: fewer than two sequences to send on")
-        values, reqs = random.Random(seed), []
+        self.crowd_steered = self.crowd_steered or (steering and len(plans) == self.plan.crowd_max)
+        values, blocks = random.Random(seed), []
         layers = [values.randint(-scale, scale) for _ in range(depth)] if alike else None
-        for i, ((client, seq_id, total, begins), at, end) in enumerate(zip(plans, restart_at, ends)):
-            last = depth // 2 if ends_early and i == len(plans) - 1 else depth - 1
-            end = end or last < depth - 1
-            for j in range(last + 1):  # a sequence's requests in a block: the queues fill at once
+        for i, ((client, seq_id, total, begins), at, end, stop) in enumerate(zip(plans, restart_at, ends, end_at)):
+            last = stop if end and 0 <= stop < depth else depth - 1
+            if early is not None and i == early % len(plans):
+                last, end = depth // 2, True
+            block = []
+            for j in range(last + 1):
                 start = (j == 0 and begins) or j == at
                 total = self.plan.spec.initial_sum if start else total
                 value = self._fit(layers[j] if alike else values.randint(-scale, scale), total)
                 total += value
-                reqs.append((client, self.plan.spec.request(seq_id, value, start=start, end=end and j == last)))
+                block.append((client, self.plan.spec.request(seq_id, value, start=start, end=end and j == last)))
+            blocks.append(block)
+        reqs = [r for layer in itertools.zip_longest(*blocks) for r in layer if r is not None] if layered \
+            else [r for block in blocks for r in block]
         before = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
         self.engine.send_together(reqs, "crowd")
         after = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
