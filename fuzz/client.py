@@ -11,7 +11,7 @@ import time
 import attrs
 import numpy as np
 
-from modelgen.variants import LIVE_ROWS_OUTPUT
+from modelgen.variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT
 
 from .values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the client's values
 
@@ -59,7 +59,8 @@ def decode(response, started: float) -> Outcome:
                        latency_s=time.monotonic() - started)
     if arr.size == 0:
         return Outcome(status="BAD_RESPONSE", message="OUTPUT came back empty", latency_s=time.monotonic() - started)
-    return Outcome(value=arr[0].item(), latency_s=time.monotonic() - started, live_rows=_live_rows(response))
+    return Outcome(value=arr[0].item(), latency_s=time.monotonic() - started, live_rows=_said(response, LIVE_ROWS_OUTPUT),
+                   row=_said(response, ROW_OUTPUT))
 
 
 def _output(response, name: str):
@@ -74,9 +75,10 @@ def _output(response, name: str):
     return None
 
 
-def _live_rows(response) -> int | None:
-    """The live rows a generated model says its execution carried (LIVE_ROWS_OUTPUT), if it says."""
-    found = _output(response, LIVE_ROWS_OUTPUT)
+def _said(response, name: str) -> int | None:
+    """What a generated model says of the execution that answered, if it says: its live rows
+    (LIVE_ROWS_OUTPUT), the request's row in it (ROW_OUTPUT)."""
+    found = _output(response, name)
     if found is None or found[0] != "INT32" or found[1] is None or not found[1].size:
         return None
     return int(found[1][0])
@@ -215,9 +217,10 @@ class HttpClient:
         out = result.as_numpy("OUTPUT")
         if out is None or out.size == 0:
             return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", latency_s=time.monotonic() - started)
-        rows = result.as_numpy(LIVE_ROWS_OUTPUT)
+        rows, row = result.as_numpy(LIVE_ROWS_OUTPUT), result.as_numpy(ROW_OUTPUT)
         return Outcome(value=out.reshape(-1)[0].item(), latency_s=time.monotonic() - started,
-                       live_rows=int(rows.reshape(-1)[0]) if rows is not None and rows.size else None)
+                       live_rows=int(rows.reshape(-1)[0]) if rows is not None and rows.size else None,
+                       row=int(row.reshape(-1)[0]) if row is not None and row.size else None)
 
     def close(self):
         self._client.close()

@@ -212,8 +212,9 @@ def _outcome_to_json(o: Outcome) -> dict:
     d = attrs.asdict(o)
     if not o.partials:  # only an iterative sequence's answers have them: other entries read as before
         del d["partials"]
-    if o.live_rows is None:  # only a model that says its live rows gives them
-        del d["live_rows"]
+    for said in ("live_rows", "row"):  # only a model that says its live rows (and rows) gives them
+        if d[said] is None:
+            del d[said]
     return d
 
 
@@ -268,7 +269,8 @@ def _outcome_from_json(d) -> Outcome | None:
         return None
     return Outcome(value=d.get("value"), status=str(d.get("status", "OK")), message=str(d.get("message", "")),
                    latency_s=float(d.get("latency_s", 0.0)), partials=d.get("partials", ()),
-                   live_rows=None if d.get("live_rows") is None else int(d["live_rows"]))
+                   live_rows=None if d.get("live_rows") is None else int(d["live_rows"]),
+                   row=None if d.get("row") is None else int(d["row"]))
 
 
 def _fault_from_json(d) -> Fault | None:

@@ -46,13 +46,20 @@ ID_STATES = ("fresh", "live", "done")
 # sequence whose sum it throws away (one whose answer shows whether START was honoured: a fresh
 # START begins from the sum a slot or key holds anyway) ran in an execution that carried every
 # row it can (a path of its own for a batcher or a model that treats a full batch apart), where
-# the model says its live rows; END in a full
-# execution, likewise an END (its slot frees while every other row of the execution goes on);
+# the model says its live rows; END in a full execution, likewise an END (its slot frees while
+# every other row of the execution goes on), and END in row k of a full execution, one for each
+# row k where the model says each request's row (a row after it goes on, one before it ran first);
 # kept alive, a sequence went on KEPT_WINDOWS idle windows after its START (fuzz/model.py),
 # requests coming all the while.
 FULL_START = "restart in a full execution"
 FULL_END = "END in a full execution"
 KEPT_ALIVE = "kept alive"
+
+
+def end_in_row(row: int) -> str:
+    """An END ran in row `row` of a full execution (0: the first), where the model says its rows:
+    rows after it go on in the same execution, rows before it ran first."""
+    return f"END in row {row} of a full execution"
 
 
 @attrs.frozen
@@ -139,6 +146,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
     situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap"])
     situations += [FULL_START, FULL_END] if full_rows(spec) else []
+    situations += [end_in_row(k) for k in range(full_rows(spec))] if full_rows(spec) and spec.says_row else []
     # an iterative sequence ends itself: none is left to idle out, or kept going
     waited = ["expiry reuse", KEPT_ALIVE] if expiry and not spec.iterations else []
     goals += [f"situation: {s}" for s in situations + waited]
@@ -213,14 +221,16 @@ class Coverage:
         self.most_live_rows = max(self.most_live_rows, surely)
         return surely
 
-    def rows_said(self, rows: int, start: bool, end: bool = False) -> None:
+    def rows_said(self, rows: int, start: bool, end: bool = False, row: int | None = None) -> None:
         """The model said the execution that answered a request carried `rows` live rows: `start`,
-        a START that threw a live sum away; `end`, an END."""
+        a START that threw a live sum away; `end`, an END; `row`, the request's row in it (if said)."""
         self.live_rows(rows, 1)
         if self.full_rows and rows >= self.full_rows:
             for flag, goal in ((start, FULL_START), (end, FULL_END)):
                 if flag:
                     self.situation(goal)
+            if end and row is not None and 0 <= row < self.full_rows:
+                self.situation(end_in_row(row))
 
     def batch_sizes(self, rows, padded: bool) -> None:
         """The server's batch_stats over the campaign: (batch size, executions). A batch size is

@@ -436,7 +436,8 @@ class Engine(CancelSteps, SharedSteps):
             cover.started_beside(req.seq_id, [s.key[1] for s in self.model.running if s.key != key_of(req.seq_id)],
                                  self.spec.id_bits)
         if got is not None and got.live_rows:  # the model's own count, exact where statistics guess
-            cover.rows_said(got.live_rows, self.discarding.pop(id(req), None) is not None, req is not None and req.end)
+            cover.rows_said(got.live_rows, self.discarding.pop(id(req), None) is not None, req is not None and req.end,
+                            got.row)
         if rec.kind is Kind.QUEUED:
             cover.situation("backlog")
         if isinstance(rec.expect, Refusal) and rec.expect.invariant == "start_is_required" \

@@ -21,7 +21,7 @@ from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, ban
                     into_band, is_fraction, power_targets, string_twin)
 from .client import StreamClient
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, MERSENNE_STEPS, MODULUS_FAMILIES,
-                       NEGATIVES, flags_goal, full_rows,
+                       NEGATIVES, end_in_row, flags_goal, full_rows,
                        live_row_goals, sibling_family, twin_places)
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_depth,
                        open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
@@ -1129,8 +1129,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # j-th request of each, then the next): blocks fill one queue deep before the next's first
         # request is read, layers keep every queue filling together, so executions run full
         layered = data.draw(st.booleans(), label="layered")
-        full = [f"situation: {g}" for g in (FULL_START, FULL_END)] if full_rows(self.plan.spec) \
+        full_n = full_rows(self.plan.spec)
+        full = [f"situation: {g}" for g in (FULL_START, FULL_END)] if full_n \
             else [f"live rows >= {live_row_goals(self.plan.spec)}"]
+        full += [f"situation: {end_in_row(k)}" for k in range(full_n)] if full_n and self.plan.spec.says_row else []
         missing = [g for g in full if g not in self.engine.stats.coverage.here]
         early = None  # the steered crowd's sequence that sends its END in the crowd's middle
         steering = False
@@ -1149,7 +1151,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             size, depth = self.plan.crowd_max, max(depth, 8)
             restart_at = [depth // 2, *restart_at[1:]]
             end_at = [depth] * len(end_at)  # no other sequence leaves the crowd before its end
-            if missing[0] == f"situation: {FULL_END}":  # which row the END takes is the batcher's
+            if full_n and missing[0] != f"situation: {FULL_START}":  # which row the END takes is the batcher's
                 early = data.draw(st.integers(0, self.plan.crowd_max - 1), label="ends early")
         self.engine.collect()
         now = time.monotonic()

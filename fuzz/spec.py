@@ -10,7 +10,7 @@ import math
 import attrs
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelgen.variants import LIVE_ROWS_OUTPUT
+from modelgen.variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT
 
 from .values import CONTROL_TIMEOUT_S, Request
 
@@ -64,6 +64,7 @@ class ModelSpec:
     # The model answers modelgen's LIVE_ROWS_OUTPUT beside OUTPUT: the live rows of the execution.
     # A diagnostic, not behaviour: a corpus entry recorded before the model said it still replays.
     says_live_rows: bool = attrs.field(default=False, eq=False)
+    says_row: bool = attrs.field(default=False, eq=False)  # and ROW_OUTPUT, each request's row in it
 
     @property
     def batcher(self) -> str:
@@ -163,7 +164,7 @@ class ModelSpec:
                    max_batch_size=cfg.max_batch_size, controls=frozenset(controls), corrid_type=corrid_type,
                    implicit_state=len(sb.state) > 0, flavour=flavour, backend=cfg.backend or cfg.platform,
                    decoupled=cfg.model_transaction_policy.decoupled, initial_sum=_initial_sum(cfg, dtype),
-                   says_live_rows=LIVE_ROWS_OUTPUT in outputs,
+                   says_live_rows=LIVE_ROWS_OUTPUT in outputs, says_row=ROW_OUTPUT in outputs,
                    iterations=_iterations(cfg))
 
     @classmethod

@@ -64,6 +64,7 @@ class Outcome:
     # Python and native models answer modelgen.variants.LIVE_ROWS_OUTPUT beside OUTPUT); None where it does not.
     # Coverage only: no verdict reads it.
     live_rows: int | None = None
+    row: int | None = None  # and the request's row in it (modelgen.variants.ROW_OUTPUT); coverage only too
 
     @property
     def ok(self) -> bool:

@@ -11,7 +11,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from .native import BACKEND as NATIVE_BACKEND
-from .variants import LIVE_ROWS_OUTPUT, Variant
+from .variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT, Variant
 
 _DTYPE = {"int32": mc.TYPE_INT32, "fp32": mc.TYPE_FP32, "int64": mc.TYPE_INT64}
 _CONTROL_KIND = {
@@ -67,6 +67,7 @@ def model_config(variant: Variant) -> mc.ModelConfig:
         # A diagnostic the fuzzer's coverage reads: the live (READY) rows of the execution that
         # answered, which the server's statistics only bound (they count padding rows, or mean).
         cfg.output.add(name=LIVE_ROWS_OUTPUT, data_type=mc.TYPE_INT32, dims=dims)
+        cfg.output.add(name=ROW_OUTPUT, data_type=mc.TYPE_INT32, dims=dims)  # and the request's row in it
     # TensorRT engines only run on a GPU; the other backends here run on CPU.
     kind = mc.ModelInstanceGroup.KIND_GPU if variant.backend == "tensorrt" else mc.ModelInstanceGroup.KIND_CPU
     cfg.instance_group.add(count=variant.instances, kind=kind)

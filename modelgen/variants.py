@@ -14,6 +14,9 @@ FLAVOURS = ("corrid", "slot", "implicit")
 # of the execution that answered. Its name is spelled again in templates/accumulator.py and
 # native/accumulator.c, which run inside the server.
 LIVE_ROWS_OUTPUT = "SEQFUZZ_LIVE_ROWS"
+# Beside it: the row the request had in that execution (0: the first), which the fuzzer's
+# coverage reads too (an END in each row of a full execution).
+ROW_OUTPUT = "SEQFUZZ_ROW"
 STRATEGIES = ("direct", "oldest")
 DTYPES = ("int32", "fp32")
 # INT64 sums: the native backend's only (the framework graphs and the Python set stay 32-bit).

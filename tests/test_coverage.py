@@ -3,8 +3,8 @@ import math
 
 import attrs
 
-from fuzz.coverage import (FLAG_SHAPES, FULL_END, FULL_START, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport, flag_shape,
-                           full_rows, goals_for, live_row_goals, sibling_family, twin_goal, twin_place, twin_places,
+from fuzz.coverage import (FLAG_SHAPES, FULL_END, FULL_START, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport,
+                           end_in_row, flag_shape, full_rows, goals_for, live_row_goals, sibling_family, twin_goal, twin_place, twin_places,
                            twins_of)
 from fuzz.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets,
                         exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, shared_low_bits,
@@ -366,3 +366,17 @@ def test_an_end_in_a_full_execution_is_a_goal_beside_the_start_in_one():
     assert goal not in cover.reached
     cover.rows_said(4, start=False, end=True)
     assert goal in cover.reached and f"situation: {FULL_START}" in cover.reached
+
+
+def test_an_end_in_each_row_of_a_full_execution_is_a_goal_where_the_model_says_each_requests_row():
+    said = spec(says_live_rows=True, says_row=True)
+    goals = goals_for(said, strings=False, expiry=True)
+    assert [g for g in goals if "END in row" in g] == [f"situation: {end_in_row(k)}" for k in range(4)]
+    assert not [g for g in goals_for(spec(says_live_rows=True), strings=False, expiry=True) if "END in row" in g]
+    cover = Coverage(*INT32, full_rows=full_rows(said))
+    cover.rows_said(4, start=False, end=True)  # an END in a full execution, its row not said
+    cover.rows_said(3, start=False, end=True, row=0)  # a row short
+    cover.rows_said(4, start=False, end=False, row=1)  # no END
+    assert not [g for g in cover.reached if "END in row" in g] and f"situation: {FULL_END}" in cover.reached
+    cover.rows_said(4, start=False, end=True, row=2)
+    assert [g for g in cover.reached if "END in row" in g] == [f"situation: {end_in_row(2)}"]

@@ -9,7 +9,8 @@
  *     OUTPUT = OUTPUT_STATE = new
  *
  * and, where the config declares it, SEQFUZZ_LIVE_ROWS (INT32, OUTPUT's shape): how many of the
- * execution's rows were READY, which the fuzzer's coverage reads (modelgen.variants.LIVE_ROWS_OUTPUT).
+ * execution's rows were READY, which the fuzzer's coverage reads (modelgen.variants.LIVE_ROWS_OUTPUT),
+ * and SEQFUZZ_ROW, the request's row in the execution (ROW_OUTPUT).
  *
  * the same contract as modelgen's ONNX, TensorFlow and TensorRT graphs, so the fuzzer's
  * reference model for implicit state judges all of them. The state lives in Triton's core
@@ -337,9 +338,10 @@ static TRITONSERVER_Error* write_output(TRITONBACKEND_Request* request, TRITONBA
   return NULL;
 }
 
-/* One request: its new state to Triton, its OUTPUT (and the execution's `live` rows) into `response`. */
+/* One request: its new state to Triton, its OUTPUT (and the execution's `live` rows, and its `row`
+ * in it) into `response`. */
 static TRITONSERVER_Error* run_one(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response,
-                                   bool adds_initial_state, int32_t live) {
+                                   bool adds_initial_state, int32_t live, int32_t row) {
   bool start = false, ready = false;
   TRY(read_flag(request, "START", &start));
   TRY(read_flag(request, "READY", &ready));
@@ -361,6 +363,8 @@ static TRITONSERVER_Error* run_one(TRITONBACKEND_Request* request, TRITONBACKEND
   if (err == NULL && rows == NULL) err = fail(ERROR_INTERNAL, "out of memory for", "SEQFUZZ_LIVE_ROWS");
   for (uint64_t i = 0; rows != NULL && i < elements; ++i) rows[i] = live;
   if (err == NULL) err = write_output(request, response, "SEQFUZZ_LIVE_ROWS", TYPE_INT32, &input, rows, elements * 4);
+  for (uint64_t i = 0; rows != NULL && i < elements; ++i) rows[i] = row;
+  if (err == NULL) err = write_output(request, response, "SEQFUZZ_ROW", TYPE_INT32, &input, rows, elements * 4);
   free(rows);
   tensor_free(&input);
   tensor_free(&state);
@@ -424,7 +428,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
     TRITONBACKEND_Response* response = NULL;
     TRITONSERVER_Error* err = TRITONBACKEND_ResponseNew(&response, request);
     if (err == NULL) {
-      TRITONSERVER_Error* failed = run_one(request, response, adds_initial_state, live);
+      TRITONSERVER_Error* failed = run_one(request, response, adds_initial_state, live, (int32_t)r);
       /* The error, if any, travels in the response (Triton owns it from here). */
       log_error(TRITONBACKEND_ResponseSend(response, RESPONSE_COMPLETE_FINAL, failed), "sending a response");
       err = NULL;

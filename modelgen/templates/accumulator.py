@@ -39,6 +39,7 @@ class TritonPythonModel:
         self.sums = {}
         # Whether to answer SEQFUZZ_LIVE_ROWS (modelgen.variants.LIVE_ROWS_OUTPUT): where the config has it.
         self.says_live_rows = any(o["name"] == "SEQFUZZ_LIVE_ROWS" for o in config["output"])
+        self.says_row = any(o["name"] == "SEQFUZZ_ROW" for o in config["output"])  # and SEQFUZZ_ROW
         # A slow model (the nemesis's slow execution): every execution takes this long.
         self.delay_s = int(params.get("EXEC_DELAY_MS", {}).get("string_value", "0")) / 1000
         # A decoupled model answers through each request's response sender, and returns nothing.
@@ -53,6 +54,7 @@ class TritonPythonModel:
             time.sleep(self.delay_s)
         ready = [bool(_scalar(r, "READY", 1)) for r in requests]  # read once: each row's, and their count
         live = sum(ready)  # the execution's live rows, answered beside OUTPUT where the config has it
+        self.rows = iter(range(len(requests)))  # the row of each request _answer is given, in turn
         responses = [self._answer(self._one(position, request, ready[position]), live)
                      for position, request in enumerate(requests)]
         if not self.decoupled:
@@ -69,6 +71,9 @@ class TritonPythonModel:
         if self.says_live_rows:
             rows = np.full(outputs[0].as_numpy().shape, live, np.int32)  # OUTPUT's shape
             outputs = [*outputs, pb_utils.Tensor("SEQFUZZ_LIVE_ROWS", rows)]
+        if self.says_row:
+            row = np.full(outputs[0].as_numpy().shape, next(self.rows, -1), np.int32)
+            outputs = [*outputs, pb_utils.Tensor("SEQFUZZ_ROW", row)]
         return pb_utils.InferenceResponse(outputs)
 
     def _again(self, request):
