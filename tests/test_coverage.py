@@ -348,6 +348,8 @@ def test_a_start_in_a_full_execution_is_a_goal_only_where_the_model_says_its_row
     said = spec(says_live_rows=True)
     assert goal in goals_for(said, strings=False, expiry=True)
     assert goal not in goals_for(spec(says_live_rows=True, max_batch_size=1), strings=False, expiry=True)  # one row
+    iterative = goals_for(spec(says_live_rows=True, iterations=3), strings=False, expiry=True)
+    assert goal not in iterative and f"situation: {FULL_END}" in iterative  # no START while one runs
     cover = Coverage(*INT32, full_rows=full_rows(said))
     cover.rows_said(4, start=False)  # full, but no START in it
     cover.rows_said(3, start=True)  # a START, but a row short
