@@ -26,6 +26,7 @@ from fuzz.server import EmbeddedTriton
 from modelgen import native
 
 from .release_installs import embedded_install
+from .test_iterative import Stream as IterativeStream
 
 ENSEMBLE, SPLIT, SUM = "split_sum", "split", "sum"
 SPLIT_SOURCE = (Path(__file__).parent / "native" / "split.c").read_text()
@@ -107,13 +108,8 @@ def _repository(path: Path) -> Path:
     return path
 
 
-class Stream:
+class Stream(IterativeStream):
     """One gRPC stream to the ensemble: what each request brought, OUTPUT values or error texts."""
-
-    def __init__(self, url):
-        self.client = grpcclient.InferenceServerClient(url)
-        self.got: queue.Queue = queue.Queue()
-        self.client.start_stream(callback=self._on_response)
 
     def _on_response(self, result, error):
         self.got.put(str(error) if error is not None else int(result.as_numpy("OUTPUT").reshape(-1)[0]))
@@ -130,10 +126,6 @@ class Stream:
             except queue.Empty:
                 break
         return out
-
-    def close(self):
-        self.client.stop_stream(cancel_requests=True)
-        self.client.close()
 
 
 DIVERGENCE = by_key("ensemble-step-flags-kept")
