@@ -217,10 +217,10 @@ class HttpClient:
         out = result.as_numpy("OUTPUT")
         if out is None or out.size == 0:
             return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", latency_s=time.monotonic() - started)
-        rows, row = result.as_numpy(LIVE_ROWS_OUTPUT), result.as_numpy(ROW_OUTPUT)
+        said = {name: result.as_numpy(name) for name in (LIVE_ROWS_OUTPUT, ROW_OUTPUT)}
+        said = {name: int(a.reshape(-1)[0]) if a is not None and a.size else None for name, a in said.items()}
         return Outcome(value=out.reshape(-1)[0].item(), latency_s=time.monotonic() - started,
-                       live_rows=int(rows.reshape(-1)[0]) if rows is not None and rows.size else None,
-                       row=int(row.reshape(-1)[0]) if row is not None and row.size else None)
+                       live_rows=said[LIVE_ROWS_OUTPUT], row=said[ROW_OUTPUT])
 
     def close(self):
         self._client.close()

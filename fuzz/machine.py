@@ -1106,10 +1106,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     def crowd(self, data):
         """Several sequences at once (live ones, or fresh STARTs where slots are free, up to
         every slot), a few requests each, pipelined on the idle clients' streams (a client may
-        carry several sequences, a block or a layer at a time), each sometimes restarting and sometimes ending, inside the
-        crowd while the others go on, or with its last request. The batcher's queues fill faster than it runs them, so its executions carry
-        several live rows with mixed flags, up to every slot at once, which single requests on
-        a fast model almost never make. Kept as HELD steps (a client pipelines several), so a
+        carry several sequences, a block or a layer at a time), each sometimes restarting and
+        sometimes ending, inside the crowd while the others go on or with its last request. The
+        batcher's queues fill faster than it runs them, so its executions carry several live
+        rows with mixed flags, up to every slot at once, which single requests on a fast model
+        almost never make. Kept as HELD steps (a client pipelines several), so a
         replay sends them at once again."""
         size = data.draw(st.integers(2, self.plan.crowd_max), label="sequences")
         depth = data.draw(CROWD_DEPTHS, label="requests each")

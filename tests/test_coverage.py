@@ -4,8 +4,8 @@ import math
 import attrs
 
 from fuzz.coverage import (FLAG_SHAPES, FULL_END, FULL_START, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport,
-                           end_in_row, flag_shape, full_rows, goals_for, live_row_goals, sibling_family, twin_goal, twin_place, twin_places,
-                           twins_of)
+                           end_in_row, flag_shape, full_rows, goals_for, live_row_goals, sibling_family, twin_goal,
+                           twin_place, twin_places, twins_of)
 from fuzz.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets,
                         exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, shared_low_bits,
                         string_twin, value_edges)
