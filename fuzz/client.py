@@ -79,9 +79,12 @@ def _said(response, name: str) -> int | None:
     """What a generated model says of the execution that answered, if it says: its live rows
     (LIVE_ROWS_OUTPUT), the request's row in it (ROW_OUTPUT)."""
     found = _output(response, name)
-    if found is None or found[0] != "INT32" or found[1] is None or not found[1].size:
-        return None
-    return int(found[1][0])
+    return None if found is None or found[0] != "INT32" else _first(found[1])
+
+
+def _first(elements) -> int | None:
+    """The first of a diagnostic output's elements, None where there are none."""
+    return int(elements.reshape(-1)[0]) if elements is not None and elements.size else None
 
 
 def _final(response) -> bool:
@@ -217,10 +220,8 @@ class HttpClient:
         out = result.as_numpy("OUTPUT")
         if out is None or out.size == 0:
             return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", latency_s=time.monotonic() - started)
-        said = {name: result.as_numpy(name) for name in (LIVE_ROWS_OUTPUT, ROW_OUTPUT)}
-        said = {name: int(a.reshape(-1)[0]) if a is not None and a.size else None for name, a in said.items()}
         return Outcome(value=out.reshape(-1)[0].item(), latency_s=time.monotonic() - started,
-                       live_rows=said[LIVE_ROWS_OUTPUT], row=said[ROW_OUTPUT])
+                       live_rows=_first(result.as_numpy(LIVE_ROWS_OUTPUT)), row=_first(result.as_numpy(ROW_OUTPUT)))
 
     def close(self):
         self._client.close()

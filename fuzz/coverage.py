@@ -145,10 +145,11 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     goals += [flags_goal(f, s) for s in ID_STATES if not (spec.iterations and s == "live") for f in FLAG_SHAPES]
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
     situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap"])
-    if full_rows(spec):
+    rows = full_rows(spec)
+    if rows:
         # an iterative sequence is its START: no START comes while it runs, so none throws a sum away
         situations += ([] if spec.iterations else [FULL_START]) + [FULL_END]
-        situations += [end_in_row(k) for k in range(full_rows(spec))] if spec.says_row else []
+        situations += [end_in_row(k) for k in range(rows)] if spec.says_row else []
     # an iterative sequence ends itself: none is left to idle out, or kept going
     waited = ["expiry reuse", KEPT_ALIVE] if expiry and not spec.iterations else []
     goals += [f"situation: {s}" for s in situations + waited]
