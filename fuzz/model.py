@@ -142,6 +142,11 @@ class Seq:
     # answered arrived (sent before that moment, a request can arrive after it on a loaded machine).
     at_risk_from: float = float("inf")
     ghost_of: Ghost | None = None  # a queued START on the id of a ghost
+    # A restart (START on this live id) sent before its idle window opened, not yet known to have
+    # arrived before the reaper could act: the window it was sent in, and when it was answered.
+    # It may have reached the server after the reaper took the sequence (late_restart).
+    restart_risk: Window | None = None
+    restart_answered: float | None = None
     born: float = attrs.field(default=attrs.Factory(lambda self: self.last_arrival, takes_self=True))  # its START
 
 
@@ -295,6 +300,8 @@ class BatcherModel:
             (self.started_and_ended if req.end else self.spent).add(key)
         if seq is not None:  # restart: same slot, fresh state
             self.restarts += 1
+            if seq.running and key not in self.awaiting:
+                seq.restart_risk, seq.restart_answered = seq.expiry, None
             self.depth.ended(seq)
             seq.total, seq.requests, seq.born = first, 1, now
             return self._ran(seq, req, now, end, partials)
@@ -379,6 +386,11 @@ class BatcherModel:
         waited in a queue (a pipelined run on a loaded machine) restarts the clock late, so the
         sequence may live until `at` + idle + late. Only ever widens the expiry window."""
         seq = self.seqs.get(key)
+        if seq is not None and seq.restart_risk is not None and seq.restart_answered is None:
+            if at < seq.restart_risk.lo:  # it came back before the reaper could act: it held the slot
+                seq.restart_risk = None
+            else:
+                seq.restart_answered = at
         if seq is not None and seq.running and seq.expiry is not None and key not in self.awaiting:
             seq.expiry = Window(seq.expiry.lo, max(seq.expiry.hi, at + self.spec.idle_s + self.late))
             seq.at_risk_from = float("inf")  # it was alive when this request arrived
@@ -447,12 +459,15 @@ class BatcherModel:
             schedule = self._earliest_admissions(ahead + 1)
             if len(schedule) <= ahead or schedule[-1][0] > at:
                 rival = self._unanswered_rival(key) or self._ghost_rival(key)
-                if rival is None:
+                if rival is None and ahead == 0 and self._late_restart(key, at):
+                    schedule = []
+                elif rival is None:
                     held = ", ".join(f"{s.key[1]!r} (idle until >= {s.expiry.lo:.3f})" for s in self.running)
                     return (f"served at t={at:.3f} while every slot was held by a live sequence: {held}; "
                             f"{ahead} earlier sequence(s) in the backlog")
-                self._swap(rival, key)
-                schedule = []
+                else:
+                    self._swap(rival, key)
+                    schedule = []
             for _, holder in schedule:
                 seq = self.seqs[holder]
                 # A START+END let in from the backlog freed its slot when it ran, not at expiry
@@ -508,6 +523,37 @@ class BatcherModel:
         sequence and restarted it in its slot, where the model had let another START in."""
         ghost = self.seqs[key].ghost_of
         return ghost.slot_to if ghost is not None and ghost.slot_to in self.awaiting else None
+
+    def _late_restart(self, key: Key, at: float) -> bool:
+        """The first backlogged START `key` answered while every slot was held: a holder restarted
+        just before its idle window and answered after it opened may have been reaped before its
+        restart arrived (transit longer than the margin on a loaded machine). Then `key` took its
+        slot, and the restart, a new START by then, took the first slot to free after that, by its
+        answer. If such a schedule exists, the model follows it (True); else nothing changes."""
+        def frees(s: Seq) -> float:
+            return s.admitted.lo if s.end_on_admit and s.admitted else s.expiry.lo
+
+        waiting = self.seqs[key]
+        for holder in sorted((s for s in self.running if s.restart_answered is not None and s.restart_risk.lo <= at),
+                             key=lambda s: s.restart_risk.lo):
+            window = Window(holder.restart_risk.lo, min(holder.restart_risk.hi, at))
+            let_in = attrs.evolve(waiting, running=True, admitted=window,
+                                  expiry=self._expiry(waiting.last_arrival, window))
+            others = [let_in] + [s for s in self.running if s.key not in (holder.key, key)]
+            gone = min(others, key=frees)
+            if frees(gone) > holder.restart_answered:
+                continue
+            holder.restart_risk = holder.restart_answered = None
+            self.backlog.remove(key)
+            self.seqs[key] = let_in
+            self.awaiting[key] = window
+            self.depth.slot_taken()
+            # The slot `gone` held went to the restart, not down the backlog.
+            self.seqs.pop(gone.key)
+            self.depth.ended(gone, True)
+            self.ghosts[gone.key] = Ghost(gone.total, gone.requests, None)
+            return True
+        return False
 
     def _swap(self, rival: Key, key: Key) -> None:
         """The server let `key` in where the model had let `rival` in: observation settles which

@@ -22,7 +22,7 @@ def test_fuzzing_an_external_triton(triton):
     # to do (seed 1 did, once three rules were added); every campaign must pass.
     for seed in (1, 2, 3, 4, 5):
         result, error = fuzz_model(external, "py_slot_direct_s2_i2_fp32_cser", TINY, seed=seed)
-        assert error is None, error
+        assert error is None, str(error)
         assert result.verdict == "pass" and result.examples >= 2
         if result.requests > 0:
             break
@@ -42,7 +42,7 @@ def test_expected_divergence_passes_and_stays_visible(triton):
     # edit to the rules would change which programs this test runs and how far they shrink.
     result, error = fuzz_model(triton, "py_implicit_direct_s1_i1_int32_csr",
                                settings(TINY, max_examples=5, stateful_step_count=20), seed=1)
-    assert error is None, error
+    assert error is None, str(error)
     assert result.verdict == "expected divergence"
     # The divergence breaks a wrong-sum promise: sums_match, and order_kept too where requests of
     # one sequence were sent at once (how the server timed a seeded program decides which came up).
@@ -63,11 +63,11 @@ def test_past_a_divergence_taken_as_built_the_campaign_fuzzes_on(triton):
     key = "python-backend-drops-implicit-state"
     result, error = fuzz_model(triton, "py_implicit_direct_s1_i1_int32_csr", settings(TINY, max_examples=5,
                                stateful_step_count=30), fuzz_settings=FuzzSettings(accept={key}), seed=1)
-    assert error is None, error
+    assert error is None, str(error)
     assert result.failures == () and result.requests > 20, result
     seen, error = fuzz_model(triton, "py_implicit_direct_s1_i1_int32_csr",
                              settings(TINY, max_examples=5, stateful_step_count=20), seed=1)
-    assert error is None, error
+    assert error is None, str(error)
     assert seen.failures and {f.expected_divergence for f in seen.failures} == {key} and seen.accepted == (key,)
 
 

@@ -189,6 +189,44 @@ def test_early_answer_is_accepted_when_a_holder_may_have_expired():
     assert not m.is_live(key_of(1)) and m.is_live(key_of(2))
 
 
+def test_a_restart_answered_after_its_sequence_could_expire_may_have_come_after_the_reaper():
+    """Seen in CI (2-core, loaded): 1 restarted a moment before its idle window, 2 waiting. The
+    restart reached the server after the reaper took 1, so 2 got the slot, and the restart,
+    a new START then, got it next (2 had waited past its own deadline: reaped at once; probed
+    live on 2.51). The restart's answer is the same either way; 2's early answer settles it."""
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    assert m.expect(R(2, 2, start=True), 0.05) == Queued(2)
+    assert m.expect(R(1, 5, start=True), IDLE - MARGIN - 0.01) == Answer(5)
+    m.answered(key_of(1), IDLE + 0.04)  # answered after 1's window opened: it may have come late
+    assert m.served(key_of(2), IDLE + 0.01) is None
+    assert m.is_live(key_of(1)) and not m.is_live(key_of(2))
+    assert m.expect(R(1, 1), IDLE + 0.1) == Answer(6)
+    assert isinstance(m.expect(R(2, 1), IDLE + 0.1), Refusal)  # reaped once it had run
+
+
+def test_a_restart_answered_before_its_sequence_could_expire_held_the_slot():
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.05)
+    m.expect(R(1, 5, start=True), IDLE - MARGIN - 0.02)
+    m.answered(key_of(1), IDLE - MARGIN - 0.01)  # it surely arrived before the reaper could act
+    problem = m.served(key_of(2), IDLE + 0.01)
+    assert problem and "every slot was held" in problem
+
+
+def test_a_late_restart_needs_a_slot_to_free_by_its_answer():
+    """2 has not waited out its own deadline when it is let in, so it holds the slot: the
+    restart of 1, answered meanwhile, cannot have had a slot, and 2's answer breaks capacity."""
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.6)
+    m.expect(R(1, 5, start=True), IDLE - MARGIN - 0.01)
+    m.answered(key_of(1), IDLE + 0.04)
+    problem = m.served(key_of(2), IDLE + 0.01)
+    assert problem and "every slot was held" in problem
+
+
 def test_slots_pass_down_the_backlog_in_a_chain():
     m = BatcherModel(spec(capacity=1), MARGIN)
     m.expect(R(1, 1, start=True), 0.0)
