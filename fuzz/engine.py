@@ -934,6 +934,54 @@ class Engine(CancelSteps, SharedSteps):
         self.record(client=None, action=action, kind=Kind.FAULT, fault=fault)
         return True
 
+    def full_batch(self, starts: list, into_backlog: list) -> bool:
+        """The full_batch fault: the server restarts with TRITONSERVER_DELAY_SCHEDULER = the
+        model's capacity (and BACKLOG_DELAY_SCHEDULER = how many more STARTs go to the backlog),
+        so that the (client, START) pairs of `starts` run as one full batch per instance, each with
+        its own sum; `into_backlog`'s STARTs are let in as the batch's sequences idle out. Then
+        it restarts without the hooks (a reload would arm them again). False: not struck."""
+        hook = {nemesis.DELAY_SCHEDULER: str(self.spec.capacity)}
+        if into_backlog:
+            hook[nemesis.BACKLOG_DELAY_SCHEDULER] = str(len(into_backlog))
+        said = " ".join(f"{k}={v}" for k, v in hook.items())
+        if not self.server_fault(Fault("full_batch", env=tuple(sorted(hook.items()))),
+                                 f"the server restarts with {said}"):
+            return False
+        before = self.server.execution_count(self.spec.batcher)
+        held = self.send_held(starts, "start (held for a full batch)")
+        # The backlog STARTs go on other connections: sent at once, one could overtake a held
+        # START (seen in CI: it took a slot and pushed that START into a second batch).
+        time.sleep(self.settings.wire_s)
+        for client, req in into_backlog:
+            self.send(client, req, "stream", "start (into the held backlog)", park=False)
+        self.check_held(held)
+        after = self.server.execution_count(self.spec.batcher)
+        if before is not None and after is not None and after - before != self.spec.instances:
+            self.fail(InvariantViolation(
+                "batches_fill", f"{self.spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={self.spec.capacity} "
+                                f"ran in {after - before} execution(s), not one full batch per instance "
+                                f"({self.spec.instances})"), self.log[-1])
+        while self.pending:  # the backlog gets in as slots idle out; each pass lets one in
+            self.go_silent_past_idle()
+        self.server_fault(Fault("full_batch"), "the server restarts without the hooks")
+        return True
+
+    def stall(self, client: int, req: Request, since: float, arrival: float, action: str) -> None:
+        """The stall fault: `req` goes through the fault proxy, which holds its bytes until
+        `arrival`; what the server answers is checked against what the model says for a request
+        arriving then (the rule keeps `arrival` out of the idle-timeout window)."""
+        self.going_out(req)
+        exp = self.expect(req, arrival)
+        box = self.nemesis.hold(self.proxy, self.streams[client], req, arrival)
+        self.struck("stall")
+        self.check(client, req, exp, StreamClient.wait(box, self.settings.prompt_s), "stream", action,
+                   wait_s=arrival - since)
+
+    def close_stream(self, client: int) -> None:
+        """The client closes its stream and goes away; its sequences stay live until they time out."""
+        self.streams[client].close(cancel_requests=False, timeout_s=self.settings.prompt_s)
+        self.record(client=client, action="close its stream", kind=Kind.CLOSE_STREAM)
+
     def hurry(self, fault: Fault, action: str) -> bool:
         """The deadlines fault: a START+END on each of the fault's ids, over unary gRPC, several at
         once, each given up by its client (at its deadline, or cancelled). An answer that came must be right; a

@@ -19,7 +19,6 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from . import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
                     into_band, is_fraction, power_targets, string_twin)
-from .client import StreamClient
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, MERSENNE_STEPS, MODULUS_FAMILIES,
                        NEGATIVES, end_in_row, flags_goal, full_rows,
                        live_row_goals, sibling_family, twin_places)
@@ -27,8 +26,7 @@ from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_f
                        open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from .divergences import steered_around
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
-from .engine import Engine, Fault, Kind, Setup, event
-from .invariants import InvariantViolation
+from .engine import Engine, Fault, Setup, event
 from .model import KEPT_WINDOWS, MAX_STRING_ID, Answer, clip_id, key_of
 from .spec import ModelSpec
 
@@ -862,8 +860,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         client = self._client(data)
         if client is None:
             return self._skip("abandon: no idle client")
-        self.engine.streams[client].close(cancel_requests=False, timeout_s=self.plan.settings.prompt_s)  # its sequences stay live
-        self.engine.record(client=client, action="close its stream", kind=Kind.CLOSE_STREAM)
+        self.engine.close_stream(client)
 
     @rule(data=st.data())
     def cancel(self, data):
@@ -1240,13 +1237,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             arrival = window.hi + self.plan.settings.wire_s  # never inside the idle-timeout window
         if arrival - now > self.plan.settings.max_wait_s:
             return self._skip("stall: the hold would outlast max_wait_s")
-        req = self._next_of(key, value, end=end)
-        self.engine.going_out(req)
-        exp = self.engine.expect(req, arrival)  # what the server must do when it arrives
-        box = self.engine.nemesis.hold(self.engine.proxy, self.engine.streams[client], req, arrival)
-        self.engine.struck("stall")
-        self.engine.check(client, req, exp, StreamClient.wait(box, self.plan.settings.prompt_s), "stream",
-                    "send while the network stalls, held", wait_s=arrival - now)
+        self.engine.stall(client, self._next_of(key, value, end=end), now, arrival,
+                          "send while the network stalls, held")
 
     @when(lambda plan: "deadlines" in plan.faults and not plan.spec.decoupled)  # a decoupled model takes no unary call
     @rule(data=st.data())
@@ -1312,32 +1304,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         fresh = fresh[:self.plan.spec.capacity + backlog]
         if len({key_of(i) for i in fresh}) < len(fresh):
             return self._skip("full batch: drawn ids collide")
-        hook = {nemesis.DELAY_SCHEDULER: str(self.plan.spec.capacity)}
-        if backlog:
-            hook[nemesis.BACKLOG_DELAY_SCHEDULER] = str(backlog)
-        said = " ".join(f"{k}={v}" for k, v in hook.items())
-        if not self.engine.server_fault(Fault("full_batch", env=tuple(sorted(hook.items()))),
-                                 f"the server restarts with {said}"):
-            return
-        before = self.plan.server.execution_count(self.plan.spec.batcher)
         reqs = [(c, self.plan.spec.request(i, v, start=True))
                 for c, i, v in zip(self.engine.idle_clients(), fresh, values)]
-        held = self.engine.send_held(reqs[:self.plan.spec.capacity], "start (held for a full batch)")
-        # The backlog STARTs go on other connections: sent at once, one could overtake a held
-        # START (seen in CI: it took a slot and pushed that START into a second batch).
-        time.sleep(self.plan.settings.wire_s)
-        for client, req in reqs[self.plan.spec.capacity:]:  # queued behind the held batch
-            self.engine.send(client, req, "stream", "start (into the held backlog)", park=False)
-        self.engine.check_held(held)
-        after = self.plan.server.execution_count(self.plan.spec.batcher)
-        if before is not None and after is not None and after - before != self.plan.spec.instances:
-            self.engine.fail(InvariantViolation(
-                "batches_fill", f"{self.plan.spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={self.plan.spec.capacity} ran "
-                                f"in {after - before} execution(s), not one full batch per instance "
-                                f"({self.plan.spec.instances})"), self.engine.log[-1])
-        while self.engine.pending:  # the backlog gets in as slots idle out; each pass lets one in
-            self.engine.go_silent_past_idle()
-        self.engine.server_fault(Fault("full_batch"), "the server restarts without the hooks")
+        self.engine.full_batch(reqs[:self.plan.spec.capacity], reqs[self.plan.spec.capacity:])
 
     # -- invariants checked after every step ------------------------------------------------
     @invariant()
