@@ -461,6 +461,8 @@ class BatcherModel:
                 rival = self._unanswered_rival(key) or self._ghost_rival(key)
                 if rival is None and ahead == 0 and self._late_restart(key, at):
                     schedule = []
+                elif rival is None and (moved := self._overtaking(key, at)) is not None:
+                    schedule = moved
                 elif rival is None:
                     held = ", ".join(f"{s.key[1]!r} (idle until >= {s.expiry.lo:.3f})" for s in self.running)
                     return (f"served at t={at:.3f} while every slot was held by a live sequence: {held}; "
@@ -523,6 +525,29 @@ class BatcherModel:
         sequence and restarted it in its slot, where the model had let another START in."""
         ghost = self.seqs[key].ghost_of
         return ghost.slot_to if ghost is not None and ghost.slot_to in self.awaiting else None
+
+    def _overtaking(self, key: Key, at: float) -> list | None:
+        """A START answered before the STARTs queued ahead of it could have let it in: those
+        queued less than `order` before it may have reached the server after it (two connections
+        on a loaded machine; the 50 ms a new START waits makes the send order likely, not
+        certain). The earliest schedule with `key` moved ahead of them, where that lets it in by
+        `at` (the backlog keeps that order: observation settles it); else None, nothing moved."""
+        live = self._live_backlog()
+        i = live.index(key)
+        sent = self.seqs[key].last_arrival
+        j = i
+        while j > 0 and 0 <= sent - self.seqs[live[j - 1]].last_arrival <= self.order:
+            j -= 1
+        if j == i:
+            return None
+        before = list(self.backlog)
+        self.backlog.remove(key)
+        self.backlog.insert(self.backlog.index(live[j]), key)
+        schedule = self._earliest_admissions(j + 1)
+        if len(schedule) > j and schedule[-1][0] <= at:
+            return schedule
+        self.backlog = before
+        return None
 
     def _late_restart(self, key: Key, at: float) -> bool:
         """The first backlogged START `key` answered while every slot was held: a holder restarted

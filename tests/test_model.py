@@ -382,6 +382,19 @@ def test_two_starts_queued_close_together_may_be_let_in_either_way_round():
     assert m.served(key_of(2), 0.36) is None  # then 2, when 3 ended
 
 
+def test_a_start_queued_just_after_another_may_overtake_it_in_the_backlog():
+    """Seen in a 30-minute campaign, 21 workers on two cores: B queued, C queued 50 ms later on
+    another connection, and C was answered as soon as the holder's idle window opened, B not yet:
+    C had reached the server first. Neither was let in by the model yet (the window was open)."""
+    m = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0, order_s=0.5)
+    m.expect(R(1, 1, start=True), 0.0)
+    assert m.expect(R(2, 5, start=True), 0.10) == Queued(5)
+    assert m.expect(R(3, 7, start=True), 0.15) == Queued(7)
+    assert m.served(key_of(3), IDLE - MARGIN + 0.05) is None
+    assert m.is_backlogged(key_of(2)) and m.is_live(key_of(3)) and not m.is_live(key_of(1))
+    assert m.expect(R(3, 1), IDLE) == Answer(8)
+
+
 def test_a_start_queued_long_after_another_may_not_overtake_it():
     m = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0, order_s=0.5)
     m.expect(R(1, 1, start=True), 0.0)
