@@ -78,8 +78,10 @@ def main(argv=None) -> int:
             lines = []
             for size in (2, 3, 4, 5):
                 shapes = crowd_shapes(server, spec, size, args.trials, ids)
+                together = f"all {size} together in {all_together(shapes):.0%}" if size <= spec.capacity \
+                    else f"never all {size} together ({spec.capacity} slots)"
                 lines.append(f"{size} at once: one alone and {size - 1} together in {all_but_one_together(shapes):.0%}, "
-                             f"all {size} together in {all_together(shapes):.0%}; live rows per answer, in send order: "
+                             f"{together}; live rows per answer, in send order: "
                              + ", ".join(f"{list(k)} x{v}" for k, v in shapes.most_common()))
                 print(lines[-1], flush=True)
         finally:

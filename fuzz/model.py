@@ -552,16 +552,20 @@ class BatcherModel:
     def _late_restart(self, key: Key, at: float) -> bool:
         """The first backlogged START `key` answered while every slot was held: a holder restarted
         just before its idle window and answered after it opened may have been reaped before its
-        restart arrived (transit longer than the margin on a loaded machine). Then `key` took its
-        slot, and the restart, a new START by then, took the first slot to free after that, by its
-        answer. If such a schedule exists, the model follows it (True); else nothing changes."""
+        restart arrived (transit longer than the margin on a loaded machine). Then `key`, queued
+        by then, took its slot, and the restart, a new START by then, took the first slot to free
+        after that, by its answer (none queued before the restart was sent: they would come
+        first). If such a schedule exists, the model follows it (True); else nothing changes."""
         def frees(s: Seq) -> float:
             return s.admitted.lo if s.end_on_admit and s.admitted else s.expiry.lo
 
         waiting = self.seqs[key]
-        for holder in sorted((s for s in self.running if s.restart_answered is not None and s.restart_risk.lo <= at),
+        for holder in sorted((s for s in self.running if s.restart_answered is not None and s.restart_risk.lo <= at
+                              and waiting.last_arrival <= min(s.restart_risk.hi, s.restart_answered)),
                              key=lambda s: s.restart_risk.lo):
-            window = Window(holder.restart_risk.lo, min(holder.restart_risk.hi, at))
+            if any(self.seqs[k].last_arrival < holder.born for k in self._live_backlog() if k != key):
+                continue
+            window = Window(max(holder.restart_risk.lo, waiting.last_arrival), min(holder.restart_risk.hi, at))
             let_in = attrs.evolve(waiting, running=True, admitted=window,
                                   expiry=self._expiry(waiting.last_arrival, window))
             others = [let_in] + [s for s in self.running if s.key not in (holder.key, key)]
@@ -575,8 +579,10 @@ class BatcherModel:
             self.depth.slot_taken()
             # The slot `gone` held went to the restart, not down the backlog.
             self.seqs.pop(gone.key)
-            self.depth.ended(gone, True)
-            self.ghosts[gone.key] = Ghost(gone.total, gone.requests, None)
+            self.depth.ended(gone, not gone.end_on_admit)
+            self.depth.slot_taken()
+            if not gone.end_on_admit:
+                self.ghosts[gone.key] = Ghost(gone.total, gone.requests, None)
             return True
         return False
 

@@ -227,6 +227,34 @@ def test_a_late_restart_needs_a_slot_to_free_by_its_answer():
     assert problem and "every slot was held" in problem
 
 
+def test_a_late_restart_explains_no_start_queued_after_it_was_answered():
+    """The restart's risk is over for STARTs queued after its answer: a START+END queued later
+    and answered while the restarted sequence holds the only slot breaks capacity."""
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(1, 5, start=True), IDLE - MARGIN - 0.01)
+    m.answered(key_of(1), IDLE + 0.04)
+    for t in (1.2, 1.4, 1.6):
+        m.expect(R(1, 1), t)
+        m.answered(key_of(1), t + 0.01)
+    assert m.expect(R(2, 2, start=True, end=True), 1.7) == Queued(2)
+    problem = m.served(key_of(2), 1.75)
+    assert problem and "every slot was held" in problem
+
+
+def test_a_late_restart_queues_behind_the_starts_sent_before_it():
+    """A START queued before the restart was sent would have had the next slot before it: the
+    restart cannot have taken the slot 2 freed, so 2's early answer is still a finding."""
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.05)
+    m.expect(R(3, 3, start=True), 0.5)
+    m.expect(R(1, 5, start=True), IDLE - MARGIN - 0.01)
+    m.answered(key_of(1), IDLE + 0.3)
+    problem = m.served(key_of(2), IDLE + 0.01)
+    assert problem and "every slot was held" in problem
+
+
 def test_slots_pass_down_the_backlog_in_a_chain():
     m = BatcherModel(spec(capacity=1), MARGIN)
     m.expect(R(1, 1, start=True), 0.0)
