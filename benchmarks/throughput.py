@@ -194,15 +194,16 @@ def measure(server, model: str = MODEL, seconds: float = 30.0, stress_concurrenc
     requests, another on the same code 9,529), so a single one compares badly across commits."""
     spec = ModelSpec.fetch(server, model)
     raw = raw_loop(server, model, seconds)
-    requests, wall, steps, first = 0, 0.0, 0, None
+    results = []
     with timed_sleeps() as slept:
         for seed in range(seeds):
             result, error = fuzz_model(server, model, FUZZ_SETTINGS, budget_s=seconds / seeds, fuzz_settings=OPTIONS,
                                        seed=seed)
             if error is not None:
                 raise RuntimeError(f"the fuzzer failed on a correct model, so its rate means nothing: {error}")
-            requests, wall, steps, first = requests + result.requests, wall + result.wall_s, steps + result.steps, \
-                first or result
+            results.append(result)
+    requests, steps = sum(r.requests for r in results), sum(r.steps for r in results)
+    wall = sum(r.wall_s for r in results)
     active_s = max(1e-9, wall - slept[0])
     stress_raw = raw_loop(server, STRESS_MODEL, seconds / 2)
     stress = run_stress(server, STRESS_MODEL, StressSettings(concurrency=stress_concurrency, iterations=40, seed=0))
@@ -216,7 +217,7 @@ def measure(server, model: str = MODEL, seconds: float = 30.0, stress_concurrenc
                       hypothesis_s_per_step=hypothesis_per_step(spec),
                       stress_requests_per_s=round(stress.requests_per_s, 1), stress_concurrency=stress_concurrency,
                       stress_model=STRESS_MODEL, stress_raw_requests_per_s=round(stress_raw, 1),
-                      depth=f"(seed 0) {first.depth.line()}")
+                      depth=f"(seed 0) {results[0].depth.line()}")
 
 
 def start_server(*models: str) -> EmbeddedTriton:

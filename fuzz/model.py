@@ -151,6 +151,12 @@ class Seq:
 
 
 
+def _frees_from(seq: Seq) -> float:
+    """The earliest moment a running sequence's slot may free: a START+END let in from the
+    backlog frees it when it runs, any other at the early edge of its idle window."""
+    return seq.admitted.lo if seq.end_on_admit and seq.admitted else seq.expiry.lo
+
+
 class BatcherModel:
     def __init__(self, spec: ModelSpec, margin_s: float, prompt_s: float = 5.0, late_s: float | None = None,
                  order_s: float = 1.0, carries_state: bool = True, dtype_error: str = DTYPE_ERROR):
@@ -459,17 +465,17 @@ class BatcherModel:
             schedule = self._earliest_admissions(ahead + 1)
             if len(schedule) <= ahead or schedule[-1][0] > at:
                 rival = self._unanswered_rival(key) or self._ghost_rival(key)
-                if rival is None and ahead == 0 and self._late_restart(key, at):
-                    schedule = []
-                elif rival is None and (moved := self._overtaking(key, at)) is not None:
-                    schedule = moved
-                elif rival is None:
-                    held = ", ".join(f"{s.key[1]!r} (idle until >= {s.expiry.lo:.3f})" for s in self.running)
-                    return (f"served at t={at:.3f} while every slot was held by a live sequence: {held}; "
-                            f"{ahead} earlier sequence(s) in the backlog")
-                else:
+                if rival is not None:
                     self._swap(rival, key)
                     schedule = []
+                elif ahead == 0 and self._late_restart(key, at):
+                    schedule = []
+                else:
+                    schedule = self._overtaking(key, at)
+                    if schedule is None:
+                        held = ", ".join(f"{s.key[1]!r} (idle until >= {s.expiry.lo:.3f})" for s in self.running)
+                        return (f"served at t={at:.3f} while every slot was held by a live sequence: {held}; "
+                                f"{ahead} earlier sequence(s) in the backlog")
             for _, holder in schedule:
                 seq = self.seqs[holder]
                 # A START+END let in from the backlog freed its slot when it ran, not at expiry
@@ -556,9 +562,6 @@ class BatcherModel:
         by then, took its slot, and the restart, a new START by then, took the first slot to free
         after that, by its answer (none queued before the restart was sent: they would come
         first). If such a schedule exists, the model follows it (True); else nothing changes."""
-        def frees(s: Seq) -> float:
-            return s.admitted.lo if s.end_on_admit and s.admitted else s.expiry.lo
-
         waiting = self.seqs[key]
         for holder in sorted((s for s in self.running if s.restart_answered is not None and s.restart_risk.lo <= at
                               and waiting.last_arrival <= min(s.restart_risk.hi, s.restart_answered)),
@@ -569,8 +572,8 @@ class BatcherModel:
             let_in = attrs.evolve(waiting, running=True, admitted=window,
                                   expiry=self._expiry(waiting.last_arrival, window))
             others = [let_in] + [s for s in self.running if s.key not in (holder.key, key)]
-            gone = min(others, key=frees)
-            if frees(gone) > holder.restart_answered:
+            gone = min(others, key=_frees_from)
+            if _frees_from(gone) > holder.restart_answered:
                 continue
             holder.restart_risk = holder.restart_answered = None
             self.backlog.remove(key)
@@ -603,7 +606,7 @@ class BatcherModel:
     def _earliest_admissions(self, count: int) -> list[tuple[float, Key]]:
         """For the first `count` backlogged sequences: (earliest admission time, the holder whose
         slot it takes), each holder freeing at its earliest possible expiry."""
-        heap = [(s.admitted.lo if s.end_on_admit and s.admitted else s.expiry.lo, s.key) for s in self.running]
+        heap = [(_frees_from(s), s.key) for s in self.running]
         heapq.heapify(heap)
         out = []
         for waiting in self._live_backlog()[:count]:

@@ -189,6 +189,13 @@ def test_early_answer_is_accepted_when_a_holder_may_have_expired():
     assert not m.is_live(key_of(1)) and m.is_live(key_of(2))
 
 
+def restart_late(m: BatcherModel, answered_at: float) -> None:
+    """Restarts sequence 1 (from START 1 at 0) a moment before its idle window opens, with 5; its
+    answer comes at `answered_at`."""
+    assert m.expect(R(1, 5, start=True), IDLE - MARGIN - 0.01) == Answer(5)
+    m.answered(key_of(1), answered_at)
+
+
 def test_a_restart_answered_after_its_sequence_could_expire_may_have_come_after_the_reaper():
     """Seen in CI (2-core, loaded): 1 restarted a moment before its idle window, 2 waiting. The
     restart reached the server after the reaper took 1, so 2 got the slot, and the restart,
@@ -197,8 +204,7 @@ def test_a_restart_answered_after_its_sequence_could_expire_may_have_come_after_
     m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
     m.expect(R(1, 1, start=True), 0.0)
     assert m.expect(R(2, 2, start=True), 0.05) == Queued(2)
-    assert m.expect(R(1, 5, start=True), IDLE - MARGIN - 0.01) == Answer(5)
-    m.answered(key_of(1), IDLE + 0.04)  # answered after 1's window opened: it may have come late
+    restart_late(m, answered_at=IDLE + 0.04)  # answered after 1's window opened: it may have come late
     assert m.served(key_of(2), IDLE + 0.01) is None
     assert m.is_live(key_of(1)) and not m.is_live(key_of(2))
     assert m.expect(R(1, 1), IDLE + 0.1) == Answer(6)
@@ -221,8 +227,7 @@ def test_a_late_restart_needs_a_slot_to_free_by_its_answer():
     m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
     m.expect(R(1, 1, start=True), 0.0)
     m.expect(R(2, 2, start=True), 0.6)
-    m.expect(R(1, 5, start=True), IDLE - MARGIN - 0.01)
-    m.answered(key_of(1), IDLE + 0.04)
+    restart_late(m, answered_at=IDLE + 0.04)
     problem = m.served(key_of(2), IDLE + 0.01)
     assert problem and "every slot was held" in problem
 
@@ -232,8 +237,7 @@ def test_a_late_restart_explains_no_start_queued_after_it_was_answered():
     and answered while the restarted sequence holds the only slot breaks capacity."""
     m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
     m.expect(R(1, 1, start=True), 0.0)
-    m.expect(R(1, 5, start=True), IDLE - MARGIN - 0.01)
-    m.answered(key_of(1), IDLE + 0.04)
+    restart_late(m, answered_at=IDLE + 0.04)
     for t in (1.2, 1.4, 1.6):
         m.expect(R(1, 1), t)
         m.answered(key_of(1), t + 0.01)
@@ -249,8 +253,7 @@ def test_a_late_restart_queues_behind_the_starts_sent_before_it():
     m.expect(R(1, 1, start=True), 0.0)
     m.expect(R(2, 2, start=True), 0.05)
     m.expect(R(3, 3, start=True), 0.5)
-    m.expect(R(1, 5, start=True), IDLE - MARGIN - 0.01)
-    m.answered(key_of(1), IDLE + 0.3)
+    restart_late(m, answered_at=IDLE + 0.3)
     problem = m.served(key_of(2), IDLE + 0.01)
     assert problem and "every slot was held" in problem
 
