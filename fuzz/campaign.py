@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import attrs
 from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as hsettings
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from hypothesis.reporting import current_reporter, with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -66,6 +66,7 @@ class ModelResult:
     depth: DepthSummary = DepthSummary()  # sequence lengths and expiry -> reuse cycles
     left_out: tuple = ()  # what this model's campaign does not fuzz, and why (e.g. a long idle timeout)
     interrupted: str = ""  # why the campaign stopped early (Ctrl-C, SIGTERM); its counts are what it did
+    unsteady_rounds: int = 0  # rounds of examples Hypothesis ended on a draw that differed (no finding)
     coverage: CoverageReport = CoverageReport()  # goals reached and the fuzzer's gaps (fuzz/coverage.py)
     # Known divergences the campaign saw and then fuzzed on past, its reference taking them as built.
     accepted: tuple = ()
@@ -190,7 +191,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             ambiguous_waits=stats.ambiguous_waits, failures=(), expected_divergences=(),
             guards=guards, faults=tuple(sorted(stats.faults.items())),
             fault_s=tuple(sorted((k, round(v, 2)) for k, v in stats.fault_s.items())),
-            wait_s=round(stats.wait_s, 2), stuck_s=round(stats.stuck_s, 2),
+            wait_s=round(stats.wait_s, 2), stuck_s=round(stats.stuck_s, 2), unsteady_rounds=stats.unsteady_rounds,
             depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,
             coverage=stats.coverage.report(goals, rows, stopped_at), model_spec=spec)
         return ModelResult(**{**counts, **verdict})
@@ -204,7 +205,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     failures, unknown, accept = [], None, frozenset(fuzz_settings.accept)
     with Progress(f"fuzz {model}", snapshot):
         while True:  # a phase: until a failure, the budget or the examples run out
-            error = _rounds(machine, per_round, budget_s, started, partial)
+            error = _rounds(machine, per_round, budget_s, started, partial, stats)
             if error is None:
                 break
             found, unknown = _judge(server, spec, error, stats, expected, attrs.evolve(fuzz_settings, accept=accept),
@@ -237,14 +238,22 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     return result, unknown
 
 
-def _rounds(machine, per_round: hsettings, budget_s: float | None, started: float, partial) -> BaseException | None:
+def _rounds(machine, per_round: hsettings, budget_s: float | None, started: float, partial,
+            stats: RunStats) -> BaseException | None:
     """Rounds of examples until one fails (its error), the budget is spent or the examples ran out."""
     while True:
         try:
-            with _no_seed_hint_for_the_budget():
+            with _reports_held(stats):
                 run_state_machine_as_test(machine, settings=per_round)
         except Exception as err:  # noqa: BLE001 - classified by _judge, re-raised if not known
-            return err
+            if not _unsteady(err, stats):
+                return err
+            # Hypothesis met a draw that differed from an earlier example with the same choices:
+            # the server answered differently, so the machine's state (and what it drew) did too.
+            # No promise broke; the round ends and a new one begins, and the summary counts it.
+            stats.unsteady_rounds += 1
+            if budget_s is None:
+                return None
         except BudgetSpent:  # inside an example: it was drained, and nothing it saw failed
             return None
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: what was done so far, no verdict
@@ -254,26 +263,36 @@ def _rounds(machine, per_round: hsettings, budget_s: float | None, started: floa
             return None
 
 
-# How Hypothesis begins its hint for any exception that ends a run, BudgetSpent too.
+def _unsteady(err: BaseException, stats: RunStats) -> bool:
+    """A round ended by Hypothesis's FlakyStrategyDefinition before anything failed: its data tree
+    saw the same choices draw differently (a rule's draws follow the server's answers), which
+    is not a finding. After a violation it is Hypothesis's shrink failing to replay: _judge's."""
+    return isinstance(err, FlakyStrategyDefinition) and not violations_in(err) and not stats.shortest
+
+
+# How Hypothesis begins its hint for any exception that ends a run, BudgetSpent too, and the
+# steps it prints before a FlakyStrategyDefinition in a stateful test.
 SEED_HINT = "You can reproduce this failure by adding @seed("
+UNSTEADY_STEPS = "Steps leading up to this error:"
 
 
 @contextmanager
-def _no_seed_hint_for_the_budget():
-    """Hypothesis's reports as they come, but its seed hint held back until the round ends, and
-    dropped where BudgetSpent ended it (the hint would name a failure that was none)."""
-    say, held, spent = current_reporter(), [], False
+def _reports_held(stats: RunStats):
+    """Hypothesis's reports as they come, but its seed hint and its steps before an unsteady draw
+    held back until the round ends, and dropped where BudgetSpent or an unsteady draw ended it
+    (either would name a failure that was none)."""
+    say, held, none = current_reporter(), [], False
 
     def report(text):
-        (held.append if str(text).startswith(SEED_HINT) else say)(text)
+        (held.append if str(text).startswith((SEED_HINT, UNSTEADY_STEPS)) else say)(text)
     try:
         with with_reporter(report):
             yield
-    except BudgetSpent:
-        spent = True
+    except BaseException as err:
+        none = isinstance(err, BudgetSpent) or _unsteady(err, stats)
         raise
     finally:
-        for text in [] if spent else held:
+        for text in [] if none else held:
             say(text)
 
 

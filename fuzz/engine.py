@@ -134,6 +134,8 @@ class RunStats:
     # tally, not a list, so that a campaign of hours keeps it as small as one of seconds.
     lengths: collections.Counter = attrs.Factory(collections.Counter)
     reuse_cycles: int = 0  # expiry -> slot-reuse cycles, over every example
+    # Rounds Hypothesis ended on a draw that differed from an earlier one (fuzz/campaign.py).
+    unsteady_rounds: int = 0
     # The last examples' programs, oldest first: what ran before a failure (fuzz/isolate.py).
     history: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=HISTORY_EXAMPLES))
     coverage: Coverage = attrs.Factory(Coverage)  # goals reached (fuzz/coverage.py); Setup.of sizes it to the model

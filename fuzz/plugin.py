@@ -516,6 +516,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if r.stuck_s >= 0.1 and r.wall_s:
             tr.write_line(f"      every client waiting mid-example for windows to free slots: "
                           f"{r.stuck_s:.1f} s, {r.stuck_s / r.wall_s:.0%} of the wall time")
+        if r.unsteady_rounds:
+            tr.write_line(f"      {r.unsteady_rounds} round(s) of examples cut short: Hypothesis saw the same choices "
+                          f"draw differently (the server answered differently), no promise broken")
         for why in r.left_out:
             tr.write_line(f"      not fuzzed: {why}")
     guarded: dict = {}  # a build's guards once, with how many models each kept safe
