@@ -401,14 +401,15 @@ class BatcherModel:
             seq.expiry = Window(seq.expiry.lo, max(seq.expiry.hi, at + self.spec.idle_s + self.late))
             seq.at_risk_from = float("inf")  # it was alive when this request arrived
 
-    def reaped_first(self, key: Key, now: float) -> None:
+    def reaped_first(self, key: Key, now: float, since: float | None = None) -> None:
         """A request of `key` expected to run was refused for want of START, answered after its
-        `at_risk_from`: the server reaped the sequence before the request arrived. Observation
-        settles the window: the sequence, if the model still runs it, is gone, its slot freed
-        between `at_risk_from` and `now`."""
+        `at_risk_from` (or `since`, where others sent with it ran first): the server reaped the
+        sequence before the request arrived. Observation settles the window: the sequence, if the
+        model still runs it, is gone, its slot freed between then and `now`."""
         seq = self.seqs.get(key)
-        if seq is not None and seq.running and key not in self.awaiting and seq.at_risk_from < float("inf"):
-            self._release(seq, Window(seq.at_risk_from, now), expired=True)
+        lo = seq.at_risk_from if seq is not None and since is None else since
+        if seq is not None and seq.running and key not in self.awaiting and lo < float("inf"):
+            self._release(seq, Window(lo, now), expired=True)
 
     def unreaped(self, key: Key, value: float, sent: float, end: bool = False) -> Answer | None:
         """A request without START to an id the model let expire was answered: the server had

@@ -667,3 +667,29 @@ def test_answers_before_the_final_one_are_checked_too():
     backlogged = Queued(15, partials=(5, 10))
     assert check_served(req, backlogged, Outcome(value=15, partials=(5, 10)), None).violation is None
     assert check_served(req, backlogged, Outcome(value=15, partials=(5,)), None).violation is not None
+
+
+def test_a_shared_request_refused_an_idle_timeout_after_the_others_went_is_indeterminate():
+    """share_sequence sends requests of one sequence at once on several connections. One refused
+    for want of START while the others ran is a finding, unless it was answered once an idle
+    window counted from their send could have opened: on a loaded machine it can reach the
+    server that late (seen: 19 campaigns on two cores). The others must still be an order's sums,
+    and a refusal of another kind is never excused."""
+    import time
+    from types import SimpleNamespace
+
+    from fuzz.sharing import Shared, SharedSteps
+    from fuzz.values import Outcome
+
+    def judged(ago, first=Outcome(4), message=START_ERROR.format(id=7, model=M)):
+        model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+        engine = SimpleNamespace(spec=model.spec, model=model)
+        shared = Shared(3, sent=[(0, R(7, 1), None, "stream"), (1, R(7, 2), None, "stream")],
+                        sent_at=time.monotonic() - ago)
+        return shared, SharedSteps._refused_after_expiry(engine, shared,
+                                                         [first, Outcome(status="INVALID_ARGUMENT", message=message)])
+    assert judged(0.05)[1] is None  # answered at once: it was refused while its sequence ran
+    shared, opens = judged(IDLE)
+    assert opens == pytest.approx(shared.sent_at + IDLE - MARGIN)
+    assert judged(IDLE, first=Outcome(99))[1] is None  # the one answered is no running sum
+    assert judged(IDLE, message="some other error")[1] is None
