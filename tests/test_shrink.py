@@ -225,3 +225,58 @@ def test_a_crowd_failure_is_first_tried_on_the_sequences_of_its_last_crowd():
     later = [*steps, req(15, 7, 1)]
     skeleton, folded = crowd_cores(later, SPEC)  # as they are, it would be the whole program: no core
     assert {s.request.seq_id for s in folded} == {s.request.seq_id for s in skeleton} == {5, 6, 7}
+
+
+def test_a_crowd_is_tried_one_request_at_a_time_and_kept_where_it_is_needed():
+    """Two crowds, each two requests sent at once and their answers. `alone` first sends every
+    crowd's requests one at a time (each carrying what its answer checked, the answer steps
+    gone), then the last crowd alone. A stand-in for a bug of a count across requests fails
+    either way, so the first try stands: 8 steps become 4 plain requests. One of a batch's
+    composition (fails only while both crowds are there) keeps its program after the two tries."""
+    import time
+    from fuzz.shrink import alone, unheld
+
+    def crowd(i, a, b):
+        held = [req(i, a, 1, start=True, kind=Kind.HELD), req(i + 1, b, 2, start=True, kind=Kind.HELD)]
+        return held + [attrs.evolve(s, index=s.index + 2, kind=Kind.HELD_ANSWER, outcome=Outcome(s.request.value),
+                                    expected=f"OUTPUT={s.request.value}") for s in held]
+    steps = crowd(1, 5, 6) + crowd(5, 7, 8)
+    plain = unheld(steps, [[0, 1], [4, 5]])
+    assert [s.kind for s in plain] == [Kind.REQUEST] * 4 and sent(plain) == sent([steps[i] for i in (0, 1, 4, 5)])
+    assert [s.outcome for s in plain] == [Outcome(1), Outcome(2)] * 2 and plain[0].expected == "OUTPUT=1"
+    last_alone = unheld(steps, [[4, 5]])
+    assert [s.kind for s in last_alone] == [Kind.HELD] * 2 + [Kind.HELD_ANSWER] * 2 + [Kind.REQUEST] * 2
+
+    tries = []
+    counting = failing_while(lambda kept: True, tries, lambda kept: [s.kind for s in kept])
+    assert [s.kind for s in alone(counting(steps), counting, lambda v: v.program, time.monotonic() + 10).program] == \
+        [Kind.REQUEST] * 4
+    tries.clear()
+    batch = failing_while(lambda kept: [s.kind for s in kept].count(Kind.HELD) == 4, tries, len)
+    found = batch(steps)
+    assert alone(found, batch, lambda v: v.program, time.monotonic() + 10) is found and tries[1:] == [4, 6]
+
+
+def test_a_sequence_whose_age_the_bug_needs_is_thinned_every_other_request():
+    """A START and 16 more requests, one every 0.05 s; a stand-in for a model whose sum lives
+    0.75 s from its START fails while the last request goes 0.75 s or more after the START and no
+    gap reaches 0.35 s (the sequence would idle out). Chunks of requests in a row leave such a
+    gap; every other request at a time (kept as silence) does not: ddmin ends at 4 or 5 requests,
+    the last one still the one that failed."""
+    import time
+    from fuzz.shrink import alternate_continuations, ddmin
+
+    steps = [attrs.evolve(req(i, 5, 1, start=i == 0), sent_at=0.05 * i, done_at=0.05 * i + 0.01) for i in range(17)]
+
+    def fails(kept):
+        at, gaps = [], []
+        for s in kept:
+            gaps.append(s.wait_s + (0.05 if at else 0.0))
+            at.append((at[-1] if at else 0.0) + gaps[-1])
+        return kept[0].request.start and kept[-1].index == 16 and at[-1] >= 0.75 and max(gaps) < 0.35
+    tries = []
+    try_ = failing_while(fails, tries, len)
+    assert alternate_continuations(steps) == [list(range(15, 0, -2))]
+    cut = ddmin(try_(steps), try_, lambda v: v.program, SPEC, time.monotonic() + 10)
+    assert len(cut.program) <= 5 and cut.program[-1].index == 16, [(s.index, s.wait_s) for s in cut.program]
+    print(len(tries), "tries:", [(s.index, round(s.wait_s, 2)) for s in cut.program])
