@@ -1127,6 +1127,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # j-th request of each, then the next): blocks fill one queue deep before the next's first
         # request is read, layers keep every queue filling together, so executions run full
         layered = data.draw(st.booleans(), label="layered")
+        ends_early = data.draw(st.integers(0, self.plan.crowd_max - 1), label="ends early")  # when steered
         full_n = full_rows(self.plan.spec)
         full = [f"situation: {g}" for g in (FULL_START, FULL_END)] if full_n \
             else [f"live rows >= {live_row_goals(self.plan.spec)}"]
@@ -1150,7 +1151,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             restart_at = [depth // 2, *restart_at[1:]]
             end_at = [depth] * len(end_at)  # no other sequence leaves the crowd before its end
             if full_n and missing[0] != f"situation: {FULL_START}":  # which row the END takes is the batcher's
-                early = data.draw(st.integers(0, self.plan.crowd_max - 1), label="ends early")
+                early = ends_early
         self.engine.collect()
         now = time.monotonic()
         self.engine.model.settle(now)
@@ -1248,15 +1249,19 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         8), in 4 to 64 rounds, each call with a deadline of 0.3 to 10 ms or cancelled as soon
         as its round is sent (server PR 7325). What was answered must be right, the server
         must live on, and unary gRPC must still answer."""
+        rounds = data.draw(st.sampled_from([4, 16, 64]), label="rounds")
+        deadline_us = data.draw(st.sampled_from([0, 300, 700, 1000, 1500, 2000, 4000, 10000]),
+                                label="deadline (us; 0: cancelled at once)")
+        # The ids from one seed: how many depends on the free slots, and a count of draws that
+        # follows the server would make the same choices draw differently (see the rules' note).
+        ids_seed = data.draw(st.integers(0, 2**32 - 1), label="ids seed")
         self.engine.collect()
         self.engine.model.settle(time.monotonic())
         at_once = min(8, self.engine.model.free_slots())
         if at_once == 0 or self.engine.pending or self.engine.parked:
             return self._skip("deadlines: no free slot, or a START waits in the backlog")
-        rounds = data.draw(st.sampled_from([4, 16, 64]), label="rounds")
-        deadline_us = data.draw(st.sampled_from([0, 300, 700, 1000, 1500, 2000, 4000, 10000]),
-                                label="deadline (us; 0: cancelled at once)")
-        fresh = {self._fresh(data.draw(st.integers(3, 2**24), label="id")) for _ in range(at_once * rounds)}
+        rng = random.Random(ids_seed)
+        fresh = {self._fresh(rng.randint(3, 2**24)) for _ in range(at_once * rounds)}
         ids = [i for i in fresh if not isinstance(i, str) and i not in self.engine.touched and not self.engine.model.is_live(key_of(i))]
         fault = Fault("deadlines", ids=ids[:len(ids) - len(ids) % at_once], at_once=at_once, deadline_us=deadline_us)
         if not fault.ids:
