@@ -193,6 +193,14 @@ def _as_far_after(s: StepRecord, before: StepRecord) -> StepRecord:
     return attrs.evolve(s, wait_s=gap) if gap > s.wait_s else s
 
 
+def paced(steps) -> list[StepRecord]:
+    """The program with every request as far after the step before it as it went out when
+    recorded. A replay sends faster than the campaign that recorded it (nothing drawn or judged
+    between steps), and a bug of the time between requests (a restart some time after the
+    sequence's last request) needs those gaps: the shrink ends by trying without them (quiet)."""
+    return [_as_far_after(s, steps[i - 1]) if i and s.kind in SENT else s for i, s in enumerate(steps)]
+
+
 def quiet(steps) -> list[StepRecord]:
     """The program with no silence before its requests."""
     return [attrs.evolve(s, wait_s=0.0) if s.kind in SENT and s.wait_s else s for s in steps]

@@ -280,3 +280,16 @@ def test_a_sequence_whose_age_the_bug_needs_is_thinned_every_other_request():
     cut = ddmin(try_(steps), try_, lambda v: v.program, SPEC, time.monotonic() + 10)
     assert len(cut.program) <= 5 and cut.program[-1].index == 16, [(s.index, s.wait_s) for s in cut.program]
     print(len(tries), "tries:", [(s.index, round(s.wait_s, 2)) for s in cut.program])
+
+
+def test_a_paced_program_keeps_the_gaps_it_was_recorded_with():
+    """A replay sends faster than the campaign did: paced keeps each request as far after the step
+    before it as it went out (a wait it had already is kept if longer), and leaves steps without
+    a recorded time as they are."""
+    from fuzz.shrink import paced
+
+    at = lambda s, sent, done: attrs.evolve(s, sent_at=sent, done_at=done)  # noqa: E731
+    steps = [at(req(1, 5, 1, start=True), 0.0, 0.01), at(req(2, 5, 1), 0.15, 0.16),
+             attrs.evolve(at(req(3, 5, 1, start=True), 0.2, 0.21), wait_s=0.5), req(4, 5, 1)]
+    assert [s.wait_s for s in paced(steps)] == [0.0, 0.14, 0.5, 0.0]
+    assert sent(paced(steps)) == sent(steps)
