@@ -87,17 +87,20 @@ class CancelSteps:
         time.sleep(self.settings.wire_s / 3)  # what follows must find it there
         return True
 
-    def send_behind(self, client: int, req: Request, action: str) -> None:
-        """Sends a request of the same sequence on the client's own stream, not waiting for it."""
+    def send_behind(self, client: int, req: Request, action: str) -> bool:
+        """Sends a request of the same sequence on the client's own stream, not waiting for it.
+        False, sending nothing, where the sequence reached its idle window since the first went
+        (a starved machine: seen, 19 campaigns on two cores)."""
         exp = self.expect(req, time.monotonic())  # as if it ran: the cancel may come late
         if not isinstance(exp, Answer):
-            raise NotAnswerable.of(req, exp)
+            return False
         self.going_out(req)
         self.group.behind.append((req, self.streams[client].send(req)))
         self.record(client=client, action=action, kind=Kind.BEHIND, request=req, via="stream",
                     expected=f"CANCELLED, or {describe_expectation(exp)} if it runs before the cancel comes",
                     got="(in flight)")
         time.sleep(self.settings.wire_s / 3)
+        return True
 
     def cancel_stream(self, client: int, action: str) -> None:
         """The client cancels its stream. The request behind may have been answered first."""
@@ -128,6 +131,8 @@ class CancelSteps:
         rec = self.record(client=client, action=action, kind=Kind.ASIDE_ANSWER, request=req, via="grpc",
                           expected=check.expected, got=check.got, expect=None if indeterminate else expect,
                           outcome=got)
+        if not g.behind:  # the first alone: nothing went behind it, the group ends here
+            self.group = None
         if check.violation:
             self.fail(check.violation, rec)
 
@@ -238,7 +243,11 @@ class CancelSteps:
         """The whole rule: False (nothing sent) if the model would not answer `first` at once."""
         if not self.send_aside(client, first, "next request, on unary gRPC"):
             return False
-        self.send_behind(client, behind, "one more behind it on its stream")
+        if not self.send_behind(client, behind, "one more behind it on its stream"):
+            # No cancel: the first's answer is judged as it is, and the group ends there.
+            event("cancel pipelined: the sequence reached its idle window before the one behind went")
+            self.check_aside(client, "answer to the first")
+            return True
         self.send_aside(client, witness, "one more behind that, on unary gRPC")
         self.cancel_stream(client, "cancel its stream")
         self.check_aside(client, "answer to the first")

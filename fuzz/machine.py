@@ -26,7 +26,7 @@ from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_f
                        open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from .divergences import steered_around
 from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
-from .engine import Engine, Fault, Setup, event
+from .engine import Engine, Fault, Setup, Stale, event
 from .model import KEPT_WINDOWS, MAX_STRING_ID, Answer, clip_id, key_of
 from .spec import ModelSpec
 
@@ -1079,7 +1079,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("burst: fewer than two idle clients with live sequences")
         reqs = [(client, self._next_of(key, value, end=end))
                 for client, key, end, value in sends]
-        self.engine.send_together(reqs, "burst")
+        self._sent_together(reqs, "burst")
 
     def _start_together(self, size, fresh, ends, values, past_free):
         """An iterative model's burst: a sequence is one START, so clients start fresh ones at
@@ -1093,7 +1093,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if len(sends) < 2:
             return self._skip("burst: fewer than two idle clients and free slots")
         reqs = [(client, self.plan.spec.request(seq_id, value, start=True, end=end)) for client, seq_id, end, value in sends]
-        self.engine.send_together(reqs, "burst of STARTs")
+        self._sent_together(reqs, "burst of STARTs")
         if len(sends) > free:  # sent together, the STARTs past the free slots met them taken,
             self.engine.stats.coverage.situation("backlog")  # and, all answered, were let in as slots freed
             self.engine.stats.coverage.situation("admitted")
@@ -1176,11 +1176,22 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         reqs = [r for layer in itertools.zip_longest(*blocks) for r in layer if r is not None] if layered \
             else [r for block in blocks for r in block]
         before = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
-        self.engine.send_together(reqs, "crowd")
+        if not self._sent_together(reqs, "crowd"):
+            return
         after = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
         if before and after:
             rows = self.engine.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])
             event(f"crowd: {len(plans)} sequences, some execution carried >= {rows} live rows")
+
+    def _sent_together(self, reqs, action: str) -> bool:
+        """The engine's send_together; False (nothing sent) where a live sequence among them
+        reached its idle window after the rule chose it (a starved machine)."""
+        try:
+            self.engine.send_together(reqs, action)
+        except Stale as late:
+            self._skip(f"{action}: {late}")
+            return False
+        return True
 
     def _crowd_plans(self, size, depth, fresh, new, now):
         """(client, id, running sum, starts fresh) for each sequence of a crowd, the idle

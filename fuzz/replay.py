@@ -208,7 +208,8 @@ def _in_cancel_group(engine, step) -> None:
 @replays(Kind.BEHIND)
 def _behind(engine, step, spec, settings) -> None:
     _in_cancel_group(engine, step)
-    engine.send_behind(step.client, step.request, step.action)
+    if not engine.send_behind(step.client, step.request, step.action):
+        raise _drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
 
 
 @replays(Kind.CANCEL_STREAM)

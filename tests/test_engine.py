@@ -301,3 +301,20 @@ def test_a_parked_request_that_keeps_its_sequence_going_is_followed_until_it_is_
     assert not engine.failed and sent[-1] and len(answers) >= 4
     assert answers == list(range(1, len(answers) + 1))
     assert engine.stats.coverage.reached.get("situation: kept alive") is not None
+
+
+def test_a_live_sequence_at_its_idle_window_when_a_crowd_goes_sends_nothing(triton, engine):
+    """A rule chose the sequence well inside its idle timeout, and a starved machine took until
+    its window before the crowd went: Stale, before anything is sent or the model moves (it was
+    a 'generator error' that failed a campaign of 19 models on two cores)."""
+    from fuzz.engine import Stale
+
+    base = engine.salt * 2**40
+    a, b = base + 1, base + 2
+    assert engine.send(0, Request(ONE_SLOT, a, 3, start=True), "stream", "start").value == 3
+    opens = engine.model.seqs[("u", a)].expiry.lo
+    time.sleep(max(0.0, opens - time.monotonic()) + 0.01)
+    logged = len(engine.log)
+    with pytest.raises(Stale):
+        engine.send_together([(1, Request(ONE_SLOT, a, 4)), (2, Request(ONE_SLOT, b, 5))], "crowd")
+    assert len(engine.log) == logged and engine.model.total(("u", a)) == 3
