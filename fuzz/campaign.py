@@ -266,8 +266,10 @@ def _rounds(machine, per_round: hsettings, budget_s: float | None, started: floa
 def _unsteady(err: BaseException, stats: RunStats) -> bool:
     """A round ended by Hypothesis's FlakyStrategyDefinition before anything failed: its data tree
     saw the same choices draw differently (a rule's draws follow the server's answers), which
-    is not a finding. After a violation it is Hypothesis's shrink failing to replay: _judge's."""
-    return isinstance(err, FlakyStrategyDefinition) and not violations_in(err) and not stats.shortest
+    is not a finding. After a violation or an error of the harness it is Hypothesis's shrink of
+    that failing to replay: _judge's, or the harness error's."""
+    return isinstance(err, FlakyStrategyDefinition) and not violations_in(err) and not stats.shortest \
+        and not stats.harness_errors
 
 
 # How Hypothesis begins its hint for any exception that ends a run, BudgetSpent too, and the

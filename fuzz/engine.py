@@ -14,6 +14,7 @@ import time
 from typing import Callable
 
 import attrs
+from hypothesis.errors import HypothesisException
 
 from . import nemesis
 from . import server as server_module
@@ -142,6 +143,7 @@ class RunStats:
     reuse_cycles: int = 0  # expiry -> slot-reuse cycles, over every example
     # Rounds Hypothesis ended on a draw that differed from an earlier one (fuzz/campaign.py).
     unsteady_rounds: int = 0
+    harness_errors: int = 0  # examples ended by an error that is no broken promise (machine.teardown)
     # The last examples' programs, oldest first: what ran before a failure (fuzz/isolate.py).
     history: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=HISTORY_EXAMPLES))
     coverage: Coverage = attrs.Factory(Coverage)  # goals reached (fuzz/coverage.py); Setup.of sizes it to the model
@@ -149,10 +151,17 @@ class RunStats:
     # failure is being shrunk (fuzz/campaign.py sets it; a replay's engine has none).
     stop_at: float = float("inf")
 
+    def example_ended(self, by: BaseException | None) -> None:
+        """Counts an example ended by an error that is no broken promise (a bug of the harness):
+        a round it ends can never pass as unsteady (fuzz/campaign.py)."""
+        if isinstance(by, Exception) and not isinstance(by, (InvariantViolation, HypothesisException)):
+            self.harness_errors += 1
+
     def forget_failures(self) -> None:
         """A new phase of the campaign (past a known divergence): its failures are its own, the
         counts and the coverage go on."""
         self.first_failure_s, self.shortest, self.first, self.shrink_stopped = None, {}, {}, False
+        self.harness_errors = 0
 
 
 class BudgetSpent(KeyboardInterrupt):
@@ -890,8 +899,8 @@ class Engine(CancelSteps, SharedSteps):
         firsts = {}  # each sequence's first request among them: the model is asked before any
         for _, req in reqs:
             firsts.setdefault(key_of(req.seq_id), req)
-        late = [r for k, r in firsts.items()
-                if not r.start and self.model.is_live(k) and not self.model.before_its_window(k, now)]
+        late = [r for k, r in firsts.items() if self.model.is_live(k) and not self.model.waits_for_an_answer(k)
+                and not self.model.before_its_window(k, now)]
         if late:
             raise Stale(f"{late[0].describe()}: its sequence reached its idle window before it went")
         exps, by_client = [], {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import random
 import string
+import sys
 import time
 
 import attrs
@@ -1158,7 +1159,6 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         plans = self._crowd_plans(size, depth, fresh, new, now)
         if len(plans) < 2:
             return self._skip("crowd: fewer than two sequences to send on")
-        self.crowd_steered = self.crowd_steered or (steering and len(plans) == self.plan.crowd_max)
         values, blocks = random.Random(seed), []
         layers = [values.randint(-scale, scale) for _ in range(depth)] if alike else None
         for i, ((client, seq_id, total, begins), at, end, stop) in enumerate(zip(plans, restart_at, ends, end_at)):
@@ -1178,6 +1178,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         before = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
         if not self._sent_together(reqs, "crowd"):
             return
+        self.crowd_steered = self.crowd_steered or (steering and len(plans) == self.plan.crowd_max)
         after = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
         if before and after:
             rows = self.engine.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])
@@ -1337,6 +1338,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 
     # -- teardown: drain and clean up -------------------------------------------------------
     def teardown(self):
+        self.plan.stats.example_ended(sys.exc_info()[1])  # what ends the example, if anything does
         self.engine.finish()
 
 

@@ -33,6 +33,7 @@ class Shared:
     sent: list = attrs.Factory(list)  # (client, request, box, via)
     at_risk_from: float = float("inf")  # the first one's Answer.at_risk_from
     sent_at: float = 0.0  # when the first one went (time.monotonic())
+    times: list = attrs.Factory(list)  # when each went
 
 
 def an_order(base: float, values: list, answers: list, then=operator.add) -> list[int] | None:
@@ -77,6 +78,7 @@ class SharedSteps:
         if self.shared is None:
             self.shared = Shared(exp.value - req.value, at_risk_from=exp.at_risk_from, sent_at=time.monotonic())
         self.going_out(req)
+        self.shared.times.append(time.monotonic())
         box = self.streams[client].send(req) if via == "stream" else self.grpc.send(req)
         self.shared.sent.append((client, req, box, via))
         self.record(client=client, action=action, kind=Kind.SHARED, request=req, via=via,
@@ -123,13 +125,18 @@ class SharedSteps:
         last answer; with some, from when they went: their arrival restarted the idle clock, and
         one sent with them can still arrive an idle timeout after it (seen: 19 campaigns on two
         cores, one of four shared requests refused). Those answered must still be the running sums
-        of an order of their own. Timing decides nothing: indeterminate."""
+        of an order of their own. A refusal that came before the window could open stands, however
+        long the others took to be waited for. Timing decides nothing: indeterminate."""
         sent = [(req, o) for (_, req, _, _), o in zip(g.sent, got)]
         if all(o.ok for _, o in sent) or not all(o.ok or refused_for_start(self.spec, o, req.seq_id) for req, o in sent):
             return None
         answered = [(req, o) for req, o in sent if o.ok]
         opens = g.sent_at + self.spec.idle_s - self.model.margin if answered else g.at_risk_from
-        if time.monotonic() < opens:
+        # When the first refusal came: its send and its latency (a stream's is taken as it comes;
+        # a unary call's when waited for, later), else now.
+        came = min(at + o.latency_s if o.latency_s and at is not None else time.monotonic()
+                   for (_, o), at in zip(sent, g.times or [None] * len(sent)) if not o.ok)
+        if came < opens:
             return None
         if answered and an_order(g.base, [req.value for req, _ in answered], [o.value for _, o in answered],
                                  self.model.then) is None:

@@ -99,6 +99,8 @@ def alone(found: InvariantViolation, try_: Try, body: Body, deadline: float) -> 
     count across requests, shrunk to a crowd of 6 steps). Two tries at most; a bug of a batch's
     composition fails neither and keeps its crowd."""
     steps = body(found)
+    if any(s.kind is Kind.FAULT and s.fault is not None and s.fault.name == "full_batch" for s in steps):
+        return found  # its STARTs are held by the server until the batch is full: one alone waits forever
     runs = held_runs(steps)
     for chosen in [runs, runs[-1:]] if len(runs) > 1 else [runs] if runs else []:
         if time.monotonic() >= deadline:

@@ -681,15 +681,18 @@ def test_a_shared_request_refused_an_idle_timeout_after_the_others_went_is_indet
     from fuzz.sharing import Shared, SharedSteps
     from fuzz.values import Outcome
 
-    def judged(ago, first=Outcome(4), message=START_ERROR.format(id=7, model=M)):
+    def judged(ago, first=Outcome(4), message=START_ERROR.format(id=7, model=M), latency=0.0):
         model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
         engine = SimpleNamespace(spec=model.spec, model=model)
-        shared = Shared(3, sent=[(0, R(7, 1), None, "stream"), (1, R(7, 2), None, "stream")],
-                        sent_at=time.monotonic() - ago)
-        return shared, SharedSteps._refused_after_expiry(engine, shared,
-                                                         [first, Outcome(status="INVALID_ARGUMENT", message=message)])
+        at = time.monotonic() - ago
+        shared = Shared(3, sent=[(0, R(7, 1), None, "stream"), (1, R(7, 2), None, "stream")], sent_at=at,
+                        times=[at, at])
+        refused = Outcome(status="INVALID_ARGUMENT", message=message, latency_s=latency)
+        return shared, SharedSteps._refused_after_expiry(engine, shared, [first, refused])
     assert judged(0.05)[1] is None  # answered at once: it was refused while its sequence ran
     shared, opens = judged(IDLE)
     assert opens == pytest.approx(shared.sent_at + IDLE - MARGIN)
     assert judged(IDLE, first=Outcome(99))[1] is None  # the one answered is no running sum
     assert judged(IDLE, message="some other error")[1] is None
+    # checked late, but its own latency says the refusal came at once: it stands
+    assert judged(IDLE, latency=0.01)[1] is None and judged(IDLE, latency=IDLE)[1] is not None

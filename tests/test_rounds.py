@@ -1,6 +1,7 @@
 """How a campaign's rounds of Hypothesis examples end (fuzz/campaign.py), on toy machines: no
 server is involved, only the harness's reading of Hypothesis's errors."""
 import itertools
+import sys
 import time
 
 from hypothesis import settings, strategies as st
@@ -22,6 +23,19 @@ class Unsteady(RuleBasedStateMachine):
     def step(self, data):
         for _ in range(next(draws) % 3):
             data.draw(st.integers(0, 3 + next(draws) % 7))
+
+
+class UnsteadyAndErring(Unsteady):
+    """The same, and a rule that fails as a bug of the harness would (no broken promise): its
+    shrink can meet an unsteady draw too, which must not pass the error off as one."""
+    stats = RunStats()
+
+    @rule()
+    def harness_bug(self):
+        raise RuntimeError("a bug of the harness")
+
+    def teardown(self):
+        self.stats.example_ended(sys.exc_info()[1])
 
 
 class Failing(RuleBasedStateMachine):
@@ -65,3 +79,10 @@ def test_a_real_failure_ends_the_rounds_with_its_error():
     stats = RunStats()
     error = _rounds(Failing, ROUND, 30.0, time.monotonic(), _no_partial, stats)
     assert isinstance(error, ValueError) and stats.unsteady_rounds == 0
+
+
+def test_a_harness_error_whose_shrink_meets_an_unsteady_draw_is_not_passed_off_as_one():
+    for _ in range(5):
+        UnsteadyAndErring.stats = stats = RunStats()
+        error = _rounds(UnsteadyAndErring, ROUND, None, time.monotonic(), _no_partial, stats)
+        assert error is not None and stats.unsteady_rounds == 0 and stats.harness_errors, (error, stats)
