@@ -151,11 +151,12 @@ class RunStats:
     # failure is being shrunk (fuzz/campaign.py sets it; a replay's engine has none).
     stop_at: float = float("inf")
 
-    def example_ended(self, by: BaseException | None) -> None:
+    def example_ended(self, by: BaseException | None) -> bool:
         """Counts an example ended by an error that is no broken promise (a bug of the harness):
-        a round it ends can never pass as unsteady (fuzz/campaign.py)."""
-        if isinstance(by, Exception) and not isinstance(by, (InvariantViolation, HypothesisException)):
-            self.harness_errors += 1
+        a round it ends can never pass as unsteady (fuzz/campaign.py). True for one."""
+        harness = isinstance(by, Exception) and not isinstance(by, (InvariantViolation, HypothesisException))
+        self.harness_errors += harness
+        return harness
 
     def forget_failures(self) -> None:
         """A new phase of the campaign (past a known divergence): its failures are its own, the
