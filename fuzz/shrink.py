@@ -303,13 +303,14 @@ def continuations(steps) -> list[list[int]]:
 
 
 def alternate_continuations(steps) -> list[list[int]]:
-    """Per sequence id, every other request after its START, counted back from its last but one,
-    as one unit: a removal halves how often the sequence sends and keeps it going as long, its
-    last request where it was (kept as silence where the bug needs the time). Chunks of requests
-    in a row would leave one gap past its idle timeout, and single steps take a try each (seen: a
-    sum that lives 0.75 s from its START, shrunk to 46 steps, 34 of them keeping two sequences
-    alive)."""
-    return [group[-2::-2] for group in continuations(steps) if len(group) > 1]
+    """Per sequence id, every other request it sent alone after its START, counted back from its
+    last but one, as one unit: a removal halves how often the sequence sends and keeps it going
+    as long, its last request where it was (kept as silence where the bug needs the time). Chunks
+    of requests in a row would leave one gap past its idle timeout, and single steps take a try
+    each (seen: a sum that lives 0.75 s from its START, shrunk to 46 steps, 34 of them keeping two
+    sequences alive). A crowd's requests are crowd_layers' to cut."""
+    alone = [[i for i in group if steps[i].kind is Kind.REQUEST] for group in continuations(steps)]
+    return [group[-2::-2] for group in alone if len(group) > 1]
 
 
 def crowd_layers(steps) -> list[list[int]]:
