@@ -150,7 +150,10 @@ class CancelSteps:
     def _witness(self, req, exp, got, check):
         """CANCELLED (or the START-flag error): the cancelled request was queued before it and
         ended the sequence. Its sum with the cancelled request: that one ran first, the sequence
-        goes on. Its sum without: the cancelled one was not there yet (or never came)."""
+        goes on. Its sum without: the cancelled one was not there yet (or never came). Where the
+        two sums are one (the cancelled request's value 0, or a model that carries no state) it
+        tells nothing (seen: a witness with the sum read as 'ran first', and the cancel, come
+        after it, had ended the sequence: a false valid_is_accepted)."""
         g = self.group
         with_behind = exp.value
         without = exp.value - self._behind_value() if self.model.carries_state else exp.value
@@ -163,7 +166,7 @@ class CancelSteps:
         if self._refused_with_it(got, req):
             g.ended = True
             return attrs.evolve(check, violation=None), False
-        if got.ok and got.value == with_behind:
+        if got.ok and got.value == with_behind and with_behind != without:
             g.ended, g.sums = False, frozenset({with_behind})
         elif got.ok and got.value == without:
             g.sums = frozenset({without, with_behind})  # the one behind may come after it, and run
