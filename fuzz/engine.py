@@ -900,8 +900,7 @@ class Engine(CancelSteps, SharedSteps):
         firsts = {}  # each sequence's first request among them: the model is asked before any
         for _, req in reqs:
             firsts.setdefault(key_of(req.seq_id), req)
-        late = [r for k, r in firsts.items() if self.model.is_live(k) and not self.model.waits_for_an_answer(k)
-                and not self.model.before_its_window(k, now)]
+        late = [r for k, r in firsts.items() if self.model.at_its_window(k, now)]
         if late:
             raise Stale(f"{late[0].describe()}: its sequence reached its idle window before it went")
         exps, by_client = [], {}

@@ -207,11 +207,11 @@ class BatcherModel:
     def live_keys(self) -> list[Key]:
         return [k for k, s in self.seqs.items() if s.running and k not in self.awaiting]
 
-    def before_its_window(self, key: Key, now: float) -> bool:
-        """`key` runs and its idle window has not opened by `now`: its next request is answered."""
+    def at_its_window(self, key: Key, now: float) -> bool:
+        """`key` runs, no answer pending, and its idle window has opened by `now`: its next request
+        would be ambiguous (expect's case)."""
         seq = self.seqs.get(key)
-        return seq is not None and seq.running and key not in self.awaiting and seq.expiry is not None \
-            and now < seq.expiry.lo
+        return seq is not None and seq.running and key not in self.awaiting and now >= seq.expiry.lo
 
     def waits_for_an_answer(self, key: Key) -> bool:
         """A request of `key` is still unanswered (a START in the backlog, or let in from it): no

@@ -32,8 +32,12 @@ class Shared:
     base: float  # the sequence's sum before them
     sent: list = attrs.Factory(list)  # (client, request, box, via)
     at_risk_from: float = float("inf")  # the first one's Answer.at_risk_from
-    sent_at: float = 0.0  # when the first one went (time.monotonic())
-    times: list = attrs.Factory(list)  # when each went
+    times: list = attrs.Factory(list)  # when each went (time.monotonic())
+
+    @property
+    def sent_at(self) -> float:
+        """When the first one went."""
+        return self.times[0]
 
 
 def an_order(base: float, values: list, answers: list, then=operator.add) -> list[int] | None:
@@ -76,7 +80,7 @@ class SharedSteps:
                 return False
             raise NotAnswered(f"generator error: {req.describe()} beside another of its sequence expects {exp!r}")
         if self.shared is None:
-            self.shared = Shared(exp.value - req.value, at_risk_from=exp.at_risk_from, sent_at=time.monotonic())
+            self.shared = Shared(exp.value - req.value, at_risk_from=exp.at_risk_from)
         self.going_out(req)
         self.shared.times.append(time.monotonic())
         box = self.streams[client].send(req) if via == "stream" else self.grpc.send(req)
@@ -134,8 +138,8 @@ class SharedSteps:
         opens = g.sent_at + self.spec.idle_s - self.model.margin if answered else g.at_risk_from
         # When the first refusal came: its send and its latency (a stream's is taken as it comes;
         # a unary call's when waited for, later), else now.
-        came = min(at + o.latency_s if o.latency_s and at is not None else time.monotonic()
-                   for (_, o), at in zip(sent, g.times or [None] * len(sent)) if not o.ok)
+        came = min(at + o.latency_s if o.latency_s else time.monotonic()
+                   for (_, o), at in zip(sent, g.times) if not o.ok)
         if came < opens:
             return None
         if answered and an_order(g.base, [req.value for req, _ in answered], [o.value for _, o in answered],
