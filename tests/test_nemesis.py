@@ -235,7 +235,8 @@ def test_a_death_steps_after_calls_given_up_is_still_the_known_crash(tmp_path_fa
                                        fuzz_settings=FuzzSettings(nemesis={"deadlines"}))
             if server.calls_given_up:
                 break
-            assert error is None and result.verdict == "pass", (error, result.failures)
+            # no call given up, no crash: a pass, and the build's known crash said to be not seen
+            assert error is None and result.verdict.startswith("pass"), (error, result.failures)
         assert server.calls_given_up, "the deadlines fault gave no call up in 5 campaigns of 40 examples"
         assert error is None and result.verdict.startswith("expected divergence"), (error, result.failures)
         [death] = result.failures
