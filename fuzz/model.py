@@ -148,6 +148,7 @@ class Seq:
     restart_risk: Window | None = None
     restart_answered: float | None = None
     born: float = attrs.field(default=attrs.Factory(lambda self: self.last_arrival, takes_self=True))  # its START
+    let_in_by: float | None = None  # a backlogged START: its answer, by when it surely held a slot
 
 
 
@@ -426,7 +427,7 @@ class BatcherModel:
         ghost = self.ghosts.get(key)
         if ghost is not None:
             unadmit = ghost.slot_to in self.awaiting  # then the server has not let it in after all
-            if len(self.running) - unadmit >= self.spec.capacity:
+            if len(self.running) - unadmit >= self.spec.capacity and (unadmit or not self._reaped_instead(ghost)):
                 return None
             del self.ghosts[key]
             if unadmit:
@@ -446,6 +447,28 @@ class BatcherModel:
             self.revived.discard(key)
             self._release(seq, Window(sent, sent + self.prompt))
         return Answer(seq.total)
+
+    def _reaped_instead(self, ghost: Ghost) -> bool:
+        """A late-reaped `ghost` answered while every slot is held, one of them by the backlogged
+        START its slot went to, answered meanwhile: the server let that START in through another
+        slot, one whose holder's idle window had opened by the START's answer (a starved reaper
+        is late for one sequence and on time for another). The earliest such holder becomes a
+        ghost in its place, its slot gone to the same START; a later answer of its own settles it
+        the same way. False (a finding) if no holder can have been reaped by then, or if the
+        START is not known to have been let in that way."""
+        taker = self.seqs.get(ghost.slot_to) if ghost.slot_to is not None else None
+        if taker is None or not taker.running or taker.let_in_by is None:
+            return False
+        held = [s for s in self.running if s.key not in self.awaiting and s.key != ghost.slot_to
+                and s.expiry.lo <= taker.let_in_by]
+        if not held:
+            return False
+        gone = min(held, key=lambda s: s.expiry.lo)
+        self.seqs.pop(gone.key)
+        # Not a slot freed for a new sequence: the ghost keeps its own, the START already had this.
+        self.depth.ended(gone)
+        self.ghosts[gone.key] = Ghost(gone.total, gone.requests, ghost.slot_to)
+        return True
 
     def reaped(self, key: Key) -> None:
         """The server refused a request without START to `key`: whatever the model let expire
@@ -503,6 +526,7 @@ class BatcherModel:
             # The answer bounds when it got the slot, and so when the reaper may take it.
             seq.admitted = Window(window.lo, min(window.hi, at))
             seq.born = at  # it ran by then: its age counts from no earlier
+            seq.let_in_by = at
             seq.expiry = self._expiry(seq.last_arrival, seq.admitted)
             if seq.end_on_admit and self._release(seq, seq.admitted) is None:
                 self.passed_on.append(seq.admitted)
