@@ -67,6 +67,10 @@ class ModelResult:
     left_out: tuple = ()  # what this model's campaign does not fuzz, and why (e.g. a long idle timeout)
     interrupted: str = ""  # why the campaign stopped early (Ctrl-C, SIGTERM); its counts are what it did
     unsteady_rounds: int = 0  # rounds of examples Hypothesis ended on a draw that differed (no finding)
+    # Answers that came after the prompt bound, within the grace a starved machine widens it by
+    # (fuzz/lag.py): not hangs; and the slowest of them, in seconds.
+    slow_answers: int = 0
+    slowest_answer_s: float = 0.0
     coverage: CoverageReport = CoverageReport()  # goals reached and the fuzzer's gaps (fuzz/coverage.py)
     # Known divergences the campaign saw and then fuzzed on past, its reference taking them as built.
     accepted: tuple = ()
@@ -192,6 +196,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             guards=guards, faults=tuple(sorted(stats.faults.items())),
             fault_s=tuple(sorted((k, round(v, 2)) for k, v in stats.fault_s.items())),
             wait_s=round(stats.wait_s, 2), stuck_s=round(stats.stuck_s, 2), unsteady_rounds=stats.unsteady_rounds,
+            slow_answers=stats.lag.slow, slowest_answer_s=round(stats.lag.slowest_s, 2),
             depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,
             coverage=stats.coverage.report(goals, rows, stopped_at), model_spec=spec)
         return ModelResult(**{**counts, **verdict})

@@ -69,7 +69,7 @@ class CancelSteps:
         if self.group is None:
             self.group = Group(exp.value - req.value, time.monotonic())
         self.going_out(req)
-        self.group.asides.append((req, exp, self.grpc.send(req, self.settings.prompt_s)))
+        self.group.asides.append((req, exp, self.grpc.send(req, self.answer_bound())))
         self.record(client=client, action=action, kind=Kind.ASIDE, request=req, via="grpc",
                     expected=describe_expectation(exp) + (" or less" if len(self.group.asides) > 1 else ""),
                     got="(its answer is checked below)")
@@ -108,7 +108,7 @@ class CancelSteps:
         g = self.group
         req, exp, call = g.asides[g.checked]
         g.checked += 1
-        got = StreamClient.wait(call, self.settings.prompt_s)
+        got = StreamClient.wait(call, self.answer_bound())
         self.tally.saw(got)
         check = check_prompt(req, exp, got, "grpc")
         if g.checked == 1:
@@ -199,7 +199,7 @@ class CancelSteps:
                 break
             time.sleep(max(0.0, exp.until + 0.005 - time.monotonic()))
         self.going_out(req)
-        got = (self.http if via == "http" and self.http else self.grpc).infer(req, timeout_s=self.settings.prompt_s)
+        got = (self.http if via == "http" and self.http else self.grpc).infer(req, timeout_s=self.answer_bound())
         if not g.cancelled or g.ended is False or isinstance(exp, Refusal) and not swept(got):
             # Nothing was cancelled, or the witness saw the cancelled request run first; or the
             # sequence is past its idle timeout by now: the model's own expectation.

@@ -4,6 +4,7 @@ a gRPC bidirectional stream (one per fuzz client, responses in order), and HTTP.
 """
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -201,15 +202,26 @@ class HttpClient:
         import tritonclient.http as httpclient
 
         self._mod = httpclient
-        self._client = httpclient.InferenceServerClient(url.removeprefix("http://"), network_timeout=timeout_s)
+        self._url = url.removeprefix("http://")
+        # tritonclient.http sets its network timeout per client: one client per whole second of
+        # timeout asked for (the engine's hang bound widens on a starved machine, fuzz/lag.py).
+        self._clients: dict[int, object] = {}
+        self._client = self._for(timeout_s)
 
-    def infer(self, req: Request, timeout_s: float = 30.0) -> Outcome:
+    def _for(self, timeout_s: float):
+        whole = max(1, math.ceil(timeout_s))
+        if whole not in self._clients:
+            self._clients[whole] = self._mod.InferenceServerClient(self._url, network_timeout=whole)
+        return self._clients[whole]
+
+    def infer(self, req: Request, timeout_s: float | None = None) -> Outcome:
+        client = self._client if timeout_s is None else self._for(timeout_s)
         started = time.monotonic()
         arr = np.full(req.shape, req.value, dtype=NP_DTYPE.get(req.dtype, np.int64))
         tensor = self._mod.InferInput("INPUT", list(arr.shape), req.dtype)
         tensor.set_data_from_numpy(arr)
         try:
-            result = self._client.infer(req.model, [tensor], sequence_id=req.seq_id, sequence_start=req.start,
+            result = client.infer(req.model, [tensor], sequence_id=req.seq_id, sequence_start=req.start,
                                         sequence_end=req.end, timeout=req.timeout_us)
         except self._mod.InferenceServerException as err:
             # HTTP errors carry the HTTP status; map the two the batcher uses to gRPC's names.
@@ -224,7 +236,8 @@ class HttpClient:
                        live_rows=_first(result.as_numpy(LIVE_ROWS_OUTPUT)), row=_first(result.as_numpy(ROW_OUTPUT)))
 
     def close(self):
-        self._client.close()
+        for client in self._clients.values():
+            client.close()
 
 
 class StreamClient:

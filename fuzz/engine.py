@@ -23,6 +23,7 @@ from .sharing import SharedSteps
 from .events import event
 from .client import GrpcClient, HttpClient, StreamClient
 from .coverage import KEPT_ALIVE, Coverage, full_rows
+from .lag import Lag
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .values import LOST_CONNECTION, UNSETTLED
 from .divergences import accepted, steered_around
@@ -144,6 +145,7 @@ class RunStats:
     # Rounds Hypothesis ended on a draw that differed from an earlier one (fuzz/campaign.py).
     unsteady_rounds: int = 0
     harness_errors: int = 0  # examples ended by an error that is no broken promise (machine.teardown)
+    lag: Lag = attrs.Factory(Lag)  # how slow the server answers: the hang bound widens with it (fuzz/lag.py)
     # The last examples' programs, oldest first: what ran before a failure (fuzz/isolate.py).
     history: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=HISTORY_EXAMPLES))
     coverage: Coverage = attrs.Factory(Coverage)  # goals reached (fuzz/coverage.py); Setup.of sizes it to the model
@@ -588,11 +590,13 @@ class Engine(CancelSteps, SharedSteps):
             self._queue(client, req, exp, action, waited)
             return exp
         if via == "stream":
-            got = self.streams[client].infer(req, timeout_s=self.settings.prompt_s)
+            got = self.streams[client].infer(req, timeout_s=self.answer_bound())
         elif via == "http":
-            got = self.http.infer(req, timeout_s=self.settings.prompt_s)
+            got = self.http.infer(req, timeout_s=self.answer_bound())
         else:
-            got = self.grpc.infer(req, timeout_s=self.settings.prompt_s)
+            got = self.grpc.infer(req, timeout_s=self.answer_bound())
+        if got.status not in UNSETTLED:  # a lone request, held by nothing but the server
+            self.stats.lag.saw(got.latency_s, self.settings.prompt_s)
         self.check(client, req, exp, got, via, action, wait_s=waited, context=context)
         return exp
 
@@ -631,6 +635,11 @@ class Engine(CancelSteps, SharedSteps):
             self.model.answered(key_of(req.seq_id), time.monotonic())
         if check.violation:
             self.fail(check.violation, rec, lost=got.status in LOST_CONNECTION)
+
+    def answer_bound(self) -> float:
+        """How long a request that must be answered at once is waited for before it is a hang:
+        the prompt bound, widened by the latency measured (fuzz/lag.py)."""
+        return self.settings.prompt_s + self.stats.lag.grace()
 
     def _arrived_after_expiry(self, req: Request, exp, got) -> str | None:
         """A request of a running sequence refused for want of START, answered after the
@@ -687,7 +696,8 @@ class Engine(CancelSteps, SharedSteps):
                 if not dues:
                     return
                 due, client = dues[0]
-                if time.monotonic() <= due:
+                grace = self.stats.lag.grace()
+                if time.monotonic() <= due + grace:
                     time.sleep(0.001)
                     continue
                 p = self.pending.pop(client)
@@ -696,7 +706,7 @@ class Engine(CancelSteps, SharedSteps):
                                    expect=p.expectation)
                 self.fail(InvariantViolation(
                     "no_hangs", f"the START queued at step {p.step} was let in when a slot freed but "
-                                f"not answered within {self.settings.prompt_s} s"), rec)
+                                f"not answered within {self.settings.prompt_s + grace:.3g} s"), rec)
             for at, client, p, got in sorted(answered, key=lambda a: a[0]):
                 problem = self.model.served(key_of(p.request.seq_id), at) if got.ok else None
                 check = check_served(p.request, p.expectation, got, problem)
@@ -866,7 +876,7 @@ class Engine(CancelSteps, SharedSteps):
     def check_sent(self, sent, latency: float = 0.0):
         """Checks the answers to (client, request, expectation, box, action) items, in order; a
         client's pipelined requests get `latency` more each."""
-        wait_s = self.settings.prompt_s + len(sent) * latency
+        wait_s = self.answer_bound() + len(sent) * latency
         for client, req, exp, box, action in sent:
             self.check(client, req, exp, StreamClient.wait(box, wait_s), "stream", action)
 
@@ -881,7 +891,7 @@ class Engine(CancelSteps, SharedSteps):
 
     def check_held(self, sent) -> None:
         for client, req, exp, box, action in sent:
-            self.check(client, req, exp, StreamClient.wait(box, self.settings.prompt_s), "stream",
+            self.check(client, req, exp, StreamClient.wait(box, self.answer_bound()), "stream",
                        f"answer to {action}", kind=Kind.HELD_ANSWER)
 
     def send_together(self, reqs, action: str):
@@ -998,7 +1008,7 @@ class Engine(CancelSteps, SharedSteps):
         exp = self.expect(req, arrival)
         box = self.nemesis.hold(self.proxy, self.streams[client], req, arrival)
         self.struck("stall")
-        self.check(client, req, exp, StreamClient.wait(box, self.settings.prompt_s), "stream", action,
+        self.check(client, req, exp, StreamClient.wait(box, self.answer_bound()), "stream", action,
                    wait_s=arrival - since)
 
     def close_stream(self, client: int) -> None:
@@ -1058,7 +1068,8 @@ class Engine(CancelSteps, SharedSteps):
         witness = self.spec.request(seq_id, self.as_value(1), start=True, end=True)
         self.going_out(witness, whole=True)
         exp = self.expect(witness, time.monotonic())
-        got = self.grpc.infer(witness, timeout_s=self.settings.prompt_s)
+        bound = self.answer_bound()
+        got = self.grpc.infer(witness, timeout_s=bound)
         action = "after the calls given up, a whole sequence on unary gRPC"
         died = self.death(DEATH_GRACE_S) if got.status in LOST_CONNECTION else None
         if died is not None:
@@ -1067,7 +1078,7 @@ class Engine(CancelSteps, SharedSteps):
             self.record(client=self.teardown_client, action=action, request=witness, via="grpc",
                         expected=describe_expectation(exp), got=got.describe(), expect=exp, outcome=got)
             self.fail(InvariantViolation("no_hangs", f"unary gRPC stopped answering after the calls given up: a "
-                                                     f"whole sequence got no answer in {self.settings.prompt_s:g} s"), rec)
+                                                     f"whole sequence got no answer in {bound:.3g} s"), rec)
         self.check(self.teardown_client, witness, exp, got, "grpc", action)
 
     def _strike_disconnected(self, fault: Fault) -> None:
@@ -1093,7 +1104,7 @@ class Engine(CancelSteps, SharedSteps):
             self.check_shared("answer to the requests sent at once")
         window = self.spec.idle_s + self.margin + self.late
         kept = sum(1 for p in self.parked.values() if p.then is not None)  # each goes on for KEPT_WINDOWS more
-        deadline = time.monotonic() + self.settings.prompt_s + (len(self.pending) + len(self.parked) + 2
+        deadline = time.monotonic() + self.answer_bound() + (len(self.pending) + len(self.parked) + 2
                                                                 + kept * KEPT_WINDOWS) * window
         waiting_since = time.monotonic() if self.parked else None
         while time.monotonic() < deadline:

@@ -519,6 +519,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if r.unsteady_rounds:
             tr.write_line(f"      {r.unsteady_rounds} round(s) of examples cut short: Hypothesis saw the same choices "
                           f"draw differently (the server answered differently), no promise broken")
+        if r.slow_answers:
+            tr.write_line(f"      {r.slow_answers} answer(s) came after the {FuzzSettings().prompt_s:g} s bound "
+                          f"(the slowest after {r.slowest_answer_s:g} s): a starved machine, not hangs; the bound "
+                          f"widens with the latency measured")
         for why in r.left_out:
             tr.write_line(f"      not fuzzed: {why}")
     guarded: dict = {}  # a build's guards once, with how many models each kept safe
@@ -547,10 +551,11 @@ def _write_report(config, tr, results, interrupted: str) -> None:
     tr.write_line(f"JSON report: {target}")
 
 
-def _make_server(config, tmp_path_factory):
-    """The session's server; one that cannot start ends the run with why (not an error per test)."""
+def _make_server(config, tmp_path_factory, shared: bool = True):
+    """The session's server; one that cannot start ends the run with why (not an error per test).
+    shared=False: on an xdist worker, one of its own instead of the controller's."""
     try:
-        return _start_server(config, tmp_path_factory)
+        return _start_server(config, tmp_path_factory, shared)
     except (InstallNotFound, ServerStartError) as err:
         given = [o for o in ("--models-dir", "--triton-install") if config.getoption(o, None)]
         blame = f" (check {' and '.join(given)})" if given else ""
@@ -561,10 +566,10 @@ def _make_server(config, tmp_path_factory):
                     returncode=pytest.ExitCode.USAGE_ERROR if given else pytest.ExitCode.INTERNAL_ERROR)
 
 
-def _start_server(config, tmp_path_factory):
-    shared = xdist_support.server_for_worker(config)
-    if shared is not None:
-        return shared
+def _start_server(config, tmp_path_factory, shared: bool = True):
+    controllers = xdist_support.server_for_worker(config) if shared else None
+    if controllers is not None:
+        return controllers
     url = config.getoption("--triton-url")
     http_url = config.getoption("--triton-http-url")
     if url:

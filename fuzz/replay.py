@@ -113,7 +113,7 @@ def _answer_held(engine) -> None:
 
 def _bound(engine, spec: ModelSpec, settings: FuzzSettings) -> float:
     window = spec.idle_s + engine.model.margin + engine.model.late
-    return time.monotonic() + settings.prompt_s + (len(engine.pending) + 2) * window
+    return time.monotonic() + engine.answer_bound() + (len(engine.pending) + 2) * window
 
 
 def _await_answer(engine, client: int, spec: ModelSpec, settings: FuzzSettings) -> None:

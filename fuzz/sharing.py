@@ -92,7 +92,7 @@ class SharedSteps:
     def check_shared(self, action: str) -> None:
         """Their answers: each a running sum of one arrival order of them all."""
         g, self.shared = self.shared, None
-        got = [StreamClient.wait(box, self.settings.prompt_s) for _, _, box, _ in g.sent]
+        got = [StreamClient.wait(box, self.answer_bound()) for _, _, box, _ in g.sent]
         values = [req.value for _, req, _, _ in g.sent]
         for o in got:
             self.tally.saw(o)
