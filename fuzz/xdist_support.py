@@ -143,12 +143,15 @@ def group_by_model(config, items) -> None:
     group suffix (what xdist's own hook does from the marks, but it may run before this one)."""
     for item in items:
         model = model_of(item)
-        if model is None:
-            continue
-        group = f"model-{model}"
-        item.add_marker(pytest.mark.xdist_group(group))
-        if is_worker(config) and getattr(config.option, "loadgroup", False) and not item.nodeid.endswith(f"@{group}"):
-            _set_nodeid(item, f"{item.nodeid}@{group}")
+        if model is not None:
+            put_in_group(config, item, f"model-{model}")
+
+
+def put_in_group(config, item, group: str) -> None:
+    """Marks `item` as one of xdist group `group` (run on one worker, in collection order)."""
+    item.add_marker(pytest.mark.xdist_group(group))
+    if is_worker(config) and getattr(config.option, "loadgroup", False) and not item.nodeid.endswith(f"@{group}"):
+        _set_nodeid(item, f"{item.nodeid}@{group}")
 
 
 def _set_nodeid(item, nodeid: str) -> None:

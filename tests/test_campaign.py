@@ -85,8 +85,9 @@ def test_an_invariant_a_user_registers_is_fuzzed_for_and_shrunk(triton):
         result, error = fuzz_model(triton, "py_slot_direct_s2_i2_fp32_cser",
                                    settings(TINY, max_examples=5, stateful_step_count=10), seed=1,
                                    # A shrink ends once nothing more goes; 5 s left a 7-request
-                                   # program on CI's two loaded cores (once, with two new passes).
-                                   fuzz_settings=FuzzSettings(shrink_budget_s=15))
+                                   # program on CI's two loaded cores (once, with two new passes),
+                                   # 15 s a 10-step one with two workers on them.
+                                   fuzz_settings=FuzzSettings(shrink_budget_s=60))
     finally:
         unregister("no_answer_over_100")
     assert error is not None and result.verdict == "FAIL", result
