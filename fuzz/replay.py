@@ -17,7 +17,6 @@ from .divergences import KNOWN, by_key
 from .invariants import InvariantViolation
 from .model import AnswerPending, OutsideContract, key_of
 from .engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
-from .sharing import NotAnswered
 from .spec import ModelSpec
 
 
@@ -234,11 +233,7 @@ def _after_cancel(engine, step, spec, settings) -> None:
 @replays(Kind.SHARED)
 def _shared(engine, step, spec, settings) -> None:
     engine.collect()
-    try:
-        sent = engine.send_shared(step.client, step.request, step.action, step.via)
-    except NotAnswered:
-        sent = False
-    if not sent:
+    if not engine.send_shared(step.client, step.request, step.action, step.via):
         raise _drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
 
 
