@@ -316,3 +316,47 @@ def test_a_start_soon_after_a_start_with_end_on_its_id_is_rescheduled(tmp_path, 
         assert "must specify the START flag" in server.log_tail(400)
         s.send("c", 200, 7, 3, start=True)
         assert s.take(3) == [("c", 7, False), ("c", 14, False), ("c", 21, True)]
+
+
+@pytest.mark.parametrize("release", [None, "0.5.8", "0.5.5", "0.5.0"], ids=["2.51", "2.46", "2.44", "2.41"])
+def test_an_iterative_start_cancelled_between_its_iterations_kills_the_server(tmp_path, release):
+    """iterative-cancel-crash: decoupled iterative STARTs (without END) whose stream is cancelled
+    while they iterate kill tritonserver (SIGSEGV) within a few hundred such streams, on every build
+    with iterative sequences. Found by hand, chasing a campaign's unreplayable no_hangs on the
+    decoupled iterative model; START+ENDs (not rescheduled) and a decoupled model that is not
+    iterative lived through 600 such streams each. Each build is fuzzed for up to two minutes."""
+    import random
+
+    from fuzz.client import StreamClient
+    from fuzz.spec import ModelSpec
+    from modelgen import Variant, write_model
+
+    variant = Variant("corrid", "direct", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"),
+                      decoupled=True, iterations=3)
+    repo = tmp_path / "models"
+    repo.mkdir()
+    write_model(variant, repo)
+    rng, next_id = random.Random(7), 10
+    with EmbeddedTriton(repo, workdir=tmp_path / "triton", **embedded_install(release)) as server:
+        spec = ModelSpec.fetch(server, variant.name)
+        # A race: on 2.51 it died after 25 to 1900 streams (one run lived through 3000); a few ms a
+        # stream here, so two minutes leave it no real chance to live on where it crashes.
+        deadline, streams = time.monotonic() + 120, 0
+        while time.monotonic() < deadline:
+            streams += 1
+            s = StreamClient(server.grpc_url)
+            for _ in range(rng.choice([1, 2, 3])):
+                next_id += 1
+                s.send(spec.request(next_id, 1, start=True))
+            time.sleep(rng.choice([0, 0.0005, 0.001, 0.003]))
+            s.close(cancel_requests=True, timeout_s=2)
+            with contextlib.suppress(Exception):
+                server.process.wait(timeout=0.01)
+            if server.process.poll() is not None:
+                break
+        status = server.process.poll()
+        crashes = server.version in by_key("iterative-cancel-crash").versions
+        assert (status is not None) == crashes, f"{server.version}: status {status} after {streams} cancelled streams"
+        if crashes:
+            assert status < 0, status  # killed by a signal
+            print(f"{server.version}: died ({status}) after {streams} cancelled streams")
