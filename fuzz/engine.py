@@ -324,9 +324,11 @@ class Engine(CancelSteps, SharedSteps):
     def _after_given_up(self) -> str:
         """What a death came after, where the deadlines fault gave calls up on this server process:
         the known crash (issue 7368) can show examples later, at any step."""
-        given_up = self.server.calls_given_up
+        given_up, streamed = self.server.calls_given_up, self.server.streams_given_up
         return (f" (after {given_up} unary calls given up by their clients on this server process: the "
-                f"deadlines fault)") if given_up else ""
+                f"deadlines fault)" if given_up else "") + \
+            (f" (after {streamed} streamed calls cancelled in flight by their clients on this server process: "
+             f"the deadlines fault)" if streamed else "")
 
     def check_alive(self) -> None:
         """After every step: the server still runs, the run was not told to stop (a signal's
@@ -1021,24 +1023,31 @@ class Engine(CancelSteps, SharedSteps):
         once, each given up by its client (at its deadline, or cancelled). An answer that came must be right; a
         call given up may or may not have run, and whole, so the model only learns the ids were
         used. Not while a START waits in the backlog or fewer slots are free than calls in
-        flight: a call given up in the backlog would hold a slot later, unseen."""
+        flight: a call given up in the backlog would hold a slot later, unseen. A decoupled model
+        takes no unary call: each goes on a stream of its own, cancelled with it (an iterative
+        model's whole sequence is a START without END, which iterates until its last release)."""
         self.collect()
         self.model.settle(time.monotonic())
         if self.pending or self.parked or self.model.free_slots() < fault.at_once:
             event("skipped: deadlines: too few free slots for the calls in flight together")
             return False
-        reqs = [self.spec.request(i, self.as_value(1), start=True, end=True) for i in fault.ids]
+        reqs = [self.spec.request(i, self.as_value(1), start=True, end=not self.spec.iterations) for i in fault.ids]
         expected = []
         for req in reqs:
             self.going_out(req, whole=True)  # hundreds of ids, each ended by its own request
             expected.append(self.expect(req, time.monotonic()))
         if not all(isinstance(e, Answer) for e in expected):
             raise ValueError(f"generator error: a whole sequence of the deadlines fault expects {expected!r}")
-        got = self.nemesis.hurry(fault, reqs)
+        got = self.nemesis.hurry(fault, reqs, streams=self.spec.decoupled)
         time.sleep(self.settings.wire_s)  # what was given up in flight finishes on the server meanwhile
         self.struck(fault.name)
         timed_out = sum(o.status in GIVEN_UP for o in got)
-        self.server.calls_given_up += timed_out
+        if self.spec.decoupled:
+            self.server.streams_given_up += timed_out
+            # an iterative START given up may have run any of its executions
+            self.tally.cancel(timed_out * max(0, self.spec.iterations - 1))
+        else:
+            self.server.calls_given_up += timed_out
         rec = self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
                           expected="each answered with its value, or given up; the server lives on",
                           got=f"{len(got) - timed_out} answered, {timed_out} given up")
@@ -1056,9 +1065,10 @@ class Engine(CancelSteps, SharedSteps):
             self.tally.saw(o)
             if o.status in GIVEN_UP:
                 continue
-            check = check_prompt(req, exp, o, "grpc")
+            via = "stream" if self.spec.decoupled else "grpc"
+            check = check_prompt(req, exp, o, via)
             if check.violation:
-                self.fail(check.violation, attrs.evolve(rec, request=req, via="grpc", expected=check.expected,
+                self.fail(check.violation, attrs.evolve(rec, request=req, via=via, expected=check.expected,
                                                         got=check.got))
 
     def _unary_witness(self, rec: StepRecord, seq_id) -> None:

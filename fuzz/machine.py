@@ -1255,14 +1255,16 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         self.engine.stall(client, self._next_of(key, value, end=end), now, arrival,
                           "send while the network stalls, held")
 
-    @when(lambda plan: "deadlines" in plan.faults and not plan.spec.decoupled)  # a decoupled model takes no unary call
+    @when(lambda plan: "deadlines" in plan.faults)
     @rule(data=st.data())
     def give_up_in_flight(self, data):
         """Clients give up on calls in flight (server issue 7368: a crash): whole sequences
         (START+END on fresh ids) over unary gRPC, as many at once as slots are free (at most
         8), in 4 to 64 rounds, each call with a deadline of 0.3 to 10 ms or cancelled as soon
         as its round is sent (server PR 7325). What was answered must be right, the server
-        must live on, and unary gRPC must still answer."""
+        must live on, and unary gRPC must still answer. A decoupled model takes no unary call:
+        each goes on a stream of its own, cancelled at the deadline (an iterative model's whole
+        sequence is a START, cancelled while it iterates)."""
         rounds = data.draw(st.sampled_from([4, 16, 64]), label="rounds")
         deadline_us = data.draw(st.sampled_from([0, 300, 700, 1000, 1500, 2000, 4000, 10000]),
                                 label="deadline (us; 0: cancelled at once)")

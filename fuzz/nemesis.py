@@ -14,15 +14,16 @@ campaign may draw are named in FuzzSettings.nemesis (pytest --nemesis):
               so that many STARTs must run as full batches
   deadlines   clients give up on unary gRPC calls in flight: whole sequences (START+END) sent
               several at once, each with a deadline of 0.3 to 10 ms (server issue 7368), or
-              cancelled as soon as they are sent (server PR 7325)
+              cancelled as soon as they are sent (server PR 7325); on a decoupled model, each on
+              a stream of its own, cancelled at its deadline (an iterative model's: a START)
 """
 from __future__ import annotations
 
 import time
 
-from .client import GrpcClient
+from .client import GrpcClient, StreamClient
 from .proxy import FaultProxy
-from .values import Fault
+from .values import LOST_CONNECTION, Fault, Outcome
 
 NEMESES = ("slow", "cut", "stall", "restart", "reload", "full_batch", "deadlines")
 # Faults that restart the server or reload the model: they need the embedded server (and, for
@@ -99,11 +100,14 @@ class Nemesis:
             self.server.env.clear()
             self.server.env.update(saved)
 
-    def hurry(self, fault: Fault, requests) -> list:
+    def hurry(self, fault: Fault, requests, streams: bool = False) -> list:
         """Sends `requests` (one per id of a deadlines Fault) over unary gRPC, `fault.at_once` in
         flight together on as many channels, each given up after `fault.deadline_us` (0: cancelled
         as soon as its round is sent); returns their Outcomes in order (CLIENT_TIMEOUT or
-        CANCELLED where the client gave up)."""
+        CANCELLED where the client gave up). `streams`: each on a stream of its own instead (a
+        decoupled model), the stream cancelled at the deadline unless its answer came."""
+        if streams:
+            return self._hurry_streams(fault, requests)
         clients = [GrpcClient(self.server.grpc_url) for _ in range(max(1, fault.at_once))]
         outcomes = []
         try:
@@ -116,6 +120,29 @@ class Nemesis:
         finally:
             for c in clients:
                 c.close()
+        return outcomes
+
+    def _hurry_streams(self, fault: Fault, requests) -> list:
+        """What a stream cancelled in flight brings is the client's giving up, unless it is the
+        whole answer: anything else (the error or the response without OUTPUT that races the
+        cancel) comes back CANCELLED, what it was in its message; a lost connection stays one."""
+        outcomes = []
+        for first in range(0, len(requests), max(1, fault.at_once)):
+            streams = [StreamClient(self.server.grpc_url) for _ in requests[first:first + fault.at_once]]
+            boxes = [s.send(r) for s, r in zip(streams, requests[first:first + fault.at_once])]
+            time.sleep(fault.deadline_us / 1e6)
+            given_up = [box.empty() for box in boxes]
+            for s, gave_up in zip(streams, given_up):
+                if gave_up:
+                    s.close(cancel_requests=True, timeout_s=5.0)  # what was in flight ends CANCELLED
+            for box, gave_up in zip(boxes, given_up):
+                got = StreamClient.wait(box, 5.0)
+                if gave_up and not got.ok and got.status not in LOST_CONNECTION | {"CANCELLED"}:
+                    got = Outcome(status="CANCELLED", message=f"cancelled by the client ({got.describe()})",
+                                  latency_s=got.latency_s)
+                outcomes.append(got)
+            for s in streams:
+                s.close_channel()
         return outcomes
 
     @staticmethod

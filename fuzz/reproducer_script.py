@@ -263,7 +263,10 @@ def reload_model(url, model):
 
 def give_up_in_flight(url, model, spec, fault) -> str:
     """The deadlines fault: a START+END on each id over unary gRPC, at_once calls in flight
-    together (one channel each), each given up after deadline_us (0: cancelled as soon as sent)."""
+    together (one channel each), each given up after deadline_us (0: cancelled as soon as sent).
+    A decoupled model's go on streams of their own instead (an iterative model's without END)."""
+    if spec.get("decoupled"):
+        return give_up_streams(url, model, spec, fault)
     units = [Unary(url) for _ in range(max(1, fault["at_once"]))]
     statuses = []
     for first in range(0, len(fault["ids"]), len(units)):
@@ -277,6 +280,26 @@ def give_up_in_flight(url, model, spec, fault) -> str:
             threading.Thread(target=lambda u=unit, r=req, b=box: b.put(send(u, r)), daemon=True).start()
             boxes.append(box)
         statuses += [b.get(timeout=10).status for b in boxes]
+    return ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses)))
+
+
+def give_up_streams(url, model, spec, fault) -> str:
+    statuses, at_once = [], max(1, fault["at_once"])
+    for first in range(0, len(fault["ids"]), at_once):
+        streams, boxes = [], []
+        for seq_id in fault["ids"][first:first + at_once]:
+            req = {"id": {"type": "uint64", "value": seq_id}, "value": 1, "start": True,
+                   "end": not spec.get("iterations"), "dtype": spec["dtype"], "batch": 1,
+                   "batch_dim": spec["max_batch_size"] > 0}
+            streams.append(Stream(url))
+            boxes.append(streams[-1].send(req, model))
+        time.sleep(fault["deadline_us"] / 1e6)
+        for s, box in zip(streams, boxes):
+            if box.empty():
+                s.close(cancel_requests=True, timeout_s=5.0)
+        statuses += [b.get(timeout=10).status for b in boxes]
+        for s in streams:
+            s.close(cancel_requests=True, timeout_s=5.0)
     return ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses)))
 
 

@@ -213,6 +213,8 @@ class _Base:
     # unary calls the deadlines fault gave up on this server since it (re)started: a death seen
     # later is what such calls do (issue 7368), even where it comes examples after them
     calls_given_up: int = 0
+    # the same for a decoupled model's calls, cancelled with their streams
+    streams_given_up: int = 0
 
     def client(self):
         import tritonclient.grpc as grpcclient
@@ -338,7 +340,7 @@ class EmbeddedTriton(_Base):
         if not (self.model_repository / ".").is_dir():
             raise ServerStartError(f"model repository {self.model_repository} is not a folder")
         leftovers.reap()  # what an earlier run, killed before it could stop its servers, left
-        self.calls_given_up = 0
+        self.calls_given_up = self.streams_given_up = 0
         grpc_port, http_port = self._fixed_ports
         for name, port in [("gRPC", grpc_port), ("HTTP", http_port)]:
             if port is not None and port_in_use(port):
