@@ -296,7 +296,7 @@ KNOWN = KNOWN + (
         "unreplayable no_hangs on the decoupled iterative model (a START of a burst unanswered while "
         "the others were answered in milliseconds); whether that hang is this fault is not shown. "
         "The deadlines fault (--nemesis deadlines) meets it: on a decoupled model it cancels streams "
-        "in flight (40 examples killed 2.51 in 2 of 3 campaigns). Pinned live (tests/test_iterative.py).",
+        "in flight (40 examples killed 2.51 in 5 of 6 campaigns). Pinned live (tests/test_iterative.py).",
         versions=("2.41.0", "2.44.0", "2.46.0", "2.51.0"),
         symptom="the server dies (SIGSEGV); every stream ends UNAVAILABLE: Stream removed",
         affects=lambda m: bool(getattr(m, "iterations", 0)) and bool(getattr(m, "decoupled", True)),
