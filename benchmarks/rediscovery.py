@@ -61,7 +61,9 @@ def models_for(divergence, release: str) -> list:
 
     def fewest_others(variants):
         fits = [v for v in variants if divergence.affects(v) and v.min_triton <= _version(release)]
-        others = {v.name: sum(d.applies(v, version) for d in KNOWN if d is not divergence) for v in fits}
+        # the campaign strikes only this divergence's fault: one needing another is not in the way
+        others = {v.name: sum(d.applies(v, version) for d in KNOWN if d is not divergence
+                              and d.needs_fault in ("", divergence.needs_fault)) for v in fits}
         return [v for v in fits if others[v.name] == min(others.values())]
 
     fast, slow = fewest_others(default_variants()), fewest_others(slow_variants())
