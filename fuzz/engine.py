@@ -1061,11 +1061,11 @@ class Engine(CancelSteps, SharedSteps):
         died = self.death(DEATH_GRACE_S if any(o.status in LOST_CONNECTION for o in got) else 0.0)
         if died is not None:
             self.fail(died, rec)
+        via = "stream" if self.spec.decoupled else "grpc"
         for req, exp, o in zip(reqs, expected, got):
             self.tally.saw(o)
             if o.status in GIVEN_UP:
                 continue
-            via = "stream" if self.spec.decoupled else "grpc"
             check = check_prompt(req, exp, o, via)
             if check.violation:
                 self.fail(check.violation, attrs.evolve(rec, request=req, via=via, expected=check.expected,

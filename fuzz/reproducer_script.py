@@ -272,15 +272,14 @@ def give_up_in_flight(url, model, spec, fault) -> str:
     for first in range(0, len(fault["ids"]), len(units)):
         boxes = []
         for unit, seq_id in zip(units, fault["ids"][first:first + len(units)]):
-            req = {"id": {"type": "uint64", "value": seq_id}, "value": 1, "start": True, "end": True, "dtype": spec["dtype"], "batch": 1,
-                   "batch_dim": spec["max_batch_size"] > 0}
+            req = whole_sequence(seq_id, spec, end=True)
             box = queue.Queue(maxsize=1)
             send = (lambda u, r: u.infer(r, model, fault["deadline_us"] / 1e6)) if fault["deadline_us"] else \
                 (lambda u, r: u.give_up(r, model))
             threading.Thread(target=lambda u=unit, r=req, b=box: b.put(send(u, r)), daemon=True).start()
             boxes.append(box)
         statuses += [b.get(timeout=10).status for b in boxes]
-    return ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses)))
+    return counted(statuses)
 
 
 def give_up_streams(url, model, spec, fault) -> str:
@@ -288,11 +287,8 @@ def give_up_streams(url, model, spec, fault) -> str:
     for first in range(0, len(fault["ids"]), at_once):
         streams, boxes = [], []
         for seq_id in fault["ids"][first:first + at_once]:
-            req = {"id": {"type": "uint64", "value": seq_id}, "value": 1, "start": True,
-                   "end": not spec.get("iterations"), "dtype": spec["dtype"], "batch": 1,
-                   "batch_dim": spec["max_batch_size"] > 0}
             streams.append(Stream(url))
-            boxes.append(streams[-1].send(req, model))
+            boxes.append(streams[-1].send(whole_sequence(seq_id, spec, end=not spec.get("iterations")), model))
         time.sleep(fault["deadline_us"] / 1e6)
         for s, box in zip(streams, boxes):
             if box.empty():
@@ -300,6 +296,17 @@ def give_up_streams(url, model, spec, fault) -> str:
         statuses += [b.get(timeout=10).status for b in boxes]
         for s in streams:
             s.close(cancel_requests=True, timeout_s=5.0)
+    return counted(statuses)
+
+
+def whole_sequence(seq_id, spec, end: bool) -> dict:
+    """The deadlines fault's request on `seq_id`: a START of value 1 (with END, or not)."""
+    return {"id": {"type": "uint64", "value": seq_id}, "value": 1, "start": True, "end": end, "dtype": spec["dtype"],
+            "batch": 1, "batch_dim": spec["max_batch_size"] > 0}
+
+
+def counted(statuses) -> str:
+    """'3 CANCELLED, 5 OK': how many calls ended with each status."""
     return ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses)))
 
 
