@@ -697,30 +697,32 @@ def test_a_shared_request_refused_an_idle_timeout_after_the_others_went_is_indet
     assert judged(IDLE, latency=0.01)[1] is None and judged(IDLE, latency=IDLE)[1] is not None
 
 
+def _ghost_and_holder(holder_at: float, queued_at: float, let_in_at: float) -> BatcherModel:
+    """Two slots: 1 started at 0.0 and let expire at its late edge (1.15), its slot given to 2
+    (queued at `queued_at`), answered at `let_in_at`; 3, started at `holder_at`, holds the other."""
+    model = BatcherModel(spec(capacity=2), margin_s=MARGIN, prompt_s=1.0)
+    model.expect(R(1, 1, start=True), 0.0)  # the ghost-to-be: window [0.9, 1.1]
+    model.expect(R(3, 10, start=True), holder_at)  # window [holder_at + 0.9, holder_at + 1.1]
+    assert model.expect(R(2, 5, start=True), queued_at) == Queued(5)
+    model.settle(1.15)  # 1 expired at its late edge; 2 let into its slot
+    assert model.served(key_of(2), let_in_at) is None
+    return model
+
+
 def test_a_late_reaped_sequence_whose_slot_was_seen_taken_may_have_lent_another_one():
     """A starved reaper can be late for one sequence and on time for another: the START the model
     let into a ghost's slot was answered, yet the ghost answers too. Another holder whose idle
     window had opened by that START's answer may have been reaped instead: it becomes the ghost
     (its own answer would settle it the same way); with no such holder, the answer breaks
     capacity."""
-    model = BatcherModel(spec(capacity=2), margin_s=MARGIN, prompt_s=1.0)
-    model.expect(R(1, 1, start=True), 0.0)  # the ghost-to-be: window [0.9, 1.1]
-    model.expect(R(3, 10, start=True), 0.3)  # window [1.2, 1.4]
-    assert model.expect(R(2, 5, start=True), 0.4) == Queued(5)
-    model.settle(1.15)  # 1 expired at its late edge; 2 let into its slot
-    assert model.served(key_of(2), 1.25) is None
+    model = _ghost_and_holder(holder_at=0.3, queued_at=0.4, let_in_at=1.25)  # 3's window [1.2, 1.4]
     assert isinstance(model.expect(R(1, 1), 1.3), Refusal)
     assert model.unreaped(key_of(1), 1, 1.3) == Answer(2)  # 3 (open since 1.2) lent its slot to 2
     assert not model.is_live(key_of(3))
     assert isinstance(model.expect(R(3, 1), 1.35), Refusal)
     assert model.unreaped(key_of(3), 1, 1.35) is None  # 1, 2 and 3 alive in two slots: no
     # Without a holder whose window had opened by the START's answer, nothing is lent.
-    model = BatcherModel(spec(capacity=2), margin_s=MARGIN, prompt_s=1.0)
-    model.expect(R(1, 1, start=True), 0.0)
-    model.expect(R(3, 10, start=True), 0.5)  # window [1.4, 1.6]
-    model.expect(R(2, 5, start=True), 0.6)
-    model.settle(1.15)
-    assert model.served(key_of(2), 1.2) is None
+    model = _ghost_and_holder(holder_at=0.5, queued_at=0.6, let_in_at=1.2)  # 3's window [1.4, 1.6]
     assert isinstance(model.expect(R(1, 1), 1.3), Refusal)
     assert model.unreaped(key_of(1), 1, 1.3) is None
     assert model.is_live(key_of(3))
@@ -733,12 +735,7 @@ def test_a_late_reaped_sequence_whose_slot_was_seen_taken_may_have_lent_another_
     assert isinstance(model.expect(R(1, 1), 2.15), Refusal)
     assert model.unreaped(key_of(1), 1, 2.15) is None
     # A START on a holder's live id later does not move when the START let in got its slot.
-    model = BatcherModel(spec(capacity=2), margin_s=MARGIN, prompt_s=1.0)
-    model.expect(R(1, 1, start=True), 0.0)
-    model.expect(R(3, 10, start=True), 0.35)  # window [1.25, 1.45]
-    model.expect(R(2, 5, start=True), 0.4)
-    model.settle(1.15)
-    assert model.served(key_of(2), 1.2) is None
+    model = _ghost_and_holder(holder_at=0.35, queued_at=0.4, let_in_at=1.2)  # 3's window [1.25, 1.45]
     assert model.expect(R(2, 1, start=True), 1.27) == Answer(1)  # 2 restarts
     assert isinstance(model.expect(R(1, 1), 1.3), Refusal)
     assert model.unreaped(key_of(1), 1, 1.3) is None  # 3 opened at 1.25, after 2 was let in at 1.2
