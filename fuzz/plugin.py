@@ -295,17 +295,21 @@ def pytest_runtest_makereport(item, call):
         if text is not None:
             report.longrepr = text
         server = item.funcargs.get("triton") if hasattr(item, "funcargs") else None
-        if server is not None and _dead(server):
-            # Like -x: each later test could only report the same death again.
+        death = _death(server) if server is not None else None
+        if death is not None:
+            # Like -x: each later test could only report the same death again. How it died (its
+            # log's last lines) goes with the report: the test's own error may only say "refused".
+            report.sections.append(("the Triton under test died", death))
             item.session.shouldfail = "the Triton under test died; the run stops here"
 
 
-def _dead(server) -> bool:
+def _death(server) -> str | None:
+    """Why the server is dead (with its log's last lines, where it has a log); None while it lives."""
     try:
         server.check_alive()
-    except Exception:
-        return True
-    return False
+    except Exception as err:
+        return str(err)
+    return None
 
 
 @pytest.hookimpl(optionalhook=True)

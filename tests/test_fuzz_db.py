@@ -10,10 +10,21 @@ from pathlib import Path
 import pytest
 
 from fuzz.db import DatabaseSpecError, open_database
-from fuzz.server import free_port
+from fuzz.server import EmbeddedTriton, ServerDied, free_port
+from modelgen import default_variants, write_model
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "py_implicit_direct_s1_i1_int32_csr"  # diverges on 2.51 (implicit state dropped): fails fast
+
+
+@pytest.fixture(scope="module")
+def triton(tmp_path_factory):
+    """MODEL alone on a server of this module's own: the workers' campaigns start from a server
+    no other test has used (the session's may carry another module's history)."""
+    repo = tmp_path_factory.mktemp("fuzz-db-models")
+    write_model(next(v for v in default_variants() if v.name == MODEL), repo)
+    with EmbeddedTriton(repo, workdir=tmp_path_factory.mktemp("fuzz-db-triton")) as server:
+        yield server
 
 
 @pytest.fixture
@@ -47,6 +58,10 @@ def redis_url(tmp_path):
 def worker(triton, db, mode) -> dict:
     out = subprocess.run([sys.executable, "-m", "tests.fuzz_db_worker", triton.grpc_url, MODEL, db, mode],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    try:
+        triton.check_alive()
+    except ServerDied as death:  # how it died, not only the worker's "no Triton answers"
+        pytest.fail(f"the server died during the {mode} worker's campaign: {death}\n{out.stdout}{out.stderr}")
     assert out.returncode == 0, out.stdout + out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
