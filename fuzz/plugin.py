@@ -298,8 +298,10 @@ def pytest_runtest_makereport(item, call):
         death = _death(server) if server is not None else None
         if death is not None:
             # Like -x: each later test could only report the same death again. How it died (its
-            # log's last lines) goes with the report: the test's own error may only say "refused".
-            report.sections.append(("the Triton under test died", death))
+            # log's last lines) goes with the report, unless the report says it already (a
+            # campaign's server_alive does): a test's own error may only say "refused".
+            if death.partition("\n")[0] not in str(report.longrepr):
+                report.sections.append(("the Triton under test died", death))
             item.session.shouldfail = "the Triton under test died; the run stops here"
 
 

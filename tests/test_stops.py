@@ -192,6 +192,30 @@ def test_a_server_killed_mid_run_is_one_short_report_and_stops_the_run(tmp_path)
     assert not servers_of(tmp_path)
 
 
+def test_a_test_whose_server_died_says_how_it_died(tmp_path):
+    """A test of the user's (not a campaign) that fails once the server is dead: its report says
+    how the server died, with the log's last lines, not only the test's own error; the run stops."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_users.py").write_text(
+        "import os, signal, time\n\n"
+        "def test_after_the_server_died(triton):\n"
+        "    os.kill(triton.process.pid, signal.SIGKILL)\n"
+        "    triton.process.wait(10)\n"
+        "    assert False, 'the request was refused'\n\n"
+        "def test_never_run(triton):\n"
+        "    pass\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("CI", None)
+    out = subprocess.run([sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-q",
+                          "--basetemp", str(tmp_path / "bt"), "--model", MODEL],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120).stdout
+    assert "the request was refused" in out, out
+    assert "the Triton under test died" in out and re.search(r"died with status -9", out), out
+    assert out.count("--- last lines of the server log ---") == 1, out
+    assert "the Triton under test died; the run stops here" in out and "1 failed" in out and "passed" not in out, out
+
+
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
 def test_a_server_that_dies_at_start_up_ends_the_run_with_why(tmp_path, workers):
     from modelgen import Variant, write_model
