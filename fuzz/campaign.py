@@ -71,6 +71,7 @@ class ModelResult:
     # (fuzz/lag.py): not hangs; and the slowest of them, in seconds.
     slow_answers: int = 0
     slowest_answer_s: float = 0.0
+    prompt_s: float = 5.0  # the prompt bound those came after (FuzzSettings.prompt_s)
     coverage: CoverageReport = CoverageReport()  # goals reached and the fuzzer's gaps (fuzz/coverage.py)
     # Known divergences the campaign saw and then fuzzed on past, its reference taking them as built.
     accepted: tuple = ()
@@ -197,6 +198,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             fault_s=tuple(sorted((k, round(v, 2)) for k, v in stats.fault_s.items())),
             wait_s=round(stats.wait_s, 2), stuck_s=round(stats.stuck_s, 2), unsteady_rounds=stats.unsteady_rounds,
             slow_answers=stats.lag.slow, slowest_answer_s=round(stats.lag.slowest_s, 2),
+            prompt_s=fuzz_settings.prompt_s,
             depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,
             coverage=stats.coverage.report(goals, rows, stopped_at), model_spec=spec)
         return ModelResult(**{**counts, **verdict})

@@ -526,7 +526,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line(f"      {r.unsteady_rounds} round(s) of examples cut short: Hypothesis saw the same choices "
                           f"draw differently (the server answered differently), no promise broken")
         if r.slow_answers:
-            tr.write_line(f"      {r.slow_answers} answer(s) came after the {FuzzSettings().prompt_s:g} s bound "
+            tr.write_line(f"      {r.slow_answers} answer(s) came after the {r.prompt_s:g} s bound "
                           f"(the slowest after {r.slowest_answer_s:g} s): a starved machine, not hangs; the bound "
                           f"widens with the latency measured")
         for why in r.left_out:
