@@ -8,7 +8,7 @@ a request it cancels may not even have left it. So the steps make the server sho
 
     first     the sequence's next request, on unary gRPC (not waited for)
     behind    one more on the client's stream, queued behind it (a slow model makes sure)
-    witness   one more on unary gRPC, queued behind that one
+    witness   one more on unary gRPC (or on a stream of its own), queued behind that one
     cancel    the client cancels its stream
     answers   the first's, then the witness's
     after     the sequence's next request
@@ -38,7 +38,7 @@ class Group:
     the answers so far leave possible for the next request."""
     base: float  # the sequence's sum before it
     sent_at: float
-    asides: list = attrs.Factory(list)  # (request, expected answer, call): the first, the witness
+    asides: list = attrs.Factory(list)  # (request, expected answer, call, via): the first, the witness
     behind: list = attrs.Factory(list)  # (request, call): the request cancelled
     checked: int = 0  # asides whose answers were checked
     cancelled: bool = False  # the request behind had no answer when its stream was cancelled
@@ -47,8 +47,13 @@ class Group:
     sums: frozenset = frozenset()  # the sums (before `after`) the sequence may go on with
 
 
-def swept(got: Outcome) -> bool:
-    """Failed with the cancelled request it was queued behind: CANCELLED, with an empty message."""
+def swept(got: Outcome, via: str = "grpc") -> bool:
+    """Failed with the cancelled request it was queued behind: CANCELLED, with an empty message
+    (on a stream, whose errors carry no status: an error that is empty or says it was cancelled;
+    the builds that have cancellation send none there, swept-request-error-lost-on-stream)."""
+    if via == "stream":
+        message = normalize_message(got.message)
+        return got.status == "ERROR" and (message == "" or "cancel" in message.lower())
     return got.status == "CANCELLED" and normalize_message(got.message) == ""
 
 
@@ -57,20 +62,35 @@ class CancelSteps:
     log and checks). Each is one step of the program, so a replay runs them one by one."""
 
     group: Group | None = None
+    side: StreamClient | None = None  # the witness's stream, where it goes on one (side_stream)
 
-    def send_aside(self, client: int, req: Request, action: str) -> bool:
-        """Sends the next request of a live sequence on unary gRPC, not waiting for it (the first
-        one, or the witness after the request behind). False, sending nothing, if the model would
-        not answer it at once (its sequence gone, or at its idle timeout: for the witness, a
-        starved machine took that long since the first went)."""
+    def side_stream(self) -> StreamClient:
+        """A stream of the engine's own, no client's: the cancelled stream is not it."""
+        if self.side is None:
+            self.side = StreamClient(self.server.grpc_url)
+        return self.side
+
+    def close_side_stream(self, cancel: bool) -> None:
+        side, self.side = self.side, None
+        if side is not None:
+            side.close(cancel_requests=cancel, timeout_s=self.settings.prompt_s)
+            side.close_channel()
+
+    def send_aside(self, client: int, req: Request, action: str, via: str = "grpc") -> bool:
+        """Sends the next request of a live sequence on unary gRPC (the witness: or on a stream
+        of its own), not waiting for it (the first one, or the witness after the request
+        behind). False, sending nothing, if the model would not answer it at once (its sequence
+        gone, or at its idle timeout: for the witness, a starved machine took that long since
+        the first went)."""
         exp = self.expect(req, time.monotonic())  # as if everything before it ran
         if not isinstance(exp, Answer):
             return False
         if self.group is None:
             self.group = Group(exp.value - req.value, time.monotonic())
         self.going_out(req)
-        self.group.asides.append((req, exp, self.grpc.send(req, self.answer_bound())))
-        self.record(client=client, action=action, kind=Kind.ASIDE, request=req, via="grpc",
+        call = self.side_stream().send(req) if via == "stream" else self.grpc.send(req, self.answer_bound())
+        self.group.asides.append((req, exp, call, via))
+        self.record(client=client, action=action, kind=Kind.ASIDE, request=req, via=via,
                     expected=describe_expectation(exp) + (" or less" if len(self.group.asides) > 1 else ""),
                     got="(its answer is checked below)")
         time.sleep(self.settings.wire_s / 3)  # what follows must find it there
@@ -104,20 +124,20 @@ class CancelSteps:
                     got=f"{ran} of {len(got)} request(s) behind answered before the cancel")
 
     def check_aside(self, client: int, action: str) -> None:
-        """The next unchecked answer on unary gRPC: the first request's, then the witness's."""
+        """The next unchecked answer beside the stream: the first request's, then the witness's."""
         g = self.group
-        req, exp, call = g.asides[g.checked]
+        req, exp, call, via = g.asides[g.checked]
         g.checked += 1
         got = StreamClient.wait(call, self.answer_bound())
         self.tally.saw(got)
-        check = check_prompt(req, exp, got, "grpc")
+        check = check_prompt(req, exp, got, via)
         if g.checked == 1:
             check, indeterminate = self._first(req, exp, got, check)
             expect = exp
         else:
-            check, indeterminate = self._witness(req, exp, got, check)
+            check, indeterminate = self._witness(req, exp, got, check, via)
             expect = EndedOr((exp.value, exp.value - self._behind_value()))
-        rec = self.record(client=client, action=action, kind=Kind.ASIDE_ANSWER, request=req, via="grpc",
+        rec = self.record(client=client, action=action, kind=Kind.ASIDE_ANSWER, request=req, via=via,
                           expected=check.expected, got=check.got, expect=None if indeterminate else expect,
                           outcome=got)
         if not g.behind and g.checked == len(g.asides):  # the first alone: nothing went behind it
@@ -147,7 +167,7 @@ class CancelSteps:
         return attrs.evolve(check, violation=None, expected=f"{check.expected}, or (had it come after the requests "
                                                              f"behind it) more, or an error (indeterminate)"), True
 
-    def _witness(self, req, exp, got, check):
+    def _witness(self, req, exp, got, check, via: str):
         """CANCELLED (or the START-flag error): the cancelled request was queued before it and
         ended the sequence. Its sum with the cancelled request: that one ran first, the sequence
         goes on. Its sum without: the cancelled one was not there yet (or never came). Where the
@@ -161,9 +181,9 @@ class CancelSteps:
                                              f"yet), or CANCELLED with it")
         if g.overtaken:
             g.sums = self._any_sum()
-            fits = self._refused_with_it(got, req) or got.ok and got.value in g.sums
+            fits = self._refused_with_it(got, req, via) or got.ok and got.value in g.sums
             return (attrs.evolve(check, violation=None), True) if fits else (check, False)
-        if self._refused_with_it(got, req):
+        if self._refused_with_it(got, req, via):
             g.ended = True
             return attrs.evolve(check, violation=None), False
         if got.ok and got.value == with_behind and with_behind != without:
@@ -185,9 +205,9 @@ class CancelSteps:
                 sums |= {self.model.then(s, r.value) for s in sums}
         return frozenset(sums)
 
-    def _refused_with_it(self, got: Outcome, req: Request) -> bool:
+    def _refused_with_it(self, got: Outcome, req: Request, via: str = "grpc") -> bool:
         """Failed with a cancelled request it was queued behind, or after it ended the sequence."""
-        return swept(got) or refused_for_start(self.spec, got, req.seq_id)
+        return swept(got, via) or refused_for_start(self.spec, got, req.seq_id)
 
     def after_cancel(self, client: int, req: Request, via: str, action: str) -> None:
         """The sequence's next request, held to what the answers so far leave possible."""
@@ -238,7 +258,7 @@ class CancelSteps:
         return f"{what}, but it went on (OUTPUT={got.value!r})"
 
     def pipeline_and_cancel(self, client: int, first: Request, behind: Request, witness: Request,
-                            after: Request, via: str) -> bool:
+                            after: Request, via: str, witness_via: str = "grpc") -> bool:
         """The whole rule: False (nothing sent) if the model would not answer `first` at once."""
         if not self.send_aside(client, first, "next request, on unary gRPC"):
             return False
@@ -247,7 +267,8 @@ class CancelSteps:
             event("cancel pipelined: the sequence reached its idle window before the one behind went")
             self.check_aside(client, "answer to the first")
             return True
-        witnessed = self.send_aside(client, witness, "one more behind that, on unary gRPC")
+        witnessed = self.send_aside(client, witness, "one more behind that, " + (
+            "on a stream of its own" if witness_via == "stream" else "on unary gRPC"), witness_via)
         self.cancel_stream(client, "cancel its stream")
         self.check_aside(client, "answer to the first")
         if witnessed:

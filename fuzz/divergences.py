@@ -154,8 +154,9 @@ KNOWN = KNOWN + (
         "in the released slot without its cancelled requests, and when it idles out the reaper releases "
         "that slot a second time, so that one more sequence than there are slots is let in and two of "
         "them share a slot's state (seen live on 2.39 with a 4-slot direct model: five STARTs answered "
-        "at once, and one sequence's next answer was another's sum).",
-        versions=("2.39.0", "2.41.0"),
+        "at once, and one sequence's next answer was another's sum). 2.44 (r24.03) too, pinned live; "
+        "2.46 (r24.05) ends the sequence.",
+        versions=("2.39.0", "2.41.0", "2.44.0"),
         symptom="the next request is answered with the sum without the cancelled requests, instead of the "
                 "START-flag error",
         affects=lambda m: True, invariant="cancel_ends_sequence",
@@ -165,12 +166,14 @@ KNOWN = KNOWN + (
         "A request of a sequence that another client's cancel ends, queued behind the cancelled one, "
         "fails CANCELLED with it; on a gRPC stream that error is lost: the client gets a response with "
         "no error and no outputs, only the triton_final_response parameter (unary gRPC gets CANCELLED "
-        "with an empty message, HTTP a 400 with an empty one).",
-        versions=("2.39.0", "2.41.0", "2.51.0"),
+        "with an empty message, HTTP a 400 with an empty one). On every build that cancels (probed live "
+        "on 2.44 and 2.46 too; 2.36 runs a cancelled stream's requests). Found by cancel_pipelined's "
+        "witness on a stream of its own, which the guard keeps on unary gRPC.",
+        versions=("2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0"),
         symptom="an empty response (no OUTPUT, no error) on the stream",
         affects=lambda m: True, invariant="valid_is_accepted",
-        guard="the request after a cancel goes over unary gRPC or HTTP, never a stream (and cancel_pipelined "
-              "is left out for a decoupled model, which takes streams only)"),
+        guard="the request a cancel may sweep up (cancel_pipelined's witness) goes over unary gRPC, never a "
+              "stream (and cancel_pipelined is left out for a decoupled model, which takes streams only)"),
 )
 
 KNOWN = KNOWN + (

@@ -400,6 +400,10 @@ class Engine(CancelSteps, SharedSteps):
             if self.server.http_url and not self.spec.decoupled else None
 
     def _disconnect(self):
+        try:
+            self.close_side_stream(cancel=bool(self.failed))
+        except Exception:
+            pass
         for s in [*self.streams, self.grpc] if self.spec.decoupled else self.streams:
             try:
                 s.close_channel()

@@ -218,6 +218,7 @@ class Plan:
     strings_ok: bool  # string ids may be sent (a uint64 CORRID with the guard on: not)
     families: tuple  # twin families an alias draws from
     after_cancel_vias: tuple
+    witness_vias: tuple  # cancel_pipelined's witness: unary gRPC, or a stream where it may go
     backlog_bursts: bool  # an iterative burst may go past the free slots
     value_and_steer: st.SearchStrategy  # (value, steer, steered index): one draw (see _value)
     sum_targets: tuple  # sums on an edge of the dtype (edges.core_targets, power_targets)
@@ -277,10 +278,11 @@ class Plan:
             edge_ids=edge_ids(SPECIAL_IDS, spec.id_bits),
             client_draw=st.integers(0, setup.n_clients - 1), via_draw=st.sampled_from(vias),
             strings_ok=strings_ok, families=families,
-            # Never a stream: there the error of a request swept up with a cancel is lost
-            # (divergences.py), unless the campaign is to find that divergence (find_known)
-            after_cancel_vias=("grpc",) + (("http",) if server.http_url else ()) +
-            (("stream",) if "swept-request-error-lost-on-stream" in settings.find_known else ()),
+            after_cancel_vias=("grpc",) + (("http",) if server.http_url else ()),
+            # The witness, the request a cancel sweeps up, on a stream only where the build is not
+            # known to lose its error there (swept-request-error-lost-on-stream), or the campaign
+            # is to find that (find_known)
+            witness_vias=("grpc",) + (() if setup.guarded("swept-request-error-lost-on-stream") else ("stream",)),
             # Whether an iterative burst may go past the free slots (not where the backlogged START stalls)
             backlog_bursts=not setup.guarded("iterative-backlog-start-stalls"),
             # One draw where three would do: each data.draw saves and restores the global random
@@ -881,8 +883,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def cancel_pipelined(self, data):
         """A client sends the next request of a live sequence (on unary gRPC), one more behind
-        it on its stream and a third behind that (on unary gRPC), cancels its stream while the
-        second waits in the queue (a slow model makes sure it does), then sends the sequence's
+        it on its stream and a third behind that (on unary gRPC or a stream of its own), cancels
+        its stream while the second waits in the queue (a slow model makes sure it does), then sends the sequence's
         next request: the sequence must have ended with the cancelled request, and the third
         failed with it (cancel_ends_sequence); see fuzz/cancelling.py for the timing."""
         client = self._client(data)
@@ -890,6 +892,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         values = [self._value(data) for _ in range(4)]
         end = data.draw(st.booleans(), label="end after")
         via = data.draw(st.sampled_from(self.plan.after_cancel_vias), label="via after")
+        witness_via = data.draw(st.sampled_from(self.plan.witness_vias), label="witness via")
         self.engine.collect()
         if client is None or key is None or key not in self.engine.live():
             return self._skip("cancel pipelined: " + ("no idle client" if client is None else "no live sequence"))
@@ -901,7 +904,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if self._near_edge(key):
             return self._skip("cancel pipelined: the sum is near the edge of the model's dtype")
         reqs = [self.plan.spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
-        if not self.engine.pipeline_and_cancel(client, *reqs, via):
+        if not self.engine.pipeline_and_cancel(client, *reqs, via, witness_via):
             self._skip("cancel pipelined: the sequence is not answered at once")
 
     @rule(data=st.data())

@@ -194,7 +194,7 @@ def _cancel_queued(engine, step, spec, settings) -> None:
 @replays(Kind.ASIDE)
 def _aside(engine, step, spec, settings) -> None:
     engine.collect()
-    if not engine.send_aside(step.client, step.request, step.action):
+    if not engine.send_aside(step.client, step.request, step.action, step.via or "grpc"):
         raise _drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
 
 

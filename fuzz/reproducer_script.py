@@ -228,13 +228,16 @@ def matches(expect, got, via):
     """Whether an outcome keeps the recorded expectation (the fuzzer's check_prompt, on values):
     {"answer": v} or {"queued": v}: OUTPUT v (after the "partials" answers, when it has them);
     {"cancelled": true}: anything but an answer;
-    {"ended_or": [v...]}: an error (the sequence ended with its cancelled request) or one of those
-    OUTPUTs (the server's timing left it possible that it was not queued); {"any_order": [v...]}:
+    {"ended_or": [v...]}: an error (the sequence ended with its cancelled request; an empty response
+    is none) or one of those OUTPUTs (the server's timing left it possible that it was not queued);
+    {"any_order": [v...]}:
     one of those OUTPUTs (one of several requests of a sequence sent at once); {"refusal": {...}}: that error (its status compared on gRPC, where it is exact)."""
     if "cancelled" in expect:
         return not got.ok
     if "ended_or" in expect:
-        return not got.ok or float(got.value) in [float(v) for v in expect["ended_or"]]
+        if not got.ok:
+            return got.status != "BAD_RESPONSE"
+        return float(got.value) in [float(v) for v in expect["ended_or"]]
     if "any_order" in expect:
         return got.ok and float(got.value) in [float(v) for v in expect["any_order"]]
     if "answer" in expect or "queued" in expect:
@@ -373,7 +376,11 @@ class Player:
         got = box.get(timeout=self.args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
         self.verdict(step, got, "stream")
 
-    def aside(self, step):  # unary, not waited for
+    def aside(self, step):  # unary (or the witness on a stream of its own), not waited for
+        if step["kind"] == "aside" and step["via"] == "stream":
+            self.asides.setdefault(step["client"], []).append(self.stream("side").send(step["request"], self.args.model))
+            time.sleep(0.017)
+            return
         box = queue.Queue(maxsize=1)
         threading.Thread(target=lambda r=step["request"], b=box: b.put(self.unary.infer(r, self.args.model, self.args.timeout)),
                          daemon=True).start()
@@ -397,7 +404,7 @@ class Player:
     def aside_answer(self, step):
         boxes = self.asides.get(step["client"]) or []
         got = boxes.pop(0).get(timeout=self.args.timeout + 1) if boxes else Outcome(status="NOTHING", message="no request")
-        self.verdict(step, got, "grpc")
+        self.verdict(step, got, step["via"] if step["kind"] == "aside_answer" else "grpc")
 
     def answer(self, step):
         client = step["client"]

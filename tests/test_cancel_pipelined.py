@@ -14,7 +14,8 @@ from fuzz import corpus
 from fuzz.corpus import _step_from_json, _step_to_json
 from fuzz.engine import Engine, FuzzSettings, Setup
 from fuzz.invariants import InvariantViolation
-from fuzz.machine import make_machine
+from fuzz.divergences import known_for
+from fuzz.machine import Plan, make_machine
 from fuzz.replay import ReplayDrift, replay_steps
 from fuzz.server import EmbeddedTriton
 from fuzz.spec import ModelSpec
@@ -74,6 +75,42 @@ def test_the_sequence_ends_with_its_cancelled_request(slow_triton, model):
     assert [_step_from_json(_step_to_json(s), 0) for s in steps] == steps
     again = replay_steps(slow_triton, engine.spec, [*engine.log[:1], *steps])
     assert [s.kind for s in again[1:8]] == GROUP and "START flag" in again[7].got
+
+
+SWEPT = "swept-request-error-lost-on-stream"
+
+
+def test_a_witness_on_a_stream_of_its_own_loses_its_error_and_the_fuzzer_says_so(slow_triton, tmp_path):
+    """With its guard off, the witness may go on a stream of its own (not the cancelled one): swept
+    up with the cancelled request, it gets an empty response there instead of CANCELLED. That is
+    the known divergence, as a campaign would report it; its program replays, here and standalone."""
+    spec = ModelSpec.fetch(slow_triton, DIRECT)
+    engine = Engine(Setup.of(slow_triton, spec, FuzzSettings(find_known={SWEPT})), salt=time.monotonic_ns() % 2**20 + 1)
+    seq_id = 7_500 + engine.salt
+    assert engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start").value == 1
+    with pytest.raises(InvariantViolation) as raised:
+        engine.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc", "stream")
+    engine.failed = True
+    engine.finish()
+    assert raised.value.invariant == "valid_is_accepted" and "no OUTPUT in response" in str(raised.value)
+    witness, answer = engine.log[3], engine.log[6]
+    assert (witness.kind, witness.via, answer.kind, answer.via) == (Kind.ASIDE, "stream", Kind.ASIDE_ANSWER, "stream")
+    assert [d.key for d in known_for(spec, slow_triton.version) if d.invariant == raised.value.invariant] == [SWEPT]
+    steps = engine.log[:7]
+    assert [_step_from_json(_step_to_json(s), 0) for s in steps] == steps
+    with pytest.raises(InvariantViolation, match="no OUTPUT in response"):
+        replay_steps(slow_triton, spec, steps, FuzzSettings(find_known={SWEPT}))
+    entry = corpus.make_entry(spec, slow_triton.version, "valid_is_accepted", "test program", steps)
+    script = corpus.write(tmp_path, entry).with_suffix(".py")
+    out = subprocess.run([sys.executable, str(script), "--url", slow_triton.grpc_url], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode != 0 and "<-- DIVERGES" in out.stdout, out.stdout + out.stderr
+
+
+def test_the_witness_goes_on_a_stream_only_where_the_build_is_not_known_to_lose_its_error(slow_triton):
+    spec = ModelSpec.fetch(slow_triton, DIRECT)
+    assert Plan.of(slow_triton, spec).witness_vias == ("grpc",)  # 2.51 loses it (guarded)
+    assert Plan.of(slow_triton, spec, FuzzSettings(find_known={SWEPT})).witness_vias == ("grpc", "stream")
 
 
 def test_a_group_cut_short_by_shrinking_is_a_drift_not_a_crash(slow_triton):
@@ -141,9 +178,9 @@ def test_the_rule_is_drawn_and_left_out_where_guarded(slow_triton, triton):
     assert machine.cancel_pipelined is None and "swept-request-error-lost-on-stream" in machine.left_out[-1]
 
 
-@pytest.mark.parametrize("release", ["0.4.2", "0.5.0"])
+@pytest.mark.parametrize("release", ["0.4.2", "0.5.0", "0.5.5"])
 def test_older_builds_keep_the_sequence_without_its_cancelled_requests(repo, tmp_path, release):
-    """2.39 and 2.41: the known divergence cancelled-request-keeps-sequence, as the fuzzer reports it."""
+    """2.39, 2.41 and 2.44: the known divergence cancelled-request-keeps-sequence, as the fuzzer reports it."""
     with EmbeddedTriton(repo, workdir=tmp_path, **embedded_install(release)) as server:
         server.wait_models_ready([DIRECT])
         machine = make_machine(server, ModelSpec.fetch(server, DIRECT), FuzzSettings())
