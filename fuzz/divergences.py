@@ -140,8 +140,9 @@ KNOWN = KNOWN + (
         "Cancelling a START that waits in the backlog does not free its id: until a slot next frees "
         "and the batcher drops the dead backlog entry, a request to that id (with or without START) "
         "is queued behind it and then fails CANCELLED, instead of the START-flag error. On 2.39 and "
-        "2.41 too (the release matrix replayed a 2.39 reproducer on all three).",
-        versions=("2.39.0", "2.41.0", "2.51.0"), symptom="CANCELLED with an empty message, after the next slot frees",
+        "2.41 too (the release matrix replayed a 2.39 reproducer on all three), and 2.44 and 2.46 "
+        "(probed live): every build that cancels.",
+        versions=("2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0"), symptom="CANCELLED with an empty message, after the next slot frees",
         affects=lambda m: True, invariant="start_is_required",
         guard="no request goes to the id of a cancelled backlogged START until its backlog place is dropped"),
 )
@@ -177,6 +178,17 @@ KNOWN = KNOWN + (
 )
 
 KNOWN = KNOWN + (
+    KnownDivergence(
+        "cancel-not-honoured",
+        "2.36 (r23.07) predates request cancellation: a START a client cancels while it waits in the "
+        "backlog (its stream cancelled) still runs once a slot frees, so its sequence goes on: a "
+        "request to its id without START is answered with the cancelled START's value in its sum, "
+        "instead of the START-flag error, and the slot is held until it idles out. 2.39 and later drop "
+        "it (probed live on all six builds). Found by probing the builds with the cancel steps.",
+        versions=("2.36.0",), symptom="a request to a cancelled backlogged START's id is answered, its sum "
+                                      "counting the cancelled START",
+        affects=lambda m: True, invariant="start_is_required", also_under=("cancel_ends_sequence",),
+        guard="no START waiting in the backlog is cancelled (cancel is left out)"),
     KnownDivergence(
         "dtype-error-older-wording",
         "2.36 words the refusal of an INPUT of the wrong data type differently from 2.39 and later "

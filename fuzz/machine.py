@@ -867,6 +867,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("abandon: no idle client")
         self.engine.close_stream(client)
 
+    @when(lambda plan: not plan.setup.guarded("cancel-not-honoured"))
     @rule(data=st.data())
     def cancel(self, data):
         """A client whose START waits in the backlog cancels it (stop_stream(cancel_requests=True))."""

@@ -106,6 +106,41 @@ def test_cancelled_backlogged_start_leaves_its_id_behind(one_slot):
     holder.close()
 
 
+@pytest.mark.parametrize("release", [None, "0.4.0"], ids=["installed", "2.36"])
+def test_a_start_cancelled_in_the_backlog_still_runs_on_a_build_without_cancellation(tmp_path, release):
+    """cancel-not-honoured pinned: on 2.36 a START cancelled while it waits in the backlog runs once
+    the slot frees, and its sequence goes on; the fuzzer's engine says so (start_is_required), and
+    leaves the cancel rule out there. Later builds drop it (the id may linger: another divergence)."""
+    from fuzz.engine import Engine, FuzzSettings, Setup
+    from fuzz.invariants import InvariantViolation
+    from fuzz.machine import make_machine
+
+    from .release_installs import embedded_install
+
+    v = Variant("corrid", "direct", 1, 1, "int32", "uint64", FULL, idle_us=2_000_000)
+    write_model(v, tmp_path / "models")
+    with EmbeddedTriton(tmp_path / "models", workdir=tmp_path / "w", **embedded_install(release)) as server:
+        spec = ModelSpec.fetch(server, v.name)
+        applies = divergence("cancel-not-honoured").applies(spec, server.version)
+        assert (make_machine(server, spec).cancel is None) == applies
+        if not applies:
+            return
+        engine = Engine(Setup.of(server, spec, FuzzSettings()), salt=1)
+        assert engine.send(0, spec.request(101, 1, start=True), "stream", "start").value == 1
+        engine.send(1, spec.request(102, 5, start=True), "stream", "start, into the backlog")
+        time.sleep(0.3)
+        engine.cancel_queued(1)
+        assert engine.send(0, spec.request(101, 1, end=True), "stream", "end").value == 2  # the slot frees
+        time.sleep(0.1)
+        with pytest.raises(InvariantViolation) as raised:
+            engine.send(2, spec.request(102, 1), "grpc", "the cancelled id, without START")
+        engine.failed = True
+        engine.finish()
+    assert raised.value.invariant == "start_is_required" and engine.log[-1].outcome.value == 6, engine.log[-1].got
+    assert [d.key for d in known_for(spec, server.version) if d.invariant == "start_is_required"] == \
+        ["cancel-not-honoured"]
+
+
 def test_every_known_divergence_names_a_build_and_a_symptom():
     for d in KNOWN:
         assert d.versions and d.symptom and d.summary
