@@ -870,15 +870,26 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     @when(lambda plan: not plan.setup.guarded("cancel-not-honoured"))
     @rule(data=st.data())
     def cancel(self, data):
-        """A client whose START waits in the backlog cancels it (stop_stream(cancel_requests=True))."""
+        """A client whose START waits in the backlog cancels it (stop_stream(cancel_requests=True)),
+        and may then send to its id without START, as cancel_pipelined's `after` does: the
+        sequence must be over (cancel_ends_sequence's other half). Not where the build keeps the
+        cancelled START's id until a slot frees (cancelled-backlog-id-lingers, guarded)."""
         now = time.monotonic()
         choices = sorted(c for c, p in self.engine.pending.items()
                          if self.engine.model.surely_backlogged_until(key_of(p.request.seq_id)) > now + 0.2
                          and now > p.sent_at + self.plan.settings.wire_s)  # it has reached the backlog
         client = self._pick(data, choices, "client")
+        again = data.draw(st.booleans(), label="then its id again")
+        value, via = self._value(data), self._via(data)
         if client is None:
             return self._skip("cancel: nothing surely in the backlog")
+        seq_id = self.engine.pending[client].request.seq_id
         self.engine.cancel_queued(client)
+        key = key_of(seq_id)
+        if again and not self.plan.setup.lingering_guard and not self.engine.model.is_live(key) \
+                and not self.engine.blocked(seq_id):
+            self.engine.send(client, self.plan.spec.request(seq_id, self._small(value)), via,
+                             "its id again, without START")
 
     @when(lambda plan: not plan.setup.cancel_pipelined_guard)
     @rule(data=st.data())

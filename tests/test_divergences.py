@@ -123,6 +123,7 @@ def test_a_start_cancelled_in_the_backlog_still_runs_on_a_build_without_cancella
         spec = ModelSpec.fetch(server, v.name)
         applies = divergence("cancel-not-honoured").applies(spec, server.version)
         assert (make_machine(server, spec).cancel is None) == applies
+        assert make_machine(server, spec, FuzzSettings(find_known={"cancel-not-honoured"})).cancel is not None
         if not applies:
             return
         engine = Engine(Setup.of(server, spec, FuzzSettings()), salt=1)
