@@ -65,9 +65,11 @@ class CancelSteps:
     side: StreamClient | None = None  # the witness's stream, where it goes on one (side_stream)
 
     def side_stream(self) -> StreamClient:
-        """A stream of the engine's own, no client's: the cancelled stream is not it."""
+        """A stream of the engine's own, no client's: the cancelled stream is not it. Connected
+        before it is first used: a witness must reach the server before the cancel does."""
         if self.side is None:
             self.side = StreamClient(self.server.grpc_url)
+            self.side.warm(self.settings.prompt_s)
         return self.side
 
     def close_side_stream(self, cancel: bool) -> None:
@@ -260,6 +262,8 @@ class CancelSteps:
     def pipeline_and_cancel(self, client: int, first: Request, behind: Request, witness: Request,
                             after: Request, via: str, witness_via: str = "grpc") -> bool:
         """The whole rule: False (nothing sent) if the model would not answer `first` at once."""
+        if witness_via == "stream":
+            self.side_stream()  # connected before the group's timing starts
         if not self.send_aside(client, first, "next request, on unary gRPC"):
             return False
         if not self.send_behind(client, behind, "one more behind it on its stream"):

@@ -50,8 +50,10 @@ ID_STATES = ("fresh", "live", "done")
 # every other row of the execution goes on), and END in row k of a full execution, one for each
 # row k where the model says each request's row (a row after it goes on, one before it ran first);
 # kept alive, a sequence went on KEPT_WINDOWS idle windows after its START (fuzz/model.py),
-# requests coming all the while.
+# requests coming all the while; restart in a pipelined run, a START on a live id came in the
+# middle of that sequence's requests pipelined on one stream (queued behind them, more behind it).
 FULL_START = "restart in a full execution"
+PIPELINED_RESTART = "restart in a pipelined run"
 FULL_END = "END in a full execution"
 KEPT_ALIVE = "kept alive"
 
@@ -144,7 +146,8 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     # an iterative sequence is its START: nothing is sent on it while it runs
     goals += [flags_goal(f, s) for s in ID_STATES if not (spec.iterations and s == "live") for f in FLAG_SHAPES]
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
-    situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap"])
+    situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap",
+                                                                                   PIPELINED_RESTART])
     rows = full_rows(spec)
     if rows:
         # an iterative sequence is its START: no START comes while it runs, so none throws a sum away

@@ -143,7 +143,8 @@ KNOWN = KNOWN + (
         "2.41 too (the release matrix replayed a 2.39 reproducer on all three), and 2.44 and 2.46 "
         "(probed live): every build that cancels.",
         versions=("2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0"), symptom="CANCELLED with an empty message, after the next slot frees",
-        affects=lambda m: True, invariant="start_is_required",
+        # it waits for that slot: a hang, if none frees soon
+        affects=lambda m: True, invariant="start_is_required", also_under=("no_hangs",),
         guard="no request goes to the id of a cancelled backlogged START until its backlog place is dropped"),
 )
 
@@ -187,7 +188,8 @@ KNOWN = KNOWN + (
         "it (probed live on all six builds). Found by probing the builds with the cancel steps.",
         versions=("2.36.0",), symptom="a request to a cancelled backlogged START's id is answered, its sum "
                                       "counting the cancelled START",
-        affects=lambda m: True, invariant="start_is_required", also_under=("cancel_ends_sequence",),
+        # a request to that id waits behind the cancelled START until a slot frees: a hang, if none does soon
+        affects=lambda m: True, invariant="start_is_required", also_under=("cancel_ends_sequence", "no_hangs"),
         guard="no START waiting in the backlog is cancelled (cancel is left out)"),
     KnownDivergence(
         "dtype-error-older-wording",

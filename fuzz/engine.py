@@ -258,7 +258,9 @@ class Setup:
             f"idle expiry (let_expire, refill_after_timeout): waiting out the idle timeout takes "
             f"{self.expiry_wait_s:.1f} s, over longest_wait_s {self.settings.longest_wait_s:g} s; "
             f"fuzz a model with a shorter max_sequence_idle_microseconds for it",)
-        return out + ((self.cancel_pipelined_guard,) if self.cancel_pipelined_guard else ())
+        cancel = ("cancel: this build runs a START cancelled in the backlog all the same (cancel-not-honoured)",) \
+            if self.guarded("cancel-not-honoured") else ()
+        return out + cancel + ((self.cancel_pipelined_guard,) if self.cancel_pipelined_guard else ())
 
 
 class Engine(CancelSteps, SharedSteps):

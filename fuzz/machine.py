@@ -21,7 +21,7 @@ from . import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
                     into_band, is_fraction, power_targets, string_twin)
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, MERSENNE_STEPS, MODULUS_FAMILIES,
-                       NEGATIVES, end_in_row, flags_goal, full_rows,
+                       NEGATIVES, PIPELINED_RESTART, end_in_row, flags_goal, full_rows,
                        live_row_goals, sibling_family, twin_places)
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_depth,
                        open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
@@ -39,6 +39,9 @@ SPECIAL_IDS = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**53 - 1, 2
 # and one past 256 and 512 (where an 8- or 9-bit counter wraps). Hypothesis shrinks it toward 1.
 RUN_LENGTHS = st.one_of(st.integers(1, 32), st.integers(1, 32), st.integers(33, 250), st.integers(251, 530))
 RUN_CHUNK = 32  # requests of a run in flight at once
+# Where a run restarts its sequence with a START among its pipelined requests (a fraction of
+# the run's length; None, most runs: nowhere)
+RESTART_AT = st.sampled_from((None, None, None, 0.0, 0.5, 0.9))
 SALT_STRIDE = 0x16A09E667F3BD  # odd, ~2**40.5: per-example id shifts differ in their low bits
 ID_CHOICES = ("fresh", "reuse", "sibling")
 PICK = st.integers(0, 15)  # an index into whatever list it picks from (_pick)
@@ -534,6 +537,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
         end = data.draw(st.sampled_from([False, False, True]), label="end at the last")
         deeper = data.draw(STEER_DEPTH, label="steer depth") == STEER_DEPTH_TOP
+        restart_at = data.draw(RESTART_AT, label="restart at (a fraction of the run)")
         if client is None:
             return self._skip("run: no idle client")
         if deeper:  # as deep as the shallowest depth goal this example has not reached
@@ -554,18 +558,21 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         exp = self.engine.send(client, first, "stream", f"run 1/{k}")
         if isinstance(exp, Answer):  # else queued in the backlog, parked, or refused: it stops here
             self._go_on(client, seq_id, exp.value, k - 1, values, scale, end, time.monotonic() - began,
-                        action="run", numbered=(1, k))
+                        action="run", numbered=(1, k), restart_at=None if restart_at is None else int(restart_at * (k - 1)))
 
     def _deepest(self) -> int:
         """The most requests one sequence of this example has had: ended, or live and free to send on."""
         return max([*self.engine.model.depth.lengths, *(self.engine.model.seqs[k].requests for k in self.engine.live())], default=0)
 
-    def _go_on(self, client, seq_id, total, n, values, scale, end, latency, action, numbered=(0, 0)):
+    def _go_on(self, client, seq_id, total, n, values, scale, end, latency, action, numbered=(0, 0),
+               restart_at: int | None = None):
         """Sends the next n requests of a sequence pipelined on the client's stream, a chunk at
-        a time; the last one ENDs it if `end`. The stream keeps their order, and requests
-        already queued run even if the sequence idles out meanwhile (TRITON_NOTES), so every
-        answer is the model's. A chunk is kept to a fraction of the idle timeout at the latency
-        the first request saw (a slow model gets one request at a time)."""
+        a time; the last one ENDs it if `end`, and the one at `restart_at` (0: the first) is a
+        START on it, restarting the live sequence behind the requests queued before it. The
+        stream keeps their order, and requests already queued run even if the sequence idles
+        out meanwhile (TRITON_NOTES), so every answer is the model's. A chunk is kept to a
+        fraction of the idle timeout at the latency the first request saw (a slow model gets
+        one request at a time)."""
         if self.plan.spec.iterations:
             # An iterative sequence is its START (its last release ends it): nothing follows.
             return event(f"{action}: nothing after an iterative START, which ends its sequence")
@@ -573,8 +580,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         label = (lambda i: f"{action} {done + i + 1}/{k}") if k else (lambda i: f"{action} ({i + 1} of {n})")
 
         def nth(i, total):
-            value = self._fit(values.randint(-scale, scale), total)
-            return self.plan.spec.request(seq_id, value, end=end and i == n - 1)
+            restart = i == restart_at
+            value = self._fit(values.randint(-scale, scale), self.plan.spec.initial_sum if restart else total)
+            return self.plan.spec.request(seq_id, value, start=restart, end=end and i == n - 1)
 
         latency = max(latency, 1e-4)
         chunk = max(1, min(RUN_CHUNK, int(0.2 * self.plan.spec.idle_s / latency)))
@@ -594,6 +602,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
                 total = item[2].value
                 sent.append(item)
             self.engine.check_sent(sent, latency)
+            if restart_at is not None and i <= restart_at < i + len(sent) and not self.engine.failed:
+                self.engine.stats.coverage.situation(PIPELINED_RESTART)
             i += len(sent)
         event(f"{action}: {n} more requests pipelined")
 

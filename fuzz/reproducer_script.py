@@ -102,7 +102,8 @@ class Unary:
         from tritonclient.grpc import service_pb2_grpc
 
         self.grpc = grpc
-        self.stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(url))
+        self.channel = grpc.insecure_channel(url)
+        self.stub = service_pb2_grpc.GRPCInferenceServiceStub(self.channel)
 
     def infer(self, req, model, timeout_s):
         try:
@@ -156,7 +157,8 @@ class Stream:
         from tritonclient.grpc import service_pb2_grpc
 
         self.grpc = grpc
-        self.stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(url))
+        self.channel = grpc.insecure_channel(url)
+        self.stub = service_pb2_grpc.GRPCInferenceServiceStub(self.channel)
         self.lock = threading.Lock()
         self.pending, self.next, self.outbox, self.call, self.reader = {}, 0, None, None, None
         self.partials = {}  # request id -> the answers before its final one
@@ -224,6 +226,19 @@ class Stream:
         self._fail_pending("CANCELLED" if cancel_requests else "CLIENT_TIMEOUT", "stream closed before the response")
 
 
+def ended(got):
+    """The error of a request its sequence's end swept up (the fuzzer's cancelling.swept, or the
+    START-flag refusal): CANCELLED with an empty message; on a stream, whose errors carry no
+    status, an error that is empty or says it was cancelled. A hang, a lost connection or an
+    empty response is none."""
+    message = REQUEST_ID_PREFIX.sub("", got.message)
+    if "must specify the START flag" in message:
+        return True
+    if got.status == "ERROR":
+        return message == "" or "cancel" in message.lower()
+    return got.status == "CANCELLED" and message == ""
+
+
 def matches(expect, got, via):
     """Whether an outcome keeps the recorded expectation (the fuzzer's check_prompt, on values):
     {"answer": v} or {"queued": v}: OUTPUT v (after the "partials" answers, when it has them);
@@ -235,9 +250,7 @@ def matches(expect, got, via):
     if "cancelled" in expect:
         return not got.ok
     if "ended_or" in expect:
-        if not got.ok:
-            return got.status != "BAD_RESPONSE"
-        return float(got.value) in [float(v) for v in expect["ended_or"]]
+        return ended(got) if not got.ok else float(got.value) in [float(v) for v in expect["ended_or"]]
     if "any_order" in expect:
         return got.ok and float(got.value) in [float(v) for v in expect["any_order"]]
     if "answer" in expect or "queued" in expect:
@@ -340,9 +353,15 @@ class Player:
         self.asides = {}  # client -> its unary calls in flight, oldest first (cancel_pipelined)
         self.held = {}  # client -> its HELD requests' answers to come, oldest first (burst, crowd)
         self.backlog_wait = args.timeout + (len(entry["steps"]) + 2) * self.spec["idle_s"] * 2
+        if any(s["kind"] == "aside" and s["via"] == "stream" for s in entry["steps"]):
+            # a witness on a stream of its own: connected now, so that it reaches the server before the cancel
+            self.grpc_ready(self.stream("side"))
 
     def stream(self, client):
         return self.streams.setdefault(client, Stream(self.url))
+
+    def grpc_ready(self, stream):
+        stream.grpc.channel_ready_future(stream.channel).result(timeout=self.args.timeout)
 
     def verdict(self, step, got, via):
         if step.get("expect") is None:
@@ -403,7 +422,10 @@ class Player:
 
     def aside_answer(self, step):
         boxes = self.asides.get(step["client"]) or []
-        got = boxes.pop(0).get(timeout=self.args.timeout + 1) if boxes else Outcome(status="NOTHING", message="no request")
+        try:
+            got = boxes.pop(0).get(timeout=self.args.timeout + 1) if boxes else Outcome(status="NOTHING", message="no request")
+        except queue.Empty:  # a stream's answer that never came (a unary call's thread says so itself)
+            got = Outcome(status="CLIENT_TIMEOUT", message=f"no answer within {self.args.timeout + 1:.1f} s")
         self.verdict(step, got, step["via"] if step["kind"] == "aside_answer" else "grpc")
 
     def answer(self, step):

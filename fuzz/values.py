@@ -171,8 +171,9 @@ class Kind(str, enum.Enum):
     FAULT = "fault"  # a nemesis fault (cut, restart, reload, full batch)
     # cancel_pipelined (fuzz/cancelling.py), in this order: the next request of a running
     # sequence on unary gRPC, not waited for (ASIDE); one behind it on the client's stream
-    # (BEHIND); a witness behind that on unary gRPC (ASIDE); the stream cancelled; the two unary
-    # answers (ASIDE_ANSWER); the sequence's next request (AFTER_CANCEL, EndedOr).
+    # (BEHIND); a witness behind that on unary gRPC or a stream of its own (ASIDE, its `via`);
+    # the stream cancelled; the two answers (ASIDE_ANSWER); the sequence's next request
+    # (AFTER_CANCEL, EndedOr).
     ASIDE = "aside"
     BEHIND = "behind"
     CANCEL_STREAM = "cancel_stream"

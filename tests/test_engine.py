@@ -7,7 +7,7 @@ import pytest
 from hypothesis import settings
 
 from fuzz.client import Request
-from fuzz.coverage import FLAG_SHAPES, flags_goal
+from fuzz.coverage import FLAG_SHAPES, PIPELINED_RESTART, flags_goal
 from fuzz import profiles  # noqa: F401  (registers dev)
 from fuzz.engine import Engine, FuzzSettings, Pending, RunStats, Setup
 from fuzz.invariants import InvariantViolation
@@ -251,6 +251,31 @@ def test_sequences_back_to_back_on_one_id_each_get_the_slot_the_one_before_freed
     assert engine.model.is_live(("u", seq_id))
     engine.finish()
     assert not engine.failed
+
+
+def test_a_restart_pipelined_behind_requests_of_its_sequence_starts_it_afresh(triton, engine):
+    """A START on a live id queued behind that sequence's other requests on one stream, and one
+    more behind it: each answered in stream order, the START from the initial sum."""
+    seq_id = engine.salt * 2**40 + 9
+    sent = [engine.send_nowait(0, Request(ONE_SLOT, seq_id, v, start=start), f"run {i + 1}/4")
+            for i, (v, start) in enumerate([(3, True), (4, False), (5, True), (6, False)])]
+    assert all(item is not None and isinstance(item[2], Answer) for item in sent), sent
+    engine.check_sent(sent)
+    assert [r.got for r in engine.log[-4:]] == ["OUTPUT=3", "OUTPUT=7", "OUTPUT=5", "OUTPUT=11"], engine.log[-4:]
+    engine.finish()
+    assert not engine.failed
+
+
+def test_a_dev_campaign_restarts_a_sequence_inside_a_pipelined_run(triton):
+    """The goal "restart in a pipelined run": a run's START on its own live id, between its
+    pipelined requests, reached by a dev campaign (within three) on a one-slot model."""
+    dev = settings(settings.get_profile("dev"), derandomize=False, database=None)
+    for _ in range(3):
+        result, error = fuzz_model(triton, ONE_SLOT, dev)
+        assert error is None and result.verdict == "pass", _described(result.failures)
+        if any(g.reached for g in result.coverage.goals if g.name == f"situation: {PIPELINED_RESTART}"):
+            return
+    pytest.fail("three dev campaigns never restarted a sequence inside a pipelined run")
 
 
 def test_a_replay_records_the_silence_it_kept_before_a_request(triton):

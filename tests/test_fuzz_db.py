@@ -18,9 +18,10 @@ MODEL = "py_implicit_direct_s1_i1_int32_csr"  # diverges on 2.51 (implicit state
 
 
 @pytest.fixture(scope="module")
-def triton(tmp_path_factory):
+def db_triton(tmp_path_factory):
     """MODEL alone on a server of this module's own: the workers' campaigns start from a server
-    no other test has used (the session's may carry another module's history)."""
+    no other test has used (the session's may carry another module's history). Not named
+    `triton`: its death is this module's failure, not a reason to stop the run."""
     repo = tmp_path_factory.mktemp("fuzz-db-models")
     write_model(next(v for v in default_variants() if v.name == MODEL), repo)
     with EmbeddedTriton(repo, workdir=tmp_path_factory.mktemp("fuzz-db-triton")) as server:
@@ -93,12 +94,12 @@ def pooled(triton, shared, empty):
     assert control["failures"] == [] and control["examples"] == 0, control
 
 
-def test_a_failure_reaches_another_worker_through_redis(triton, redis_url):
-    pooled(triton, f"{redis_url}/0", f"{redis_url}/1")
+def test_a_failure_reaches_another_worker_through_redis(db_triton, redis_url):
+    pooled(db_triton, f"{redis_url}/0", f"{redis_url}/1")
 
 
-def test_a_failure_reaches_another_worker_through_a_shared_directory(triton, tmp_path):
-    pooled(triton, f"dir:{tmp_path / 'shared'}", f"dir:{tmp_path / 'empty'}")
+def test_a_failure_reaches_another_worker_through_a_shared_directory(db_triton, tmp_path):
+    pooled(db_triton, f"dir:{tmp_path / 'shared'}", f"dir:{tmp_path / 'empty'}")
 
 
 @pytest.mark.parametrize("spec, message", [
