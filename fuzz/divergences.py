@@ -325,6 +325,22 @@ KNOWN = KNOWN + (
 
 KNOWN = KNOWN + (
     KnownDivergence(
+        "iterative-beside-backlog-crash",
+        "A decoupled iterative model's STARTs, iterating while another model of the same server lets a "
+        "START in from its backlog (a START that waited for a slot), kill tritonserver (SIGSEGV in "
+        "TRITONBACKEND_ResponseSend, from the Python backend's decoupled path into the gRPC frontend) "
+        "within seconds on 2.46 and 2.51; 2.41 and 2.44 lived through 30 s of it (one try each). "
+        "Neither alone does it: bursts of iterative STARTs lived beside unary, streamed, HTTP and "
+        "cancelled-stream traffic to the other model, and the other model's backlog lived alone. "
+        "Found by a 2-core campaign of every default model, two at a time on one server: the iterative "
+        "model's campaign killed the server 5 s in, beside the native implicit model's; an iterative "
+        "START's answers cut short come first (sums_match). Pinned live (tests/test_iterative.py). "
+        "The 30-minute runs gave the decoupled models a server of their own, and lived.",
+        versions=("2.46.0", "2.51.0"),
+        symptom="the server dies (SIGSEGV) while another model's backlogged START is let in",
+        affects=lambda m: bool(getattr(m, "iterations", 0)) and bool(getattr(m, "decoupled", True)),
+        invariant="server_alive", also_under=("no_hangs",)),
+    KnownDivergence(
         "ensemble-step-flags-kept",
         "An ensemble step's responses cannot take sequence flags away: the scheduler starts each chunk's "
         "flags from the ensemble request's and only adds the sequence_start / sequence_end response "

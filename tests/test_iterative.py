@@ -360,3 +360,61 @@ def test_an_iterative_start_cancelled_between_its_iterations_kills_the_server(tm
         if crashes:
             assert status < 0, status  # killed by a signal
             print(f"{server.version}: died ({status}) after {streams} cancelled streams")
+
+
+@pytest.mark.parametrize("release", [None], ids=["2.51"])
+def test_iterative_starts_beside_another_model_s_backlog_kill_the_server(tmp_path, release):
+    """iterative-beside-backlog-crash: bursts of two decoupled iterative STARTs (without END) while
+    another model of the server lets a START in from its backlog, again and again, kill
+    tritonserver (SIGSEGV) on 2.46 and 2.51 (the fuzzer met it with two campaigns on one server).
+    Pinned on 2.51, where it died after about 3,000 bursts (15 s) each time; 2.46 died too, once
+    after 9,300 (45 s): too close to a bound for CI. Up to two minutes."""
+    import threading
+
+    from fuzz.client import StreamClient
+    from fuzz.spec import ModelSpec
+    from modelgen import Variant, write_model
+
+    iterative = Variant("corrid", "direct", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"),
+                        decoupled=True, iterations=3)
+    other = Variant("slot", "direct", 1, 1, "int32", controls=("START", "END", "READY"))
+    repo = tmp_path / "models"
+    repo.mkdir()
+    for v in (iterative, other):
+        write_model(v, repo)
+    stop = threading.Event()
+    with EmbeddedTriton(repo, workdir=tmp_path / "triton", **embedded_install(release)) as server:
+        spec, beside = ModelSpec.fetch(server, iterative.name), ModelSpec.fetch(server, other.name)
+
+        def backlog():  # a START held, another waiting for its slot (cancelled every other time)
+            i = 0
+            while not stop.is_set():
+                i += 2
+                holder, waiter = StreamClient(server.grpc_url), StreamClient(server.grpc_url)
+                with contextlib.suppress(Exception):
+                    holder.infer(beside.request(i, 1, start=True), timeout_s=5)
+                    waiting = waiter.send(beside.request(i + 1, 1, start=True, end=True))
+                    time.sleep(0.02)
+                    if i % 4:
+                        waiter.close(cancel_requests=True, timeout_s=5)
+                    holder.infer(beside.request(i, 1, end=True), timeout_s=5)
+                    StreamClient.wait(waiting, 5)
+                for s in (holder, waiter):
+                    s.close_channel()
+
+        load = threading.Thread(target=backlog, daemon=True)
+        load.start()
+        streams, bursts, deadline = [StreamClient(server.grpc_url) for _ in range(2)], 0, time.monotonic() + 120
+        try:
+            while time.monotonic() < deadline and server.process.poll() is None:
+                bursts += 1
+                boxes = [s.send(spec.request(10**6 + 2 * bursts + j, 1, start=True)) for j, s in enumerate(streams)]
+                for box in boxes:
+                    StreamClient.wait(box, 5)
+        finally:
+            stop.set()
+            load.join(10)
+        status = server.process.poll()
+        assert status is not None and status < 0, f"{server.version}: alive after {bursts} bursts beside the backlog"
+        assert server.version in by_key("iterative-beside-backlog-crash").versions
+        print(f"{server.version}: died ({status}) after {bursts} bursts")
