@@ -26,6 +26,11 @@ def _python_implicit(m) -> bool:
     return backend == "python" and implicit
 
 
+def _decoupled_iterative(m) -> bool:
+    """An iterative model whose STARTs stream their answers (a ModelSpec of one, or a Variant)."""
+    return bool(getattr(m, "iterations", 0)) and bool(getattr(m, "decoupled", True))
+
+
 def _ensemble(m) -> bool:
     """An ensemble: a modelgen Variant says so, a ModelSpec names its stateful step."""
     return bool(getattr(m, "ensemble", False) or getattr(m, "step", ""))
@@ -316,7 +321,7 @@ KNOWN = KNOWN + (
         "in flight (40 examples killed 2.51 in 5 of 6 campaigns). Pinned live (tests/test_iterative.py).",
         versions=("2.41.0", "2.44.0", "2.46.0", "2.51.0"),
         symptom="the server dies (SIGSEGV); every stream ends UNAVAILABLE: Stream removed",
-        affects=lambda m: bool(getattr(m, "iterations", 0)) and bool(getattr(m, "decoupled", True)),
+        affects=_decoupled_iterative,
         invariant="server_alive", also_under=("no_hangs",),
         # the deadlines fault's step, or any later death on a server process it cancelled streams on
         signatures=("streamed calls cancelled",),
@@ -339,7 +344,7 @@ KNOWN = KNOWN + (
         "The 30-minute runs gave the decoupled models a server of their own, and lived.",
         versions=("2.46.0", "2.51.0"),
         symptom="the server dies (SIGSEGV) while another model's backlogged START is let in",
-        affects=lambda m: bool(getattr(m, "iterations", 0)) and bool(getattr(m, "decoupled", True)),
+        affects=_decoupled_iterative,
         invariant="server_alive", also_under=("no_hangs",)),
     KnownDivergence(
         "ensemble-step-flags-kept",

@@ -602,7 +602,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
                 total = item[2].value
                 sent.append(item)
             self.engine.check_sent(sent, latency)
-            if restart_at is not None and i <= restart_at < i + len(sent) and not self.engine.failed:
+            if restart_at is not None and i <= restart_at < i + len(sent):  # answered right (else check_sent raised)
                 self.engine.stats.coverage.situation(PIPELINED_RESTART)
             i += len(sent)
         event(f"{action}: {n} more requests pipelined")

@@ -102,8 +102,7 @@ class Unary:
         from tritonclient.grpc import service_pb2_grpc
 
         self.grpc = grpc
-        self.channel = grpc.insecure_channel(url)
-        self.stub = service_pb2_grpc.GRPCInferenceServiceStub(self.channel)
+        self.stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(url))
 
     def infer(self, req, model, timeout_s):
         try:
@@ -162,6 +161,10 @@ class Stream:
         self.lock = threading.Lock()
         self.pending, self.next, self.outbox, self.call, self.reader = {}, 0, None, None, None
         self.partials = {}  # request id -> the answers before its final one
+
+    def warm(self, timeout_s):
+        """Connects now, not at the first send (which then goes out at once)."""
+        self.grpc.channel_ready_future(self.channel).result(timeout=timeout_s)
 
     def _requests(self, outbox):
         while True:
@@ -355,13 +358,10 @@ class Player:
         self.backlog_wait = args.timeout + (len(entry["steps"]) + 2) * self.spec["idle_s"] * 2
         if any(s["kind"] == "aside" and s["via"] == "stream" for s in entry["steps"]):
             # a witness on a stream of its own: connected now, so that it reaches the server before the cancel
-            self.grpc_ready(self.stream("side"))
+            self.stream("side").warm(self.args.timeout)
 
     def stream(self, client):
         return self.streams.setdefault(client, Stream(self.url))
-
-    def grpc_ready(self, stream):
-        stream.grpc.channel_ready_future(stream.channel).result(timeout=self.args.timeout)
 
     def verdict(self, step, got, via):
         if step.get("expect") is None:
