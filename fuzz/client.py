@@ -48,19 +48,25 @@ def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest
 _FROM_WIRE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64, "FP64": np.float64}
 
 
+def _took(started: float) -> dict:
+    """An Outcome's timing: when its request was sent (taken just before the send, so that a
+    history's interval for it holds the true one: fuzz/history.py) and how long the answer took."""
+    return {"latency_s": time.monotonic() - started, "sent_at": started}
+
+
 def decode(response, started: float) -> Outcome:
     """OUTPUT[0] of a ModelInferResponse."""
     found = _output(response, "OUTPUT")
     if found is None:
         return Outcome(status="BAD_RESPONSE", message=f"no OUTPUT in response (got {[o.name for o in response.outputs]})",
-                       latency_s=time.monotonic() - started)
+                       **_took(started))
     datatype, arr = found
     if arr is None:
         return Outcome(status="BAD_RESPONSE", message=f"OUTPUT came back as {datatype} without data",
-                       latency_s=time.monotonic() - started)
+                       **_took(started))
     if arr.size == 0:
-        return Outcome(status="BAD_RESPONSE", message="OUTPUT came back empty", latency_s=time.monotonic() - started)
-    return Outcome(value=arr[0].item(), latency_s=time.monotonic() - started, live_rows=_said(response, LIVE_ROWS_OUTPUT),
+        return Outcome(status="BAD_RESPONSE", message="OUTPUT came back empty", **_took(started))
+    return Outcome(value=arr[0].item(), **_took(started), live_rows=_said(response, LIVE_ROWS_OUTPUT),
                    row=_said(response, ROW_OUTPUT))
 
 
@@ -101,7 +107,7 @@ def _failed(err, started: float) -> Outcome:
     import grpc
 
     status = "CLIENT_TIMEOUT" if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED else err.code().name
-    return Outcome(status=status, message=err.details() or "", latency_s=time.monotonic() - started)
+    return Outcome(status=status, message=err.details() or "", **_took(started))
 
 
 def _channel(url: str):
@@ -131,7 +137,8 @@ class GrpcClient:
 
     def send(self, req: Request, timeout_s: float = 30.0) -> "UnaryCall":
         """Starts the call and returns at once; its get() waits for the Outcome."""
-        return UnaryCall(self._stub.ModelInfer.future(encode(req), timeout=timeout_s), time.monotonic())
+        started = time.monotonic()  # before the call starts: a history's interval must hold the send
+        return UnaryCall(self._stub.ModelInfer.future(encode(req), timeout=timeout_s), started)
 
     def close(self):
         self._channel.close()
@@ -182,7 +189,7 @@ class UnaryCall:
         except grpc.FutureTimeoutError:
             raise queue.Empty from None
         except grpc.FutureCancelledError:
-            return Outcome(status="CANCELLED", message="cancelled by the client", latency_s=time.monotonic() - self._started)
+            return Outcome(status="CANCELLED", message="cancelled by the client", **_took(self._started))
         except grpc.RpcError as err:
             return _failed(err, self._started)
         return decode(response, self._started)
@@ -226,13 +233,13 @@ class HttpClient:
         except self._mod.InferenceServerException as err:
             # HTTP errors carry the HTTP status; map the two the batcher uses to gRPC's names.
             status = {"400": "INVALID_ARGUMENT", "503": "UNAVAILABLE"}.get(str(err.status()), str(err.status()))
-            return Outcome(status=status, message=err.message(), latency_s=time.monotonic() - started)
+            return Outcome(status=status, message=err.message(), **_took(started))
         except TimeoutError as err:  # the client's network timeout (gevent's socket timeout)
-            return Outcome(status="CLIENT_TIMEOUT", message=f"no response: {err}", latency_s=time.monotonic() - started)
+            return Outcome(status="CLIENT_TIMEOUT", message=f"no response: {err}", **_took(started))
         out = result.as_numpy("OUTPUT")
         if out is None or out.size == 0:
-            return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", latency_s=time.monotonic() - started)
-        return Outcome(value=out.reshape(-1)[0].item(), latency_s=time.monotonic() - started,
+            return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", **_took(started))
+        return Outcome(value=out.reshape(-1)[0].item(), **_took(started),
                        live_rows=_first(result.as_numpy(LIVE_ROWS_OUTPUT)), row=_first(result.as_numpy(ROW_OUTPUT)))
 
     def close(self):
@@ -283,7 +290,7 @@ class StreamClient:
                     continue
                 if response.error_message:
                     box.put(Outcome(status="ERROR", message=response.error_message,
-                                    latency_s=time.monotonic() - started, partials=partials))
+                                    **_took(started), partials=partials))
                 else:
                     box.put(attrs.evolve(decode(response.infer_response, started), partials=partials))
         except grpc.RpcError as err:
@@ -306,7 +313,7 @@ class StreamClient:
                 # A request sent on this call from now on would wait for a reader that is gone.
                 self._ended = (ended, status, message)
         for started, box in orphans.values():
-            box.put(Outcome(status=status, message=message, latency_s=time.monotonic() - started))
+            box.put(Outcome(status=status, message=message, **_took(started)))
 
     def _ensure_open(self):
         if self._call is None:

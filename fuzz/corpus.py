@@ -91,6 +91,7 @@ class CorpusEntry:
 
     # -- serialization -----------------------------------------------------------------------
     def to_json(self) -> dict:
+        origin = _origin(self.steps)
         return {
             "format_version": self.format_version,
             "name": self.name,
@@ -104,7 +105,7 @@ class CorpusEntry:
             "note": self.note,
             "model": self.model,
             "spec": _spec_to_json(self.spec),
-            "steps": [_step_to_json(s) for s in self.steps],
+            "steps": [_step_to_json(s, origin) for s in self.steps],
         } | ({"accepts": list(self.accepts)} if self.accepts else {})
 
     @classmethod
@@ -195,7 +196,13 @@ def _request_from_json(d: dict) -> Request:
                    batch_dim=bool(d.get("batch_dim", True)))
 
 
-def _step_to_json(s: StepRecord) -> dict:
+def _origin(steps) -> float | None:
+    """The time a program's saved step times count from: its first step's send."""
+    times = [s.sent_at for s in steps if s.sent_at is not None]
+    return min(times) if times else None
+
+
+def _step_to_json(s: StepRecord, origin: float | None = None) -> dict:
     d = {"index": s.index, "client": s.client, "kind": s.kind.value, "action": s.action,
          "request": _request_to_json(s.request) if s.request is not None else None,
          "via": s.via, "wait_s": s.wait_s, "expected": s.expected, "got": s.got,
@@ -205,11 +212,15 @@ def _step_to_json(s: StepRecord) -> dict:
         d["fault"] = {"name": s.fault.name, "graceful": s.fault.graceful, "env": dict(s.fault.env)}
         if s.fault.ids:
             d["fault"].update(ids=list(s.fault.ids), at_once=s.fault.at_once, deadline_us=s.fault.deadline_us)
+    if origin is not None and s.sent_at is not None and s.done_at is not None:
+        # Its history interval (fuzz/history.py), in seconds from the program's first send, to the µs.
+        d["at"] = [round(s.sent_at - origin, 6), round(s.done_at - origin, 6)]
     return d
 
 
 def _outcome_to_json(o: Outcome) -> dict:
     d = attrs.asdict(o)
+    del d["sent_at"]  # a clock reading of the run that saved it: the step keeps its times (`at`)
     if not o.partials:  # only an iterative sequence's answers have them: other entries read as before
         del d["partials"]
     for said in ("live_rows", "row"):  # only a model that says its live rows (and rows) gives them
@@ -292,9 +303,20 @@ def _step_from_json(d, i: int, version: int = FORMAT_VERSION) -> StepRecord:
         return StepRecord(index=int(d["index"]), client=d["client"], action=str(d["action"]), kind=kind,
                           fault=_fault_from_json(d.get("fault")),
                           request=request, via=d.get("via", ""), wait_s=float(d.get("wait_s", 0.0)),
-                          expected=expected, got=got, expect=expect, outcome=_outcome_from_json(d.get("outcome")))
+                          expected=expected, got=got, expect=expect, outcome=_outcome_from_json(d.get("outcome")),
+                          **_times_from_json(d.get("at")))
     except (KeyError, TypeError, ValueError) as err:
         raise type(err)(f"step {i + 1}: {err}") from None
+
+
+def _times_from_json(at) -> dict:
+    """A step's saved times (absent in entries saved before histories kept them)."""
+    if at is None:
+        return {}
+    if not (isinstance(at, list) and len(at) == 2 and all(isinstance(t, (int, float)) for t in at)
+            and at[0] <= at[1]):
+        raise ValueError(f"at must be [sent, done] seconds with sent <= done, got {at!r}")
+    return {"sent_at": float(at[0]), "done_at": float(at[1])}
 
 
 def _kind_of_v1(action: str, request, got: str) -> Kind:

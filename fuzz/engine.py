@@ -23,7 +23,9 @@ from .sharing import SharedSteps
 from .events import event
 from .client import GrpcClient, HttpClient, StreamClient
 from .coverage import KEPT_ALIVE, Coverage, full_rows
+from .history import history_of
 from .lag import Lag
+from . import linearize
 from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from .values import LOST_CONNECTION, UNSETTLED
 from .divergences import accepted, steered_around
@@ -356,6 +358,17 @@ class Engine(CancelSteps, SharedSteps):
             if violation is not None:
                 self.fail(violation, rec)
 
+    def judge_history(self) -> None:
+        """The history checker (fuzz/linearize.py) on the whole example, once it has drained: an
+        answer that no order of the recorded requests explains breaks its promise, whatever the
+        reference model made of it (it took a step as indeterminate, or its bookkeeping of a
+        pipelined, shared or cancelled group was wrong)."""
+        found = linearize.judge(history_of(self.log), self.spec, carries_state=self.model.carries_state)
+        broken = next((v for v in found if v.verdict == "broken"), None)
+        if broken is not None:
+            self.fail(InvariantViolation(broken.invariant, f"the history checker: {broken.describe()}"),
+                      self.log[broken.step - 1])
+
     def budget_spent(self) -> bool:
         """The campaign's budget has run out (never while a failure is being shrunk): a long
         step (a deep run on a slow model takes a minute) stops sending more."""
@@ -372,6 +385,7 @@ class Engine(CancelSteps, SharedSteps):
             if not self.failed:
                 self._drain()
                 self.judge_steps()
+                self.judge_history()
         finally:
             self.stats.lengths.update(self.model.depth.lengths)
             if self.log:
@@ -443,8 +457,8 @@ class Engine(CancelSteps, SharedSteps):
 
     def record(self, **kw) -> StepRecord:
         now, got = time.monotonic(), kw.get("outcome")
-        rec = StepRecord(index=len(self.log) + 1, sent_at=now - (got.latency_s if got is not None else 0.0),
-                         done_at=now, **kw)
+        sent_at = now if got is None else got.sent_at if got.sent_at is not None else now - got.latency_s
+        rec = StepRecord(index=len(self.log) + 1, sent_at=sent_at, done_at=now, **kw)
         self.log.append(rec)
         self.last_step_at = time.monotonic()
         self.stats.steps += 1

@@ -65,6 +65,9 @@ class Outcome:
     # Coverage only: no verdict reads it.
     live_rows: int | None = None
     row: int | None = None  # and the request's row in it (modelgen.variants.ROW_OUTPUT); coverage only too
+    # When its request was sent (time.monotonic(), taken just before the send): a step's history
+    # interval starts there (fuzz/history.py). None where no client timed it.
+    sent_at: float | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -216,9 +219,11 @@ class StepRecord:
     # indeterminate) and where nothing came back.
     expect: Answer | Refusal | Queued | Cancelled | EndedOr | AnyOrder | None = attrs.field(default=None, kw_only=True)
     outcome: Outcome | None = attrs.field(default=None, kw_only=True)
-    # When its request went out and when the step was recorded (time.monotonic()), where known:
-    # shrinking keeps a request as far from the kept step before it as it was, since a bug can
-    # need the gap (fuzz/shrink.py). Neither is saved: a saved program keeps its silences.
+    # When its request went out (its client's clock, where an answer came) and when the step was
+    # recorded (time.monotonic()), where known: shrinking keeps a request as far from the kept
+    # step before it as it was, since a bug can need the gap (fuzz/shrink.py), and a history is
+    # judged by them (fuzz/history.py). A saved program keeps them as seconds from its first step
+    # (a replay still keeps its silences, not these times).
     sent_at: float | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
     done_at: float | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 

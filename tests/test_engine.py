@@ -3,13 +3,16 @@ methods): live against the session's Triton, one example at a time."""
 import queue
 import time
 
+import attrs
 import pytest
 from hypothesis import settings
 
 from fuzz.client import Request
 from fuzz.coverage import FLAG_SHAPES, PIPELINED_RESTART, flags_goal
 from fuzz import profiles  # noqa: F401  (registers dev)
+from fuzz import linearize
 from fuzz.engine import Engine, FuzzSettings, Pending, RunStats, Setup
+from fuzz.history import history_of
 from fuzz.invariants import InvariantViolation
 from fuzz.campaign import SEED_HINT, fuzz_model
 from fuzz.machine import WAIT_SHARE, make_machine
@@ -264,6 +267,26 @@ def test_a_restart_pipelined_behind_requests_of_its_sequence_starts_it_afresh(tr
     assert [r.got for r in engine.log[-4:]] == ["OUTPUT=3", "OUTPUT=7", "OUTPUT=5", "OUTPUT=11"], engine.log[-4:]
     engine.finish()
     assert not engine.failed
+
+
+def test_a_pipelined_runs_history_keeps_its_true_sends_and_is_judged_without_the_server(triton, engine):
+    """The history of a live pipelined run: each request's interval starts at its client's send,
+    before the answers ahead of it came, and the history checker explains it by the stream's
+    order; the same history with two answers swapped is explained by no order."""
+    seq_id = engine.salt * 2**40 + 11
+    sent = [engine.send_nowait(0, Request(ONE_SLOT, seq_id, v, start=start), f"run {i + 1}/4")
+            for i, (v, start) in enumerate([(3, True), (4, False), (5, False), (6, True)])]
+    engine.check_sent(sent)
+    engine.finish()
+    assert not engine.failed
+    run = engine.log[:4]  # then the teardown ends the sequence the run left running
+    ops = [op for op in history_of(engine.log).ops if op.request is not None and op.request.seq_id == seq_id]
+    assert [op.step for op in ops[:4]] == [s.index for s in run] == [1, 2, 3, 4]
+    assert ops[3].invoked < ops[0].completed, "pipelined: the last went before the first's answer came"
+    assert [v.verdict for v in linearize.judge(history_of(engine.log), engine.spec)] == ["kept"]
+    swapped = [run[0], attrs.evolve(run[2], index=2), attrs.evolve(run[1], index=3), *engine.log[3:]]
+    (verdict,) = linearize.judge(history_of(swapped), engine.spec)
+    assert verdict.verdict == "broken" and verdict.invariant == "sums_match", verdict
 
 
 def test_a_dev_campaign_restarts_a_sequence_inside_a_pipelined_run(triton):

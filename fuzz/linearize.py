@@ -1,0 +1,155 @@
+"""The history checker: judges a history (fuzz/history.py) per sequence, without a server.
+
+A sequence's requests must be explained by one order in which the server ran them, as Knossos and
+Porcupine check a register (Wing & Gong's search, with memory of what was tried): an order that
+keeps every request whose answer came before another was sent ahead of it, keeps each client's
+own stream in the order sent, runs every answered request, may run or leave out one that may have
+happened, and in which each answer is what the accumulator contract gives: a START begins the
+running sum from the state's initial value (an iterative START answers once per execution), a
+request without START adds its value to a live sequence (none: the START-flag error, so an answer
+to one breaks start_is_required), END ends it, and a fault may end every sequence.
+
+It knows nothing of idle timeouts, slots or the backlog: an expiry only ever turns an answer into
+a refusal, which it does not judge. So it is weaker than the engine's reference model on those, and
+needs no timing margin: what it finds broken no order of the recorded intervals explains.
+"""
+from __future__ import annotations
+
+import attrs
+
+from .history import History, Op
+from .model import Key
+from .spec import ModelSpec
+
+BUDGET = 50_000  # states one sequence's search may visit before its verdict is "unknown"
+DEAD = (False, None)  # no live sequence
+
+
+@attrs.frozen
+class Verdict:
+    """One sequence's verdict: `kept`, `broken` (no order explains its answers) or `unknown`
+    (the search ran out of budget, or something no step recorded sent on it)."""
+    key: Key
+    verdict: str
+    invariant: str = ""
+    step: int | None = None  # the answer no order explains, at the furthest any order got
+    got: str = ""
+    possible: tuple = ()  # what that answer could have been there ("no live sequence" as None)
+    ops: int = 0
+
+    def describe(self) -> str:
+        seq = f"sequence {self.key[1]!r}"
+        if self.verdict != "broken":
+            return f"{seq}: {self.verdict} ({self.ops} operations)"
+        could = " or ".join("the START-flag error" if v is None else repr(v) for v in self.possible)
+        return f"{seq}: step {self.step} got {self.got}; in every order the history allows, it could only be {could}"
+
+
+@attrs.frozen
+class Contract:
+    """The accumulator contract of one model, as a state machine over (live, running sum)."""
+    spec: ModelSpec
+    carries_state: bool = True  # False: every answer is the initial sum plus its value (taken as built)
+
+    def start_sums(self, op: Op) -> tuple:
+        runs = self.spec.iterations if self.spec.iterations and not op.request.end else 1
+        return tuple(self.spec.initial_sum + i * op.request.value for i in range(1, runs + 1))
+
+    def run(self, state: tuple, op: Op):
+        """(the state after `op` runs, what it answers: a tuple of sums, or None for a refusal)."""
+        if op.request is None:
+            return DEAD, None
+        req = op.request
+        if req.start:
+            sums = self.start_sums(op)
+            live = not (req.end or self.spec.iterations)  # an iterative START's last release ends it
+            return ((True, sums[-1]) if live else DEAD), sums
+        live, total = state
+        if not live:
+            return state, None
+        total = (total if self.carries_state else self.spec.initial_sum) + req.value
+        return ((False, None) if req.end else (True, total)), (total,)
+
+
+def answers(op: Op) -> tuple:
+    return (*op.outcome.partials, op.outcome.value)
+
+
+def judge(history: History, spec: ModelSpec, carries_state: bool = True, budget: int = BUDGET) -> list[Verdict]:
+    """A verdict for every sequence the history sends on, broken ones first."""
+    contract = Contract(spec, carries_state)
+    wipes = [op for op in history.ops if op.request is None]
+    by_key: dict = {}
+    for op in history.ops:
+        if op.request is not None:
+            by_key.setdefault(op.key, []).append(op)
+    verdicts = []
+    for key, ops in by_key.items():
+        if key in history.unjudged:
+            verdicts.append(Verdict(key, "unknown", ops=len(ops)))
+            continue
+        if not any(op.certain for op in ops):
+            continue  # nothing answered: nothing to explain
+        merged = sorted(ops + wipes, key=lambda op: (op.invoked, op.sent, op.step))
+        verdicts.append(_search(key, merged, contract, budget))
+    return sorted(verdicts, key=lambda v: (v.verdict != "broken", v.step or 0))
+
+
+def _frontier(ops: list, done: int) -> list[int]:
+    """The ops that may run next: every op whose answer came before one was sent has run, and so
+    has the op before it on its client's stream."""
+    n, candidates, bound = len(ops), [], float("inf")
+    i = (~done & (done + 1)).bit_length() - 1  # the first op not run yet
+    while i < n and ops[i].invoked <= bound:
+        if not done >> i & 1:
+            candidates.append(i)
+            bound = min(bound, ops[i].completed)
+        i += 1
+    return [c for c in candidates if ops[c].invoked <= bound]
+
+
+def _search(key: Key, ops: list, contract: Contract, budget: int) -> Verdict:
+    n = len(ops)
+    everything = (1 << n) - 1
+    before_on_channel = {}  # op -> the op before it on its stream
+    last: dict = {}
+    for i in sorted(range(n), key=lambda j: ops[j].sent):
+        if ops[i].channel is not None:
+            if ops[i].channel in last:
+                before_on_channel[i] = last[ops[i].channel]
+            last[ops[i].channel] = i
+    seen, stack = set(), [(0, 0, DEAD)]
+    furthest, misses = -1, {}  # the most ops any order explained, and the answers it met there
+    while stack:
+        done, ran, state = stack.pop()
+        if done == everything:
+            return Verdict(key, "kept", ops=n)
+        if (done, state) in seen:
+            continue
+        seen.add((done, state))
+        if len(seen) > budget:
+            return Verdict(key, "unknown", ops=n)
+        moves = []
+        for c in _frontier(ops, done):
+            if c in before_on_channel and not done >> before_on_channel[c] & 1:
+                continue
+            op, bit = ops[c], 1 << c
+            after, said = contract.run(state, op)
+            if not op.certain:
+                moves.append((done | bit, ran + 1, state))  # it did not run
+                if said is not None or op.request is None:
+                    moves.append((done | bit, ran + 1, after))
+            elif said is not None and said == answers(op):
+                moves.append((done | bit, ran + 1, after))
+            elif ran >= furthest:
+                if ran > furthest:
+                    furthest, misses = ran, {}
+                misses.setdefault(c, set()).add(None if said is None else said[-1])
+        stack.extend(reversed(moves))
+    first = min(misses, key=lambda c: (ops[c].invoked, ops[c].step)) if misses else None
+    if first is None:  # cannot be: an order that meets no answer runs every op
+        return Verdict(key, "unknown", ops=n)
+    op, possible = ops[first], misses[first]
+    invariant = "start_is_required" if possible == {None} else "sums_match"
+    return Verdict(key, "broken", invariant, op.step, op.outcome.describe(),
+                   tuple(sorted(possible, key=lambda v: (v is not None, v or 0))), ops=n)

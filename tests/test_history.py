@@ -1,0 +1,217 @@
+"""Histories as data, judged without a server: the history a program's steps record
+(fuzz/history.py), the history checker (fuzz/linearize.py), saved times in the corpus, and the
+`python -m fuzz.rejudge` command."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import pytest
+
+from fuzz import corpus
+from fuzz.history import NEVER, history_of
+from fuzz.linearize import judge
+from fuzz.spec import ModelSpec
+from fuzz.values import Fault, Kind, Outcome, Request, StepRecord
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1, idle_s=0.5,
+                 max_batch_size=2, controls=frozenset({"START", "READY"}), corrid_type=None,
+                 implicit_state=False, flavour="slot", backend="python")
+
+
+class Program:
+    """Steps with times: each step is sent at `at` and recorded at `done` (default: one tick each)."""
+
+    def __init__(self):
+        self.steps, self.clock = [], 0.0
+
+    def add(self, kind=Kind.REQUEST, request=None, outcome=None, *, client=0, via="stream", sent=None, fault=None):
+        self.clock += 1.0
+        sent_at = self.clock - 0.5 if sent is None else sent
+        if outcome is not None:
+            outcome = attrs.evolve(outcome, sent_at=sent_at)
+        self.steps.append(StepRecord(len(self.steps) + 1, client, kind.value, request, via=via, kind=kind,
+                                     outcome=outcome, fault=fault, sent_at=sent_at, done_at=self.clock))
+        return self
+
+    def verdicts(self, spec=SPEC, **kw):
+        return judge(history_of(self.steps), spec, **kw)
+
+
+def req(seq_id, value, start=False, end=False):
+    return Request("m", seq_id, value, start=start, end=end)
+
+
+def ok(value, *partials):
+    return Outcome(value, partials=partials)
+
+
+def broken(verdicts):
+    return [v for v in verdicts if v.verdict == "broken"]
+
+
+def test_a_sequence_answered_with_its_running_sums_is_kept():
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1)).add(request=req(5, 2), outcome=ok(3)) \
+        .add(request=req(5, 4, end=True), outcome=ok(7))
+    (v,) = p.verdicts()
+    assert v.verdict == "kept" and v.ops == 3
+
+
+def test_a_wrong_running_sum_is_broken_at_its_step_with_what_it_could_have_been():
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1)).add(request=req(5, 2), outcome=ok(2))
+    (v,) = broken(p.verdicts())
+    assert (v.invariant, v.step, v.possible) == ("sums_match", 2, (3,))
+    assert "step 2 got OUTPUT=2" in v.describe() and "could only be 3" in v.describe()
+
+
+def test_an_answer_after_the_end_breaks_start_is_required():
+    p = Program().add(request=req(5, 1, start=True, end=True), outcome=ok(1)).add(request=req(5, 2), outcome=ok(3))
+    (v,) = broken(p.verdicts())
+    assert (v.invariant, v.possible) == ("start_is_required", (None,))
+
+
+def test_a_refusal_did_not_run_and_is_not_judged():
+    refused = Outcome(status="INVALID_ARGUMENT", message="must specify the START flag")
+    p = Program().add(request=req(5, 2), outcome=refused).add(request=req(5, 1, start=True), outcome=ok(1)) \
+        .add(request=req(5, 9), outcome=refused).add(request=req(5, 2), outcome=ok(3))
+    assert [v.verdict for v in p.verdicts()] == ["kept"]
+
+
+@pytest.mark.parametrize("answers, verdict", [
+    ((7, 5), "kept"),  # both sent before either answer came: the second client's ran first
+    ((3, 5), "broken"),  # each answer is some order's, but no one order gives both
+])
+def test_requests_in_flight_together_from_two_clients_are_explained_by_one_order(answers, verdict):
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    p.add(Kind.SHARED, req(5, 2), client=0).add(Kind.SHARED, req(5, 4), client=1)
+    p.add(Kind.SHARED_ANSWER, req(5, 2), ok(answers[0]), client=0, sent=1.5)
+    p.add(Kind.SHARED_ANSWER, req(5, 4), ok(answers[1]), client=1, sent=2.5)
+    assert [v.verdict for v in p.verdicts()] == [verdict]
+
+
+def test_an_answer_that_came_before_a_send_orders_them():
+    # the 4 was sent after the 2's answer came: 1 + 4 first is no order the history allows
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1), client=0)
+    p.add(request=req(5, 2), outcome=ok(7), client=0, via="grpc").add(request=req(5, 4), outcome=ok(5), client=1,
+                                                                     via="grpc")
+    (v,) = broken(p.verdicts())
+    assert (v.step, v.possible) == (2, (3,))
+
+
+def test_a_clients_stream_keeps_the_order_sent_even_when_pipelined():
+    # pipelined on one stream (each sent before the one ahead was answered): stream order holds
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    p.add(request=req(5, 2), outcome=ok(7), sent=1.6).add(request=req(5, 4), outcome=ok(5), sent=1.7)
+    assert [v.invariant for v in broken(p.verdicts())] == ["sums_match"]
+    # the same on unary gRPC (no order between concurrent calls) is explained by 4 arriving first
+    q = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    q.add(request=req(5, 2), outcome=ok(7), sent=1.6, via="grpc").add(request=req(5, 4), outcome=ok(5), sent=1.7,
+                                                                      via="grpc")
+    assert [v.verdict for v in q.verdicts()] == ["kept"]
+
+
+def test_a_request_whose_answer_does_not_say_may_have_run_then_or_later():
+    cancelled = Outcome(status="CANCELLED", message="cancelled by the client")
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    p.add(request=req(5, 2), outcome=cancelled, via="grpc").add(request=req(5, 4), outcome=ok(7))
+    assert [v.verdict for v in p.verdicts()] == ["kept"], "it ran"
+    q = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    q.add(request=req(5, 2), outcome=cancelled, via="grpc").add(request=req(5, 4), outcome=ok(5))
+    assert [v.verdict for v in q.verdicts()] == ["kept"], "it did not"
+    r = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    r.add(request=req(5, 2), outcome=cancelled, via="grpc").add(request=req(5, 4), outcome=ok(6))
+    assert [v.possible for v in broken(r.verdicts())] == [(5, 7)], "neither explains 6"
+
+
+def test_a_send_never_answered_may_run_any_time_after_it():
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1)).add(Kind.BEHIND, req(5, 2))
+    p.add(request=req(5, 4), outcome=ok(5), via="grpc", client=1).add(request=req(5, 8), outcome=ok(15), via="grpc")
+    assert [v.verdict for v in p.verdicts()] == ["kept"]
+    ops = history_of(p.steps).ops
+    assert [(op.step, op.certain, op.completed) for op in ops if not op.certain] == [(2, False, NEVER)]
+
+
+def test_a_restart_may_end_every_sequence_and_the_deadlines_faults_ids_are_not_judged():
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1)).add(request=req(7, 1, start=True), outcome=ok(1))
+    p.add(Kind.FAULT, fault=Fault("restart"), client=None, via="")
+    p.add(request=req(5, 2), outcome=ok(3)).add(request=req(7, 2), outcome=ok(3))
+    assert {v.verdict for v in p.verdicts()} == {"kept"}, "the restart may not have lost them"
+    p.add(Kind.FAULT, fault=Fault("deadlines", ids=(7,), at_once=2, deadline_us=1000), client=None, via="")
+    p.add(request=req(7, 2), outcome=ok(99))
+    assert {v.key: v.verdict for v in p.verdicts()} == {("u", 5): "kept", ("u", 7): "unknown"}
+
+
+def test_an_iterative_start_answers_once_per_execution_and_ends_its_sequence():
+    spec = attrs.evolve(SPEC, iterations=3)
+    p = Program().add(request=req(5, 2, start=True), outcome=ok(6, 2, 4))
+    assert [v.verdict for v in p.verdicts(spec)] == ["kept"]
+    cut_short = Program().add(request=req(5, 2, start=True), outcome=ok(6, 2))
+    assert [v.invariant for v in broken(cut_short.verdicts(spec))] == ["sums_match"]
+    after = Program().add(request=req(5, 2, start=True), outcome=ok(6, 2, 4)).add(request=req(5, 1), outcome=ok(7))
+    assert [v.invariant for v in broken(after.verdicts(spec))] == ["start_is_required"]
+
+
+def test_a_model_that_carries_no_state_taken_as_built():
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1)).add(request=req(5, 2), outcome=ok(2))
+    assert [v.verdict for v in p.verdicts(carries_state=False)] == ["kept"]
+
+
+def test_a_search_past_its_budget_is_unknown_not_kept():
+    cancelled = Outcome(status="CANCELLED", message="cancelled by the client")
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    for value in range(2, 10):
+        p.add(request=req(5, value), outcome=cancelled, via="grpc")
+    p.add(request=req(5, 1000), outcome=ok(-1))
+    assert [v.verdict for v in p.verdicts(budget=200)] == ["unknown"]
+    assert [v.verdict for v in p.verdicts()] == ["broken"]
+
+
+def test_without_saved_times_steps_are_placed_by_their_order():
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    p.add(Kind.HELD, req(5, 2), client=0).add(Kind.HELD, req(5, 4), client=1)
+    p.add(Kind.HELD_ANSWER, req(5, 2), ok(7), client=0).add(Kind.HELD_ANSWER, req(5, 4), ok(5), client=1)
+    untimed = [attrs.evolve(s, sent_at=None, done_at=None, outcome=s.outcome and attrs.evolve(s.outcome, sent_at=None))
+               for s in p.steps]
+    history = history_of(untimed)
+    assert not history.timed
+    assert [(op.step, op.invoked, op.completed) for op in history.ops] == [(1, -NEVER, 0.0), (4, 0.0, 3.0),
+                                                                            (5, 0.0, 4.0)]
+    assert [v.verdict for v in judge(history, SPEC)] == ["kept"]
+
+
+def test_the_corpus_keeps_step_times_and_rejudge_judges_them_without_a_server(tmp_path):
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1)).add(request=req(5, 2), outcome=ok(2))
+    steps = [attrs.evolve(s, sent_at=s.sent_at + 1000.0, done_at=s.done_at + 1000.0) for s in p.steps]
+    entry = corpus.make_entry(SPEC, "2.51.0", "sums_match", "wrong running sum", steps)
+    path = corpus.write(tmp_path, entry)
+    saved = json.loads(path.read_text())["steps"]
+    assert [s["at"] for s in saved] == [[0.0, 0.5], [1.0, 1.5]], "seconds from the first send"
+    assert "sent_at" not in saved[0]["outcome"], "no clock reading of the run that saved it"
+    back = corpus.load(path)
+    assert [(s.sent_at, s.done_at) for s in back.steps] == [(0.0, 0.5), (1.0, 1.5)]
+    run = subprocess.run([sys.executable, "-m", "fuzz.rejudge", str(tmp_path)], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert run.returncode == 1, run.stderr
+    assert "1 broken" in run.stdout and "step 2 got OUTPUT=2" in run.stdout and "could only be 3" in run.stdout
+    bad = subprocess.run([sys.executable, "-m", "fuzz.rejudge", str(tmp_path / "nothing.json")], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "no such file" in bad.stderr
+
+
+def test_an_entry_saved_before_times_were_kept_loads_untimed(tmp_path):
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    entry = corpus.make_entry(SPEC, "2.51.0", "sums_match", "x", p.steps)
+    data = entry.to_json()
+    for s in data["steps"]:
+        del s["at"]
+    back = corpus.CorpusEntry.from_json(data)
+    assert back.steps[0].sent_at is None and not history_of(back.steps).timed
+    data["steps"][0]["at"] = [2.0, 1.0]
+    try:
+        corpus.CorpusEntry.from_json(data, "x.json")
+    except corpus.CorpusError as err:
+        assert "sent <= done" in str(err)
+    else:
+        raise AssertionError("a step sent after it was done loads")
