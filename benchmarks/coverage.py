@@ -1,5 +1,5 @@
 """Coverage per default model: one default `dev` campaign on each model of the default repository,
-and for each goal (fuzz/coverage.py) whether it was reached, and after how many seconds.
+and for each goal (fuzz/generator/coverage.py) whether it was reached, and after how many seconds.
 
     python -m benchmarks.coverage [--model NAME ...] [--out benchmarks/results]
 
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from fuzz.campaign import fuzz_model
-from fuzz.server import EmbeddedTriton, explicit_control
+from fuzz.harness.server import EmbeddedTriton, explicit_control
 
 from .throughput import FUZZ_SETTINGS
 
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
         "# Coverage of one `dev` campaign per default model", "",
         f"Written by `python -m benchmarks.coverage` against Triton {version}: each model of the default "
         "repository gets one `dev` campaign (10 examples x 100 steps, randomized), and each goal the model "
-        "can reach (fuzz/coverage.py, README's \"Coverage\") is reached or a gap of the fuzzer. A campaign "
+        "can reach (fuzz/generator/coverage.py, README's \"Coverage\") is reached or a gap of the fuzzer. A campaign "
         "that meets a known divergence of this build fuzzes on past it where the reference can take it as "
         "built (python-backend-drops-implicit-state), and stops there where it cannot "
         "(string-corrid-control-rejected: every request that runs fails): what it had not reached by then "

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from fuzz.client import StreamClient
-from fuzz.server import EmbeddedTriton, explicit_control
+from fuzz.harness.client import StreamClient
+from fuzz.harness.server import EmbeddedTriton, explicit_control
 from fuzz.spec import ModelSpec
 from modelgen import Variant, write_repository
 

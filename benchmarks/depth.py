@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from fuzz.campaign import fuzz_model
-from fuzz.depth import DepthSummary
+from fuzz.generator.depth import DepthSummary
 
 from .throughput import FUZZ_SETTINGS, start_server
 

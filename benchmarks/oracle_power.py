@@ -21,8 +21,8 @@ import attrs
 
 from benchmarks.throughput import FUZZ_SETTINGS
 from fuzz.campaign import fuzz_model
-from fuzz.engine import FuzzSettings
-from fuzz.server import EmbeddedTriton, explicit_control
+from fuzz.harness.engine import FuzzSettings
+from fuzz.harness.server import EmbeddedTriton, explicit_control
 from fuzz.spec import ContractError
 from fuzz.stress import StressSettings, run_stress
 from tests.broken_models import ALL_BUGS, model_name, write_broken_repository
@@ -40,7 +40,7 @@ class Row:
     fuzz_caught: bool
     fuzz_invariant: str
     fuzz_flaky: bool  # Hypothesis could not replay it: steps are the shortest seen, not shrunk
-    fuzz_fresh: bool  # shrunk from a freshly loaded model (fuzz/isolate.py): its first step is the reload
+    fuzz_fresh: bool  # shrunk from a freshly loaded model (fuzz/corpus/isolate.py): its first step is the reload
     fuzz_first_failure_s: float | None
     fuzz_shrunk_steps: int | None
     minimal_steps: int  # the shortest program that shows the bug, derived by hand (Bug.minimal)
@@ -147,7 +147,7 @@ def budgets() -> str:
             f"randomized; shrinking: Hypothesis's for {FuzzSettings().shrink_budget_s:g} s after the first failure "
             f"(capped at {SHRINK_CAP_S} s in all), then {FuzzSettings().shrink_budget_s:g} s more: a failure it "
             f"could not replay or finish shrinking is shrunk from a fresh model (its program's first step is the "
-            f"reload, counted), one that replays is polished (fuzz/shrink.py; kept only if it also fails from a fresh "
+            f"reload, counted), one that replays is polished (fuzz/corpus/shrink.py; kept only if it also fails from a fresh "
             f"model, and with the reload as its first step unless it fails without); "
             f"stress budget: {STRESS.concurrency} threads x {STRESS.iterations} patterns, seed {STRESS.seed}")
 

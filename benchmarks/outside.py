@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     p.add_argument("--raw", nargs=2, metavar=("URL", "SECONDS"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.raw:
-        from fuzz.server import ExternalTriton
+        from fuzz.harness.server import ExternalTriton
 
         print(raw_loop(ExternalTriton(args.raw[0]), MODEL, float(args.raw[1])))
         return 0

@@ -2,7 +2,7 @@
 
     python -m benchmarks.rediscovery [--release 0.7.0 ...] [--key KEY ...] [--out benchmarks/results]
 
-Every known divergence (fuzz/divergences.py) x every build that has it (of those given; default:
+Every known divergence (fuzz/checker/divergences.py) x every build that has it (of those given; default:
 the release matrix's), fuzzed from scratch with its guard off (FuzzSettings.find_known; the others'
 guards stay, so that another divergence does not hide it) and no hint but the fault it needs: one default `dev` campaign
 on each of up to three models the divergence affects (models_for: the default ones with the fewest
@@ -22,10 +22,10 @@ from pathlib import Path
 import attrs
 
 from fuzz.campaign import fuzz_model
-from fuzz.divergences import KNOWN
-from fuzz.engine import FuzzSettings
-from fuzz.releases import MATRIX_RELEASES, TRITON_VERSION, install_release
-from fuzz.server import EmbeddedTriton, explicit_control
+from fuzz.checker.divergences import KNOWN
+from fuzz.harness.engine import FuzzSettings
+from fuzz.harness.releases import MATRIX_RELEASES, TRITON_VERSION, install_release
+from fuzz.harness.server import EmbeddedTriton, explicit_control
 
 from .throughput import FUZZ_SETTINGS
 

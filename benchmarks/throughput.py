@@ -5,7 +5,7 @@ raw loop on MODEL, the stress campaign and its raw loop on the stress campaign's
     python -m benchmarks.throughput [--seconds 30]
 
 The fuzzer sleeps on purpose (pauses, idle-timeout waits, waits out expiry windows, 50 ms after
-a queued START): that time is measured by timing fuzz.engine.go_silent and the wire sleep, and
+a queued START): that time is measured by timing fuzz.harness.engine.go_silent and the wire sleep, and
 "active" rates leave it out. Hypothesis's overhead is a machine with the same rule shapes and
 draws as the fuzzer's, whose rules do nothing, run under the same settings.
 """
@@ -24,9 +24,9 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 
 from fuzz import profiles  # noqa: F401  (registers dev)
 from fuzz.campaign import fuzz_model
-from fuzz.engine import FuzzSettings
-from fuzz.machine import id_strategy
-from fuzz.server import EmbeddedTriton
+from fuzz.harness.engine import FuzzSettings
+from fuzz.generator.machine import id_strategy
+from fuzz.harness.server import EmbeddedTriton
 from fuzz.spec import ModelSpec
 from fuzz.stress import DEFAULT_MODEL as STRESS_MODEL
 from fuzz.stress import StressSettings, run_stress
@@ -115,8 +115,8 @@ def timed_sleeps():
     """Totals the seconds the fuzzer sleeps on purpose (engine.go_silent, and time.sleep in the
     machine and engine modules: the wire wait, waits for parked requests). Timing only: nothing
     the fuzzer does changes."""
-    import fuzz.engine as engine_module
-    import fuzz.machine as machine_module
+    import fuzz.harness.engine as engine_module
+    import fuzz.generator.machine as machine_module
 
     total = [0.0]
     real_silent, real_time = engine_module.go_silent, machine_module.time

@@ -1,4 +1,12 @@
-"""Model-based state-machine fuzzer for Triton's sequence batcher."""
+"""Model-based state-machine fuzzer for Triton's sequence batcher.
+
+The folders follow Jepsen's split, data flowing one way: generator/ (the rules, which choose),
+harness/ (the engine and the clients that talk to Triton, and the server under test),
+checker/ (the pure reference model and the checkers that judge what came back), nemesis/
+(faults as operations), corpus/ (saved programs, their replay, shrinking and standalone
+reproducers). At the top: the drivers (plugin.py, campaign.py, stress.py, matrix/, rejudge.py)
+and the values every part shares (values.py, spec.py).
+"""
 import os
 
 # Every fork here is followed by an exec (tritonserver, pytest sub-sessions), which gRPC's fork

@@ -12,16 +12,16 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from hypothesis.reporting import current_reporter, with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
-from .coverage import CoverageReport, goals_for
-from .depth import DepthSummary
-from .divergences import by_key, known_for, steered_around
-from .engine import BudgetSpent
-from .invariants import InvariantViolation
-from .isolate import can_isolate, from_fresh_model, polish
-from .machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
+from .generator.coverage import CoverageReport, goals_for
+from .generator.depth import DepthSummary
+from .checker.divergences import by_key, known_for, steered_around
+from .harness.engine import BudgetSpent
+from .checker.invariants import InvariantViolation
+from .corpus.isolate import can_isolate, from_fresh_model, polish
+from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
 from .progress import Progress, Snapshot
-from .replay import ReplayDrift, replay_steps
-from .server import Terminated, stopping
+from .corpus.replay import ReplayDrift, replay_steps
+from .harness.server import Terminated, stopping
 from .spec import ModelSpec
 
 
@@ -68,11 +68,11 @@ class ModelResult:
     interrupted: str = ""  # why the campaign stopped early (Ctrl-C, SIGTERM); its counts are what it did
     unsteady_rounds: int = 0  # rounds of examples Hypothesis ended on a draw that differed (no finding)
     # Answers that came after the prompt bound, within the grace a starved machine widens it by
-    # (fuzz/lag.py): not hangs; and the slowest of them, in seconds.
+    # (fuzz/harness/lag.py): not hangs; and the slowest of them, in seconds.
     slow_answers: int = 0
     slowest_answer_s: float = 0.0
     prompt_s: float = 5.0  # the prompt bound those came after (FuzzSettings.prompt_s)
-    coverage: CoverageReport = CoverageReport()  # goals reached and the fuzzer's gaps (fuzz/coverage.py)
+    coverage: CoverageReport = CoverageReport()  # goals reached and the fuzzer's gaps (fuzz/generator/coverage.py)
     # Known divergences the campaign saw and then fuzzed on past, its reference taking them as built.
     accepted: tuple = ()
     model_spec: ModelSpec | None = attrs.field(default=None, repr=False)

@@ -15,11 +15,12 @@ import pytest
 
 from . import profiles  # noqa: F401  (registers ci / dev / long)
 from . import leftovers, progress, xdist_support
-from .divergences import KNOWN, as_built_of
+from .checker.divergences import KNOWN, as_built_of
 from .files import atomic_write
-from .machine import FuzzSettings
-from .releases import triton_version_of
-from .server import EmbeddedTriton, ExternalTriton, InstallNotFound, ServerStartError, TritonInstall, explicit_control
+from .generator.machine import FuzzSettings
+from .harness.releases import triton_version_of
+from .harness.server import (EmbeddedTriton, ExternalTriton, InstallNotFound, ServerStartError, TritonInstall,
+    explicit_control)
 
 
 def pytest_addoption(parser):
@@ -52,7 +53,7 @@ def pytest_addoption(parser):
                          "reload, full_batch (restart with TRITONSERVER_DELAY_SCHEDULER), which three need "
                          "the embedded server; deadlines (unary gRPC calls given up in flight). Default: none")
     group.addoption("--known-divergences", choices=("steer", "find"), default="steer",
-                    help="steer: keep the guards around the build's known divergences (fuzz/divergences.py); "
+                    help="steer: keep the guards around the build's known divergences (fuzz/checker/divergences.py); "
                          "find: turn them off, so that the fuzzer meets them as bugs nobody had seen (each found "
                          "is still named). Default: steer")
     group.addoption("--fuzz-progress", type=float, metavar="SECONDS",
@@ -271,7 +272,7 @@ def pytest_timeout_set_timer(item, settings):
     yield
     import signal
 
-    from .server import mark_stopped
+    from .harness.server import mark_stopped
 
     current = signal.getsignal(signal.SIGALRM)
     if callable(current) and not getattr(current, "_seqfuzz", False):
@@ -476,7 +477,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         else:
             tr.write_line(f"corpus: finding already held by {path}")
     results = getattr(config, "_fuzz_results", [])
-    from .server import stop_reason
+    from .harness.server import stop_reason
 
     interrupted = stop_reason() or next((r.interrupted for r in results if r.interrupted), "") or (
         "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else "")
@@ -591,7 +592,7 @@ def _start_server(config, tmp_path_factory, shared: bool = True):
     install_dir = config.getoption("--triton-install")
     install = TritonInstall.find(install_dir) if install_dir else None
     # Explicit model control, every model loaded at start: the nemesis's reload and a failure's
-    # shrinking from a fresh model (fuzz/isolate.py) load new copies through the repository API.
+    # shrinking from a fresh model (fuzz/corpus/isolate.py) load new copies through the repository API.
     return EmbeddedTriton(models_dir, install=install, workdir=tmp_path_factory.mktemp("triton"),
                           **explicit_control(models_dir)).start()
 

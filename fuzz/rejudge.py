@@ -1,8 +1,8 @@
 """Judges saved histories again, without a server: `python -m fuzz.rejudge [PATH ...]`.
 
 Each PATH is a corpus entry (.json) or a folder of them (default: corpus/). Every entry keeps the
-program it ran, what came back and when (fuzz/history.py); the history checker
-(fuzz/linearize.py) judges it per sequence as it stands today, so a newer checker can look again at
+program it ran, what came back and when (fuzz/checker/history.py); the history checker
+(fuzz/checker/linearize.py) judges it per sequence as it stands today, so a newer checker can look again at
 what an older run saw. Exit status: 0 when every judged sequence is explained, 1 when one is not,
 2 when an entry cannot be read.
 """
@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from .corpus import CorpusEntry, CorpusError, load
-from .divergences import accepted
-from .history import history_of
-from .linearize import Verdict, judge
+from .checker.divergences import accepted
+from .checker.history import history_of
+from .checker.linearize import Verdict, judge
 
 
 def verdicts(entry: CorpusEntry) -> list[Verdict]:

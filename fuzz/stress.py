@@ -6,7 +6,7 @@ END), valid-valid (two on one id), valid-no-end, no-end (left for the idle timeo
 its slot must be reused) and no-start (a request on an id with no live sequence). Lengths are
 normal(16, 8), at least 1. Every response is checked, running sums included.
 
-One harness. The stress campaign is a driver of fuzz/engine.py, as the state machine and
+One harness. The stress campaign is a driver of fuzz/harness/engine.py, as the state machine and
 corpus replay are: one Engine with `concurrency` stream clients, one BatcherModel, the same
 send / park / collect / check and the same teardown (backlog drained, what is left ENDed, the
 server's statistics against what the clients saw: stats_agree). Its clients are not threads: each
@@ -29,11 +29,11 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from .client import Request
-from .depth import DepthSummary
-from .engine import Engine, FuzzSettings, Setup
-from .invariants import InvariantViolation
-from .model import Refusal, key_of
+from .harness.client import Request
+from .generator.depth import DepthSummary
+from .harness.engine import Engine, FuzzSettings, Setup
+from .checker.invariants import InvariantViolation
+from .checker.model import Refusal, key_of
 from .progress import Progress, Snapshot
 from .spec import ContractError, ModelSpec
 
@@ -292,7 +292,7 @@ def run_stress(server, model: str, settings: StressSettings = StressSettings()) 
 # -- command line ---------------------------------------------------------------------------------
 
 def _server(args):
-    from .server import EmbeddedTriton, ExternalTriton
+    from .harness.server import EmbeddedTriton, ExternalTriton
 
     if args.triton_url:
         return ExternalTriton(args.triton_url)

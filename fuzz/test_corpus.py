@@ -1,10 +1,10 @@
 """`pytest fuzz/` replays every corpus entry (corpus/*.json) before fuzzing: one test per entry,
-held to the entry's status (fuzz/corpus.py). A file that cannot be read fails its own test."""
+held to the entry's status (fuzz/corpus/__init__.py). A file that cannot be read fails its own test."""
 import pytest
 
-from fuzz.divergences import known_for
-from fuzz.invariants import InvariantViolation
-from fuzz.replay import ReplayNeeds, check_entry
+from fuzz.checker.divergences import known_for
+from fuzz.checker.invariants import InvariantViolation
+from fuzz.corpus.replay import ReplayNeeds, check_entry
 
 
 def test_corpus(triton, corpus_item, fuzz_options, request):
@@ -22,7 +22,7 @@ def test_corpus(triton, corpus_item, fuzz_options, request):
             strict=True, raises=InvariantViolation,
             reason=f"known divergence {entry.divergence} on Triton {triton.version}: [{entry.invariant}] "
                    f"{entry.detail}. If this replay passes, the build no longer shows it: set the entry's "
-                   f"status to must-pass (and update fuzz/divergences.py)"))
+                   f"status to must-pass (and update fuzz/checker/divergences.py)"))
     try:
         check_entry(triton, entry, corpus_path=str(fuzz_options.corpus_dir), settings=fuzz_options.fuzz_settings)
     except ReplayNeeds as needs:  # e.g. a restart, against a server this run did not start

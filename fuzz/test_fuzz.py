@@ -4,7 +4,7 @@ holds it or --no-corpus-write is given."""
 from fuzz import corpus
 from fuzz.campaign import fuzz_model, violations_in
 from fuzz.plugin import reproduction
-from fuzz.server import stopping
+from fuzz.harness.server import stopping
 
 
 def test_sequence_batcher(request, triton, fuzz_model_name, fuzz_options, fuzz_results, corpus_written):

@@ -66,7 +66,7 @@ class Outcome:
     live_rows: int | None = None
     row: int | None = None  # and the request's row in it (modelgen.variants.ROW_OUTPUT); coverage only too
     # When its request was sent (time.monotonic(), taken just before the send): a step's history
-    # interval starts there (fuzz/history.py). None where no client timed it.
+    # interval starts there (fuzz/checker/history.py). None where no client timed it.
     sent_at: float | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
@@ -172,7 +172,7 @@ class Kind(str, enum.Enum):
     HELD = "held"  # sent with others at once, not waited for (burst; full_batch: a batch held until full)
     HELD_ANSWER = "held_answer"  # its answer, checked once all of them went
     FAULT = "fault"  # a nemesis fault (cut, restart, reload, full batch)
-    # cancel_pipelined (fuzz/cancelling.py), in this order: the next request of a running
+    # cancel_pipelined (fuzz/harness/cancelling.py), in this order: the next request of a running
     # sequence on unary gRPC, not waited for (ASIDE); one behind it on the client's stream
     # (BEHIND); a witness behind that on unary gRPC or a stream of its own (ASIDE, its `via`);
     # the stream cancelled; the two answers (ASIDE_ANSWER); the sequence's next request
@@ -182,7 +182,7 @@ class Kind(str, enum.Enum):
     CANCEL_STREAM = "cancel_stream"
     ASIDE_ANSWER = "aside_answer"
     AFTER_CANCEL = "after_cancel"
-    # share_sequence (fuzz/sharing.py): requests of one sequence sent at once from several
+    # share_sequence (fuzz/harness/sharing.py): requests of one sequence sent at once from several
     # clients' streams (SHARED), then their answers, checked together (SHARED_ANSWER, AnyOrder).
     SHARED = "shared"
     SHARED_ANSWER = "shared_answer"
@@ -221,8 +221,8 @@ class StepRecord:
     outcome: Outcome | None = attrs.field(default=None, kw_only=True)
     # When its request went out (its client's clock, where an answer came) and when the step was
     # recorded (time.monotonic()), where known: shrinking keeps a request as far from the kept
-    # step before it as it was, since a bug can need the gap (fuzz/shrink.py), and a history is
-    # judged by them (fuzz/history.py). A saved program keeps them as seconds from its first step
+    # step before it as it was, since a bug can need the gap (fuzz/corpus/shrink.py), and a history is
+    # judged by them (fuzz/checker/history.py). A saved program keeps them as seconds from its first step
     # (a replay still keeps its silences, not these times).
     sent_at: float | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
     done_at: float | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)

@@ -43,7 +43,7 @@ def configure(config) -> None:
     marker stops them together (a SIGTERM or Ctrl-C that reaches the controller alone stops the
     server the workers use), and workers leave their results there too (a stopped controller
     never gets the ones they send)."""
-    from .server import share_stop
+    from .harness.server import share_stop
 
     if uses_xdist(config):
         if config.getoption("dist") == "load":
@@ -95,7 +95,7 @@ def server_for_worker(config):
     """The controller's server, seen from a worker (None outside xdist)."""
     if not is_worker(config) or WORKER_KEY not in config.workerinput:
         return None
-    from .server import ExternalTriton
+    from .harness.server import ExternalTriton
 
     grpc_url, http_url = config.workerinput[WORKER_KEY]
     return ExternalTriton(grpc_url, http_url)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz import server
+from fuzz.harness import server
 
 
 def group_pids(pgid: int) -> set[int]:

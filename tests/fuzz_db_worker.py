@@ -12,7 +12,7 @@ from hypothesis.database import ExampleDatabase
 
 from fuzz.campaign import fuzz_model
 from fuzz.db import open_database
-from fuzz.server import ExternalTriton
+from fuzz.harness.server import ExternalTriton
 
 
 class Counting(ExampleDatabase):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from fuzz.releases import install_release, is_installed
+from fuzz.harness.releases import install_release, is_installed
 
 
 def embedded_install(release: str | None) -> dict:

@@ -3,12 +3,12 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from fuzz.campaign import fuzz_model
-from fuzz.invariants import InvariantViolation
-from fuzz.isolate import _program
-from fuzz.replay import replay_steps
+from fuzz.checker.invariants import InvariantViolation
+from fuzz.corpus.isolate import _program
+from fuzz.corpus.replay import replay_steps
 from fuzz.spec import ModelSpec
-from fuzz.machine import FuzzSettings
-from fuzz.server import EmbeddedTriton, explicit_control
+from fuzz.generator.machine import FuzzSettings
+from fuzz.harness.server import EmbeddedTriton, explicit_control
 from fuzz.values import Kind, Request, StepRecord
 
 from .broken_models import BUGS, NATIVE_BUGS, bug_named, model_name, write_broken_repository

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from fuzz.campaign import fuzz_model
-from fuzz.engine import FuzzSettings
+from fuzz.harness.engine import FuzzSettings
 from fuzz.values import Kind
-from fuzz.server import ExternalTriton
+from fuzz.harness.server import ExternalTriton
 from fuzz.spec import ContractError
 
 # Seeded, not derandomized: derandomized examples follow the machine's source, so an edit to the
@@ -74,7 +74,7 @@ def test_past_a_divergence_taken_as_built_the_campaign_fuzzes_on(triton):
 def test_an_invariant_a_user_registers_is_fuzzed_for_and_shrunk(triton):
     """A promise of the user's own (here: no answer over 100, which any sum breaks) is judged on
     every step; its failure is found, named and shrunk like a built-in one."""
-    from fuzz.invariants import Invariant, register, unregister
+    from fuzz.checker.invariants import Invariant, register, unregister
 
     def over_100(rec, spec):
         got = rec.outcome

@@ -12,12 +12,12 @@ import pytest
 
 from fuzz import corpus
 from fuzz.corpus import _step_from_json, _step_to_json
-from fuzz.engine import Engine, FuzzSettings, Setup
-from fuzz.invariants import InvariantViolation
-from fuzz.divergences import known_for
-from fuzz.machine import Plan, make_machine
-from fuzz.replay import ReplayDrift, replay_steps
-from fuzz.server import EmbeddedTriton
+from fuzz.harness.engine import Engine, FuzzSettings, Setup
+from fuzz.checker.invariants import InvariantViolation
+from fuzz.checker.divergences import known_for
+from fuzz.generator.machine import Plan, make_machine
+from fuzz.corpus.replay import ReplayDrift, replay_steps
+from fuzz.harness.server import EmbeddedTriton
 from fuzz.spec import ModelSpec
 from fuzz.values import EndedOr, Kind
 from modelgen import slow_variants, write_repository

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tritonclient.grpc import service_pb2
 
-from fuzz.client import Box, StreamClient, decode
+from fuzz.harness.client import Box, StreamClient, decode
 from fuzz.values import Outcome
 from modelgen.variants import LIVE_ROWS_OUTPUT
 

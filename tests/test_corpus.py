@@ -9,10 +9,10 @@ import attrs
 import pytest
 
 from fuzz import corpus
-from fuzz.client import Request
+from fuzz.harness.client import Request
 from fuzz.corpus import CorpusError
-from fuzz.engine import Kind, StepRecord
-from fuzz.reproducer import RUNTIME_NAME, render, runtime
+from fuzz.harness.engine import Kind, StepRecord
+from fuzz.corpus.reproducer import RUNTIME_NAME, render, runtime
 from fuzz.values import Answer, Cancelled, Outcome, Queued, Refusal
 from fuzz.spec import ModelSpec
 
@@ -230,7 +230,7 @@ def test_an_answer_with_partials_round_trips_and_the_reproducer_checks_them(tmp_
     """An iterative sequence's START answers once per execution: the expectation and the outcome
     keep the answers before the final one, and entries without them read and write as before."""
     from fuzz.corpus import _expect_from_json, _expect_to_json, _outcome_from_json, _outcome_to_json
-    from fuzz.reproducer_script import Outcome as ScriptOutcome, matches
+    from fuzz.corpus.reproducer_script import Outcome as ScriptOutcome, matches
 
     for e in (Answer(15, partials=(5, 10)), Queued(2.5, partials=[1.25]), Answer(3)):
         assert _expect_from_json(json.loads(json.dumps(_expect_to_json(e)))) == e

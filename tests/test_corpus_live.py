@@ -9,10 +9,10 @@ import attrs
 import pytest
 
 from fuzz import corpus
-from fuzz.client import Request
-from fuzz.invariants import InvariantViolation
-from fuzz.engine import Kind, StepRecord
-from fuzz.replay import ReplayDrift, check_entry
+from fuzz.harness.client import Request
+from fuzz.checker.invariants import InvariantViolation
+from fuzz.harness.engine import Kind, StepRecord
+from fuzz.corpus.replay import ReplayDrift, check_entry
 from fuzz.spec import ModelSpec
 from fuzz.values import Answer, Queued
 

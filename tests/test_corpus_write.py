@@ -21,7 +21,7 @@ def fuzz_session(triton, corpus_dir, *extra):
 
 
 def test_a_finding_is_written_once_and_not_with_no_corpus_write(triton, tmp_path):
-    from fuzz.divergences import known_for
+    from fuzz.checker.divergences import known_for
     from fuzz.spec import ModelSpec
 
     if not known_for(ModelSpec.fetch(triton, MODEL), triton.version):

@@ -3,15 +3,15 @@ import math
 
 import attrs
 
-from fuzz.coverage import (FLAG_SHAPES, FULL_END, FULL_START, ID_STATES, INTEGER_TWINS, Coverage, CoverageReport,
-                           end_in_row, flag_shape, full_rows, goals_for, live_row_goals, sibling_family, twin_goal,
-                           twin_place, twin_places, twins_of)
-from fuzz.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets,
-                        exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, shared_low_bits,
-                        string_twin, value_edges)
+from fuzz.generator.coverage import (FLAG_SHAPES, FULL_END, FULL_START, ID_STATES, INTEGER_TWINS, Coverage,
+    CoverageReport, end_in_row, flag_shape, full_rows, goals_for, live_row_goals, sibling_family, twin_goal,
+    twin_place, twin_places, twins_of)
+from fuzz.generator.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of,
+    core_targets, exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, shared_low_bits,
+    string_twin, value_edges)
 from fuzz.spec import ModelSpec
-from fuzz.steering import (TWIN_STEPS, choose, edge_ids, open_depth, open_id_edges, open_start_goals, open_sums,
-                           open_twins, twin_aim)
+from fuzz.generator.steering import (TWIN_STEPS, choose, edge_ids, open_depth, open_id_edges, open_start_goals,
+    open_sums, open_twins, twin_aim)
 from fuzz.values import Request
 
 INT32 = (-(2**31), 2**31 - 1)
@@ -156,7 +156,7 @@ def test_a_campaigns_coverage_travels_with_its_result():
     assert again.coverage == report and again.coverage.gaps == ("sum max",)
 
 
-# -- steering (fuzz/steering.py) -----------------------------------------------------------------
+# -- steering (fuzz/generator/steering.py) -----------------------------------------------------------------
 
 
 def test_steering_chooses_among_what_is_open_and_nothing_when_all_is_reached():
@@ -290,8 +290,8 @@ def test_ids_2k_apart_are_goals_once_per_width_of_low_bits_they_share():
 def test_ids_2k_minus_1_apart_are_goals_once_per_mersenne_modulus_as_numbers():
     """What a key reduced modulo 2^k - 1 makes one (Python's hash of an int: 2^61 - 1): the ids
     apart by a multiple of it as numbers, not modulo the CORRID's width."""
-    from fuzz.coverage import MERSENNE
-    from fuzz.machine import sibling
+    from fuzz.generator.coverage import MERSENNE
+    from fuzz.generator.machine import sibling
     assert twin_places(MERSENNE, 64) == ("by 2^16-1", "by 2^31-1", "by 2^32-1", "by 2^61-1")
     assert twins_of(1, 2**61, 64) == ((MERSENNE, "by 2^61-1"),)  # hash(1) == hash(2**61)
     assert twins_of(5, 5 + 2 * (2**31 - 1), 64) == ((MERSENNE, "by 2^31-1"),)

@@ -1,11 +1,11 @@
-"""How deep a program went (fuzz/depth.py), counted by the reference model: pure, no server."""
+"""How deep a program went (fuzz/generator/depth.py), counted by the reference model: pure, no server."""
 from collections import Counter
 
 import hypothesis.strategies as st
 from hypothesis import given
 
-from fuzz.depth import DepthSummary
-from fuzz.model import Answer, BatcherModel, Queued
+from fuzz.generator.depth import DepthSummary
+from fuzz.checker.model import Answer, BatcherModel, Queued
 
 from .test_model import R, spec
 

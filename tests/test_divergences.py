@@ -1,14 +1,14 @@
-"""Each known divergence of fuzz/divergences.py reproduced live, so that a build that fixes one
+"""Each known divergence of fuzz/checker/divergences.py reproduced live, so that a build that fixes one
 is noticed (the test then fails on purpose: update the table). Crashing ones get their own server."""
 import threading
 import time
 
 import pytest
 
-from fuzz.client import GrpcClient, Request, StreamClient
-from fuzz.divergences import AS_BUILT, KNOWN, accepted, known_for
-from fuzz.model import START_ERROR
-from fuzz.server import EmbeddedTriton, ServerDied
+from fuzz.harness.client import GrpcClient, Request, StreamClient
+from fuzz.checker.divergences import AS_BUILT, KNOWN, accepted, known_for
+from fuzz.checker.model import START_ERROR
+from fuzz.harness.server import EmbeddedTriton, ServerDied
 from fuzz.spec import ModelSpec
 from modelgen import Variant, write_model
 
@@ -112,9 +112,9 @@ def test_a_start_cancelled_in_the_backlog_still_runs_on_a_build_without_cancella
     the slot frees, and its sequence goes on; the fuzzer's engine says so (start_is_required), and
     leaves the cancel rule out there. Later builds drop it: once the slot has freed (the cancelled
     START's backlog place with it), its id gets the START-flag error."""
-    from fuzz.engine import Engine, FuzzSettings, Setup
-    from fuzz.invariants import InvariantViolation
-    from fuzz.machine import make_machine
+    from fuzz.harness.engine import Engine, FuzzSettings, Setup
+    from fuzz.checker.invariants import InvariantViolation
+    from fuzz.generator.machine import make_machine
 
     from .release_installs import embedded_install
 
@@ -159,8 +159,8 @@ def test_every_known_divergence_names_a_build_and_a_symptom():
 def test_2_36s_dtype_wording_is_taken_as_built_and_only_its_wording():
     """The release matrix met 2.36's older text for a wrong-dtype refusal on every model; the
     reference then expects that text, and nothing else about the refusal changes."""
-    from fuzz.client import Request
-    from fuzz.model import OLDER_DTYPE_ERROR, BatcherModel, Refusal
+    from fuzz.harness.client import Request
+    from fuzz.checker.model import OLDER_DTYPE_ERROR, BatcherModel, Refusal
     from fuzz.spec import ModelSpec
     from modelgen import model_config
 
@@ -189,8 +189,8 @@ def test_the_python_backends_missing_state_is_known_under_the_promise_that_meets
 def test_a_string_id_is_cut_at_an_embedded_nul(triton, via):
     """Found by the fuzzer's string-id families: 'a\\0x' is the sequence 'a' on 2.51, whatever the
     transport (what 'a' answers after a START of 'a\\0x' shows which sequence that START was)."""
-    from fuzz.client import HttpClient
-    from fuzz.machine import string_ids_allowed
+    from fuzz.harness.client import HttpClient
+    from fuzz.generator.machine import string_ids_allowed
 
     model = "py_slot_direct_s2_i2_fp32_cser"  # takes string ids, keeps its sums per slot
     spec = ModelSpec.fetch(triton, model)
@@ -211,7 +211,7 @@ def test_a_string_id_is_cut_at_an_embedded_nul(triton, via):
 def test_readmes_per_build_table_is_the_one_the_known_divergences_make():
     from pathlib import Path
 
-    from fuzz.divergences import build_table
+    from fuzz.checker.divergences import build_table
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert build_table() in readme, "README's per-build table of known divergences is stale"
@@ -262,8 +262,8 @@ def test_find_turns_every_guard_off_and_steer_keeps_each_of_this_build():
     """--known-divergences find (FuzzSettings.find_known, every key): no guard is kept, so the fuzzer
     meets the build's known divergences unaided; one key lifts that guard only; steer keeps every
     guard that applies, and nothing else."""
-    from fuzz.divergences import steered_around
-    from fuzz.machine import string_ids_allowed, twin_families
+    from fuzz.checker.divergences import steered_around
+    from fuzz.generator.machine import string_ids_allowed, twin_families
 
     uint64 = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=1, instances=1, idle_s=0.5,
                        max_batch_size=1, controls=frozenset(FULL), corrid_type="UINT64", implicit_state=False)

@@ -7,16 +7,16 @@ import attrs
 import pytest
 from hypothesis import settings
 
-from fuzz.client import Request
-from fuzz.coverage import FLAG_SHAPES, PIPELINED_RESTART, flags_goal
+from fuzz.harness.client import Request
+from fuzz.generator.coverage import FLAG_SHAPES, PIPELINED_RESTART, flags_goal
 from fuzz import profiles  # noqa: F401  (registers dev)
-from fuzz import linearize
-from fuzz.engine import Engine, FuzzSettings, Pending, RunStats, Setup
-from fuzz.history import history_of
-from fuzz.invariants import InvariantViolation
+from fuzz.checker import linearize
+from fuzz.harness.engine import Engine, FuzzSettings, Pending, RunStats, Setup
+from fuzz.checker.history import history_of
+from fuzz.checker.invariants import InvariantViolation
 from fuzz.campaign import SEED_HINT, fuzz_model
-from fuzz.machine import WAIT_SHARE, make_machine
-from fuzz.model import Answer, Queued, Window
+from fuzz.generator.machine import WAIT_SHARE, make_machine
+from fuzz.checker.model import Answer, Queued, Window
 from fuzz.values import Outcome
 from fuzz.spec import ModelSpec
 
@@ -195,7 +195,7 @@ def test_a_dev_campaign_steers_onto_every_request_shape_on_live_ids_and_twins_pa
 
 
 def test_every_client_waits_while_no_slot_is_free_and_nothing_is_live_then_a_start_gets_in(triton, engine):
-    from fuzz.model import key_of
+    from fuzz.checker.model import key_of
     from fuzz.values import Kind
 
     base = engine.salt * 2**40
@@ -215,7 +215,7 @@ def test_every_client_waits_while_no_slot_is_free_and_nothing_is_live_then_a_sta
 
 
 def test_every_client_waits_for_slots_only_time_can_free_and_not_while_a_sequence_could_be_ended(triton):
-    from fuzz.model import key_of
+    from fuzz.checker.model import key_of
 
     two = "py_corrid_oldest_s2_i1_fp32_csec_u32"  # two slots, a 500 ms idle window
     engine = Engine(Setup.of(triton, ModelSpec.fetch(triton, two)), salt=20_000 + time.monotonic_ns() % 10_000)
@@ -305,7 +305,7 @@ def test_a_replay_records_the_silence_it_kept_before_a_request(triton):
     """A replay keeps a request's recorded silence, and records it again: each shrinking try
     replays the last try's record, and one that lost the silence lost the gap a bug of time
     (a cache shorter than the idle window) needs."""
-    from fuzz.replay import replay_steps
+    from fuzz.corpus.replay import replay_steps
     from fuzz.values import Kind, StepRecord
 
     spec = ModelSpec.fetch(triton, ONE_SLOT)
@@ -355,7 +355,7 @@ def test_a_live_sequence_at_its_idle_window_when_a_crowd_goes_sends_nothing(trit
     """A rule chose the sequence well inside its idle timeout, and a starved machine took until
     its window before the crowd went: Stale, before anything is sent or the model moves (it was
     a 'generator error' that failed a campaign of 19 models on two cores)."""
-    from fuzz.engine import Stale
+    from fuzz.harness.engine import Stale
 
     base = engine.salt * 2**40
     a, b = base + 1, base + 2

@@ -10,7 +10,7 @@ v answers (sum + v, sum + 2v).
 The builds whose ensemble scheduler takes a step's flags from the ensemble's request and only
 adds the responses' (core #369: fixed in r24.07, broken since r23.12) restart the sequence at
 every chunk of a START, and end it at the first chunk of an END, whose request then never gets
-an answer: ensemble-step-flags-kept (fuzz/divergences.py).
+an answer: ensemble-step-flags-kept (fuzz/checker/divergences.py).
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from fuzz.divergences import by_key
-from fuzz.server import EmbeddedTriton
+from fuzz.checker.divergences import by_key
+from fuzz.harness.server import EmbeddedTriton
 from modelgen import native
 
 from .release_installs import embedded_install

@@ -8,16 +8,17 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, settings
 
-from fuzz import corpus, isolate, nemesis
+from fuzz import corpus, nemesis
+from fuzz.corpus import isolate
 from fuzz.campaign import fuzz_model
-from fuzz.client import GrpcClient, Request
-from fuzz.engine import Fault, FuzzSettings, Kind, StepRecord
-from fuzz.fresh import FreshCopies, renamed
-from fuzz.isolate import RELOAD
+from fuzz.harness.client import GrpcClient, Request
+from fuzz.harness.engine import Fault, FuzzSettings, Kind, StepRecord
+from fuzz.corpus.fresh import FreshCopies, renamed
+from fuzz.corpus.isolate import RELOAD
 from fuzz.values import Answer
-from fuzz.invariants import InvariantViolation
-from fuzz.replay import ReplayNeeds, replay
-from fuzz.server import EmbeddedTriton, ExternalTriton
+from fuzz.checker.invariants import InvariantViolation
+from fuzz.corpus.replay import ReplayNeeds, replay
+from fuzz.harness.server import EmbeddedTriton, ExternalTriton
 from fuzz.spec import ModelSpec
 
 from .broken_models import FIRST_AFTER_LOAD, model_name, write_broken_repository
@@ -70,7 +71,7 @@ def test_a_fault_the_server_cannot_take_is_not_replayed_there(server):
 
 
 def test_the_standalone_reproducer_reloads_the_model_where_its_program_starts_from_a_fresh_one(server, tmp_path):
-    """A program shrunk from a fresh model (fuzz/isolate.py) starts with the reload; the standalone
+    """A program shrunk from a fresh model (fuzz/corpus/isolate.py) starts with the reload; the standalone
     reproducer strikes it through the repository API, so the bug shows on a warmed model too."""
     spec = ModelSpec.fetch(server, MODEL)
     steps = (RELOAD, StepRecord(2, 0, "start", Request(MODEL, 7, 15, start=True), via="stream",
@@ -169,7 +170,7 @@ def _start_on(model: str, index: int = 1) -> StepRecord:
 
 
 def test_fresh_copies_are_fresh_models_of_their_own_and_leave_nothing_behind(server):
-    """A copy (fuzz/fresh.py) serves under its own name as a newly loaded model (the bug's first
+    """A copy (fuzz/corpus/fresh.py) serves under its own name as a newly loaded model (the bug's first
     answer shows on it while the model itself is warm), the repository is not written to, and
     closing unloads every copy, those still loading included."""
     spec = ModelSpec.fetch(server, MODEL)

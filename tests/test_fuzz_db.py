@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.db import DatabaseSpecError, open_database
-from fuzz.server import EmbeddedTriton, ServerDied, free_port
+from fuzz.harness.server import EmbeddedTriton, ServerDied, free_port
 from modelgen import default_variants, write_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def worker(triton, db, mode) -> dict:
 
 
 def diverges(triton) -> bool:
-    from fuzz.divergences import known_for
+    from fuzz.checker.divergences import known_for
     from fuzz.spec import ModelSpec
 
     return any(d.key == "python-backend-drops-implicit-state"

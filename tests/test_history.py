@@ -1,5 +1,5 @@
 """Histories as data, judged without a server: the history a program's steps record
-(fuzz/history.py), the history checker (fuzz/linearize.py), saved times in the corpus, and the
+(fuzz/checker/history.py), the history checker (fuzz/checker/linearize.py), saved times in the corpus, and the
 `python -m fuzz.rejudge` command."""
 import json
 import subprocess
@@ -10,8 +10,8 @@ import attrs
 import pytest
 
 from fuzz import corpus
-from fuzz.history import NEVER, history_of
-from fuzz.linearize import judge
+from fuzz.checker.history import NEVER, history_of
+from fuzz.checker.linearize import judge
 from fuzz.spec import ModelSpec
 from fuzz.values import Fault, Kind, Outcome, Request, StepRecord
 

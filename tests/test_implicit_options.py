@@ -11,9 +11,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from fuzz.client import GrpcClient
-from fuzz.model import BatcherModel
-from fuzz.server import EmbeddedTriton, ServerStartError
+from fuzz.harness.client import GrpcClient
+from fuzz.checker.model import BatcherModel
+from fuzz.harness.server import EmbeddedTriton, ServerStartError
 from fuzz.spec import ModelSpec
 from fuzz.values import Answer
 from modelgen import Variant, native, write_repository

@@ -2,7 +2,7 @@
 its judge's finding is a violation under its name (tests/test_campaign.py runs one live)."""
 import pytest
 
-from fuzz.invariants import INVARIANTS, Invariant, InvariantViolation, judged, register, unregister
+from fuzz.checker.invariants import INVARIANTS, Invariant, InvariantViolation, judged, register, unregister
 from fuzz.values import Outcome, Request, StepRecord
 
 SPEC = None  # the judge here reads the step only

@@ -1,14 +1,14 @@
-"""The pure parts of shrinking from a fresh model (fuzz/isolate.py); the live part runs in
+"""The pure parts of shrinking from a fresh model (fuzz/corpus/isolate.py); the live part runs in
 tests/test_broken_models.py, whose history-dependent bugs (a count across sequences, a slot that
 remembers its last owner) only replay from a freshly loaded model."""
 import time
 
-from fuzz import isolate
-from fuzz.engine import FuzzSettings
-from fuzz.invariants import InvariantViolation
+from fuzz.corpus import isolate
+from fuzz.harness.engine import FuzzSettings
+from fuzz.checker.invariants import InvariantViolation
 from fuzz.spec import ModelSpec
-from fuzz.isolate import RELOAD, _program
-from fuzz.shrink import by_sequence, continuations, every_continuation
+from fuzz.corpus.isolate import RELOAD, _program
+from fuzz.corpus.shrink import by_sequence, continuations, every_continuation
 from fuzz.values import Kind, Request, StepRecord
 
 

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from fuzz.divergences import by_key
-from fuzz.server import EmbeddedTriton, ServerStartError
+from fuzz.checker.divergences import by_key
+from fuzz.harness.server import EmbeddedTriton, ServerStartError
 
 from .release_installs import embedded_install
 
@@ -233,11 +233,11 @@ def test_an_id_less_request_gets_an_id_counted_from_1_that_a_clients_id_shares(t
 
 @pytest.mark.parametrize("release", [None, "0.5.0"], ids=["2.51", "2.41"])
 def test_the_generated_iterative_model_answers_each_execution_through_the_fuzzers_client(tmp_path, release):
-    """modelgen's iterative variant, through fuzz.client.StreamClient: a START's answers before
+    """modelgen's iterative variant, through fuzz.harness.client.StreamClient: a START's answers before
     its final one come back as the Outcome's partials, two STARTs sent at once each get their own
     running sums, and the sequence ends with its START (the reference model's semantics)."""
-    from fuzz.client import StreamClient
-    from fuzz.model import BatcherModel
+    from fuzz.harness.client import StreamClient
+    from fuzz.checker.model import BatcherModel
     from fuzz.spec import ModelSpec
     from modelgen import python_variants, write_model
 
@@ -328,7 +328,7 @@ def test_an_iterative_start_cancelled_between_its_iterations_kills_the_server(tm
     iterative lived through 600 such streams each. Each build is fuzzed for up to two minutes."""
     import random
 
-    from fuzz.client import StreamClient
+    from fuzz.harness.client import StreamClient
     from fuzz.spec import ModelSpec
     from modelgen import Variant, write_model
 
@@ -375,7 +375,7 @@ def test_iterative_starts_beside_another_model_s_backlog_kill_the_server(tmp_pat
     after 9,300 (45 s): too close to a bound for CI. Up to two minutes."""
     import threading
 
-    from fuzz.client import StreamClient
+    from fuzz.harness.client import StreamClient
     from fuzz.spec import ModelSpec
     from modelgen import Variant, write_model
 

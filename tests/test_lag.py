@@ -1,7 +1,7 @@
-"""The hang bound widens with the latency a campaign measures (fuzz/lag.py): pure."""
+"""The hang bound widens with the latency a campaign measures (fuzz/harness/lag.py): pure."""
 import pytest
 
-from fuzz.lag import GRACE_CAP_S, Lag
+from fuzz.harness.lag import GRACE_CAP_S, Lag
 
 
 def test_an_idle_server_leaves_the_prompt_bound_almost_as_it_is():

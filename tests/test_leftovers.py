@@ -79,7 +79,7 @@ def test_a_recycled_pid_is_never_killed(registry):
 
 
 def test_an_embedded_server_registers_while_it_runs(registry, tmp_path):
-    from fuzz.server import EmbeddedTriton
+    from fuzz.harness.server import EmbeddedTriton
     from modelgen import Variant, write_model
 
     write_model(Variant("slot", "direct", 1, 1), tmp_path / "m")
@@ -96,7 +96,7 @@ def test_a_killed_fuzzer_s_server_is_stopped_by_the_next_run(registry, tmp_path)
 
     write_model(Variant("slot", "direct", 1, 1), tmp_path / "m")
     script = f"""
-import fuzz.server as s, sys, time
+import fuzz.harness.server as s, sys, time
 s._die_with_parent = lambda: None
 server = s.EmbeddedTriton({str(tmp_path / 'm')!r}, workdir={str(tmp_path / 'w1')!r}).start()
 print(server.process.pid, flush=True)
@@ -110,7 +110,7 @@ time.sleep(300)
         fuzzer.wait()
         time.sleep(0.5)
         assert leftovers.start_time(pgid) is not None, "the orphan should still run before the next start"
-        from fuzz.server import EmbeddedTriton
+        from fuzz.harness.server import EmbeddedTriton
 
         with EmbeddedTriton(tmp_path / "m", workdir=tmp_path / "w2"):
             deadline = time.monotonic() + 5

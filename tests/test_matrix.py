@@ -12,8 +12,8 @@ import pytest
 from fuzz import matrix
 from fuzz.campaign import Failure, ModelResult
 from fuzz.matrix import Build, BuildRun, Replay, parse_fuzz_report, parse_junit
-from fuzz.releases import is_installed
-from fuzz.server import free_port
+from fuzz.harness.releases import is_installed
+from fuzz.harness.server import free_port
 
 IMPLICIT = "py_implicit_direct_s1_i1_int32_csr"
 CORRID = "py_corrid_direct_s1_i1_int32_cserc_u64"
@@ -28,10 +28,10 @@ JUNIT = f"""<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="p
 <testcase classname="fuzz.test_corpus" name="test_corpus[{CORRID}--slots_reused--0123456789]"><failure
  message="[XPASS(strict)] known divergence x on Triton 2.51.0">[XPASS(strict)]</failure></testcase>
 <testcase classname="fuzz.test_seeds" name="test_seed[{IMPLICIT}-seed1]"><failure
- message="fuzz.invariants.InvariantViolation: [sums_match] wrong running sum">trace</failure></testcase>
+ message="fuzz.checker.invariants.InvariantViolation: [sums_match] wrong running sum">trace</failure></testcase>
 <testcase classname="fuzz.test_seeds" name="test_seed[{CORRID}-seed2]"/>
 <testcase classname="fuzz.test_fuzz" name="test_sequence_batcher[{CORRID}]"><error
- message="failed on setup with &quot;fuzz.server.ServerStartError: tritonserver exited&quot;">x</error></testcase>
+ message="failed on setup with &quot;fuzz.harness.server.ServerStartError: tritonserver exited&quot;">x</error></testcase>
 </testsuite></testsuites>"""
 
 
@@ -167,7 +167,7 @@ def test_builds_keep_their_order_and_are_named_once():
 
 
 def test_all_releases_are_the_six_builds_the_installed_one_standing_for_its_own():
-    from fuzz.releases import MATRIX_RELEASES, TRITON_VERSION
+    from fuzz.harness.releases import MATRIX_RELEASES, TRITON_VERSION
 
     builds = matrix.parse_args(["--all-releases"]).builds
     assert [b.name for b in builds] == list(MATRIX_RELEASES) and len(builds) == 6

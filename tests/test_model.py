@@ -2,11 +2,10 @@
 import attrs
 import pytest
 
-from fuzz.client import Request
-from fuzz.model import (BATCH_MAX_ERROR, BATCH_ONE_ERROR, DTYPE_ERROR, LONG_ID_ERROR, SHAPE_ERROR, START_ERROR,
-                        ZERO_ID_ERROR,
-                        Ambiguous, Answer, BatcherModel, OutsideContract, Queued, Refusal, key_of,
-                        normalize_message)
+from fuzz.harness.client import Request
+from fuzz.checker.model import (BATCH_MAX_ERROR, BATCH_ONE_ERROR, DTYPE_ERROR, LONG_ID_ERROR, SHAPE_ERROR,
+    START_ERROR, ZERO_ID_ERROR, Ambiguous, Answer, BatcherModel, OutsideContract, Queued, Refusal, key_of,
+    normalize_message)
 from fuzz.spec import ContractError, ModelSpec
 from modelgen import Variant, model_config
 
@@ -438,7 +437,7 @@ def test_a_start_queued_long_after_another_may_not_overtake_it():
 def test_a_request_answer_says_when_its_sequence_may_be_reaped_before_it_arrives():
     """A request sent inside the idle window can reach the server after it on a loaded machine:
     its Answer names the earliest reap before it, and a START refusal answered past that moment
-    is settled as an expiry (fuzz/engine.py calls it indeterminate)."""
+    is settled as an expiry (fuzz/harness/engine.py calls it indeterminate)."""
     model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
     assert model.expect(R(7, 3, start=True), 0.0).at_risk_from == float("inf")
     first = model.expect(R(7, 4), 0.5)
@@ -456,7 +455,7 @@ def test_a_request_answer_says_when_its_sequence_may_be_reaped_before_it_arrives
 def test_a_sequence_let_expire_at_its_late_edge_may_still_answer():
     """The late edge of the idle window is an assumption about the reaper's schedule: a request
     to an id the model let expire, answered as the sequence's next request, is settled as a late
-    reaper (fuzz/engine.py calls it indeterminate) and the sequence runs on, pipelined requests
+    reaper (fuzz/harness/engine.py calls it indeterminate) and the sequence runs on, pipelined requests
     included; a refusal settles it the other way."""
     model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
     model.expect(R(7, 3, start=True), 0.0)
@@ -579,7 +578,7 @@ def test_an_end_answered_by_a_late_reaped_sequence_ends_it_and_frees_its_slot():
 def test_a_start_that_must_wait_past_its_timeout_is_refused_and_its_id_forgotten():
     """L0_sequence_batcher's request timeouts: the reaper fails a START waiting in the backlog
     once its timeout has passed, unless a slot frees first (then it gets in, timeout or not)."""
-    from fuzz.model import TIMEOUT_ERROR
+    from fuzz.checker.model import TIMEOUT_ERROR
     m = BatcherModel(spec(capacity=1), MARGIN, late_s=0.2)
     m.expect(R(1, 1, start=True), 0.0)  # holds the slot until at least IDLE - MARGIN
     timed_out = m.expect(R(2, 5, start=True, timeout_us=20_000), 0.1)
@@ -595,8 +594,8 @@ def test_a_start_that_must_wait_past_its_timeout_is_refused_and_its_id_forgotten
 
 
 def test_a_timed_out_start_answered_before_its_timeout_breaks_timeouts_respected():
-    from fuzz.invariants import check_prompt
-    from fuzz.model import TIMEOUT_ERROR
+    from fuzz.checker.invariants import check_prompt
+    from fuzz.checker.model import TIMEOUT_ERROR
     from fuzz.values import Outcome
     req, exp = R(2, 5, start=True, timeout_us=20_000), Refusal("UNAVAILABLE", TIMEOUT_ERROR, "timeouts_respected")
     on_time = Outcome(status="UNAVAILABLE", message=TIMEOUT_ERROR, latency_s=0.0203)
@@ -655,7 +654,7 @@ def test_spec_reads_iterations_only_from_a_decoupled_iterative_model():
 
 
 def test_answers_before_the_final_one_are_checked_too():
-    from fuzz.invariants import check_prompt, check_served
+    from fuzz.checker.invariants import check_prompt, check_served
     from fuzz.values import Outcome
 
     req, exp = R(1, 5, start=True), Answer(15, partials=(5, 10))
@@ -678,7 +677,7 @@ def test_a_shared_request_refused_an_idle_timeout_after_the_others_went_is_indet
     import time
     from types import SimpleNamespace
 
-    from fuzz.sharing import Shared, SharedSteps
+    from fuzz.harness.sharing import Shared, SharedSteps
     from fuzz.values import Outcome
 
     def judged(ago, first=Outcome(4), message=START_ERROR.format(id=7, model=M), latency=0.0):

@@ -133,7 +133,7 @@ def test_an_iterative_variant_is_a_decoupled_iterative_sequence_that_needs_2_40(
 
 def test_an_older_builds_repository_leaves_out_what_it_cannot_load(tmp_path):
     """--triton-install of a 2.39 release: the iterative model would stop the whole server."""
-    from fuzz.releases import triton_version_of
+    from fuzz.harness.releases import triton_version_of
 
     def install(version):
         root = tmp_path / version

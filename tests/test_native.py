@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.client import GrpcClient, Request
+from fuzz.harness.client import GrpcClient, Request
 from fuzz.spec import ModelSpec
 from modelgen import native, native_variants
 from modelgen import __main__ as modelgen_cli
@@ -146,7 +146,7 @@ def test_a_padding_row_cannot_write_its_slots_state(tmp_path):
     a null request whose states are the core's throwaway copies: a backend that writes state there
     (here: the slot's state + 1000) must leave the live sequence's state alone. And a server
     restart leaves no state behind."""
-    from fuzz.server import EmbeddedTriton
+    from fuzz.harness.server import EmbeddedTriton
     from modelgen import Variant, model_config, render
 
     assert _KEEP_ON_PADDING in native.SOURCE, "the backend changed: re-point the planted write"

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, settings
 
 from fuzz import nemesis
 from fuzz.campaign import fuzz_model
-from fuzz.client import Request, StreamClient
-from fuzz.machine import FuzzSettings, make_machine
-from fuzz.server import EmbeddedTriton, ExternalTriton
+from fuzz.harness.client import Request, StreamClient
+from fuzz.generator.machine import FuzzSettings, make_machine
+from fuzz.harness.server import EmbeddedTriton, ExternalTriton
 from fuzz.spec import ModelSpec
 from modelgen import Variant, slow_variants, write_model
 
@@ -184,7 +184,7 @@ def test_calls_given_up_in_flight_keep_every_promise_but_the_known_crash(tmp_pat
     """The deadlines fault on a 2-slot model: every answer that came is right and every other
     promise holds, or the server died of the known divergence (server issue 7368), which a campaign
     names. A server of its own: it may die."""
-    from fuzz.divergences import by_key
+    from fuzz.checker.divergences import by_key
 
     crash = by_key("unary-deadlines-crash")
     struck = 0
@@ -211,8 +211,8 @@ def test_a_death_steps_after_calls_given_up_is_still_the_known_crash(tmp_path_fa
     (OUTPUT=1) names no call given up."""
     import signal
 
-    from fuzz.divergences import by_key
-    from fuzz.engine import Engine
+    from fuzz.checker.divergences import by_key
+    from fuzz.harness.engine import Engine
 
     hurry = Engine.hurry
 
@@ -254,9 +254,9 @@ def test_calls_given_up_in_flight_crash_the_builds_the_divergence_names(tmp_path
     a few thousand calls on the builds unary-deadlines-crash names; 2.36 lived through 16000."""
     import random
 
-    from fuzz.client import GrpcClient
-    from fuzz.divergences import by_key
-    from fuzz.server import ServerDied
+    from fuzz.harness.client import GrpcClient
+    from fuzz.checker.divergences import by_key
+    from fuzz.harness.server import ServerDied
     from fuzz.values import Fault
 
     from .release_installs import embedded_install
@@ -288,7 +288,7 @@ def test_the_deadlines_fault_cancels_a_decoupled_model_s_streams_and_meets_the_i
     streams of their own and cancels them in flight. On the iterative one (a START iterates until
     its last release) that kills the server on 2.41-2.51 (iterative-cancel-crash): the campaign
     meets it as that known divergence, the death named after the streams cancelled."""
-    from fuzz.divergences import by_key
+    from fuzz.checker.divergences import by_key
 
     iterative = Variant("corrid", "direct", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"),
                         decoupled=True, iterations=3)

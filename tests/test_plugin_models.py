@@ -3,7 +3,7 @@ steps, whose requests come through the ensemble (fuzzed instead: two campaigns o
 share its slots). Pure: the configs are read from the folder."""
 import pytest
 
-from fuzz.machine import negation, sibling
+from fuzz.generator.machine import negation, sibling
 from fuzz.plugin import _models_in
 from modelgen import Variant, write_model
 

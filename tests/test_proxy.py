@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from fuzz.client import GrpcClient, HttpClient, Request, StreamClient
-from fuzz.proxy import FaultProxy
-from fuzz.server import EmbeddedTriton
+from fuzz.harness.client import GrpcClient, HttpClient, Request, StreamClient
+from fuzz.nemesis.proxy import FaultProxy
+from fuzz.harness.server import EmbeddedTriton
 from modelgen import Variant, write_model
 
 START_ERROR = ("inference request for sequence {id} to model '{model}' must specify the START flag on the "

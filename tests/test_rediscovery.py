@@ -1,6 +1,6 @@
 """benchmarks.rediscovery's choice of models (pure: no server)."""
 from benchmarks.rediscovery import models_for
-from fuzz.divergences import by_key
+from fuzz.checker.divergences import by_key
 
 
 def test_a_divergence_of_every_model_is_fuzzed_where_slots_are_scarce_ample_and_slow():

@@ -1,16 +1,16 @@
 """Older Triton builds from older nvidia-pytriton releases, each started on a small repository.
 
 Each release is ~40 MB to download, so these run only with TRITON_SEQFUZZ_RELEASES=1 or when the
-release is already unpacked under fuzz.releases.releases_dir().
+release is already unpacked under fuzz.harness.releases.releases_dir().
 """
 import os
 import time
 
 import pytest
 
-from fuzz.client import GrpcClient, Request
-from fuzz.releases import MATRIX_RELEASES, TRITON_VERSION, install_release, is_installed, release_dir
-from fuzz.server import EmbeddedTriton
+from fuzz.harness.client import GrpcClient, Request
+from fuzz.harness.releases import MATRIX_RELEASES, TRITON_VERSION, install_release, is_installed, release_dir
+from fuzz.harness.server import EmbeddedTriton
 from modelgen import Variant, write_model
 
 START_ERROR = ("inference request for sequence {id} to model '{model}' must specify the START flag on the "
@@ -63,7 +63,7 @@ def test_install_is_cached(tmp_path):
 def test_a_version_pip_cannot_find_is_a_clear_error(tmp_path):
     if not WANTED:
         pytest.skip("asks the package index; set TRITON_SEQFUZZ_RELEASES=1")
-    from fuzz.releases import ReleaseInstallError
+    from fuzz.harness.releases import ReleaseInstallError
 
     with pytest.raises(ReleaseInstallError, match="nvidia-pytriton==0.0.999"):
         install_release("0.0.999", tmp_path)
@@ -72,8 +72,8 @@ def test_a_version_pip_cannot_find_is_a_clear_error(tmp_path):
 
 def test_2_41_refuses_string_ids_where_2_51_takes_them(repo, tmp_path):
     """Pins the known divergence string-ids-refused (found by the release matrix)."""
-    from fuzz.divergences import KNOWN
-    from fuzz.model import normalize_message
+    from fuzz.checker.divergences import KNOWN
+    from fuzz.checker.model import normalize_message
 
     if not (WANTED or is_installed("0.5.0")):
         pytest.skip("set TRITON_SEQFUZZ_RELEASES=1 to download nvidia-pytriton 0.5.0")

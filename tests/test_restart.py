@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from fuzz.client import GrpcClient, Request, StreamClient
-from fuzz.server import EmbeddedTriton, TritonError
+from fuzz.harness.client import GrpcClient, Request, StreamClient
+from fuzz.harness.server import EmbeddedTriton, TritonError
 from modelgen import Variant, write_model
 
 START_ERROR = ("inference request for sequence {id} to model '{model}' must specify the START flag on the "

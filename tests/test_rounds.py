@@ -9,7 +9,7 @@ from hypothesis.errors import FlakyStrategyDefinition
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from fuzz.campaign import UNSTEADY_STEPS, _rounds
-from fuzz.engine import RunStats
+from fuzz.harness.engine import RunStats
 
 ROUND = settings(max_examples=50, database=None, deadline=None)
 draws = itertools.count()

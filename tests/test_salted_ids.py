@@ -1,6 +1,6 @@
-"""Fresh ids are salted per example (fuzz.machine.salted_id): pure checks of what the salt keeps."""
-from fuzz.edges import band_of
-from fuzz.machine import SPECIAL_IDS, salted_id
+"""Fresh ids are salted per example (fuzz.generator.machine.salted_id): pure checks of what the salt keeps."""
+from fuzz.generator.edges import band_of
+from fuzz.generator.machine import SPECIAL_IDS, salted_id
 
 LARGE = (2**40 + 9, 2**53 + 7, 76428620070309313, 2**63 + 3, 2**64 - 5)
 

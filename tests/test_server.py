@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.client import GrpcClient, Request, StreamClient
-from fuzz.divergences import known_for
-from fuzz.model import Answer, BatcherModel, Refusal, batcher_error, normalize_message
-from fuzz.server import (EmbeddedTriton, ExternalTriton, InstallNotFound, ServerDied, ServerStartError,
-                         TritonInstall)
+from fuzz.harness.client import GrpcClient, Request, StreamClient
+from fuzz.checker.divergences import known_for
+from fuzz.checker.model import Answer, BatcherModel, Refusal, batcher_error, normalize_message
+from fuzz.harness.server import (EmbeddedTriton, ExternalTriton, InstallNotFound, ServerDied, ServerStartError,
+    TritonInstall)
 from fuzz.spec import ModelSpec
 from modelgen import Variant, default_variants, python_variants, write_model
 
@@ -189,7 +189,7 @@ def test_the_default_build_is_the_pinned_one(triton):
     from importlib.metadata import version
     from pathlib import Path
 
-    from fuzz.releases import TRITON_VERSION
+    from fuzz.harness.releases import TRITON_VERSION
 
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     (pin,) = re.findall(r'"nvidia-pytriton==([\d.]+)"', pyproject)
@@ -306,7 +306,7 @@ def test_a_killed_server_leaves_no_shared_memory_behind(one_model_repo, tmp_path
 def test_killing_the_fuzzer_with_sigkill_takes_the_server_down(one_model_repo, tmp_path):
     script = textwrap.dedent(f"""
         import os, sys, time
-        from fuzz.server import EmbeddedTriton
+        from fuzz.harness.server import EmbeddedTriton
         s = EmbeddedTriton({str(one_model_repo)!r}, workdir={str(tmp_path / 'w')!r}).start()
         print(s.process.pid, flush=True)
         time.sleep(600)
@@ -327,7 +327,7 @@ def test_a_server_s_own_work_folder_goes_when_the_process_ends(one_model_repo):
     reuses it, a report reads the log) and goes when the process exits, stopped or not."""
     script = textwrap.dedent(f"""
         import sys
-        from fuzz.server import EmbeddedTriton
+        from fuzz.harness.server import EmbeddedTriton
         s = EmbeddedTriton({str(one_model_repo)!r}).start()
         print(s.workdir, flush=True)
         if sys.argv[1] == "stop":

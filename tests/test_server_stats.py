@@ -2,7 +2,7 @@
 import attrs
 from tritonclient.grpc import service_pb2
 
-from fuzz.server_stats import Duration, Lenience, Snapshot, Tally, judge
+from fuzz.checker.server_stats import Duration, Lenience, Snapshot, Tally, judge
 from fuzz.values import Outcome
 
 MS = 1_000_000

@@ -10,10 +10,10 @@ import pytest
 
 from fuzz import corpus
 from fuzz.corpus import _step_from_json, _step_to_json
-from fuzz.engine import Engine, Setup
-from fuzz.invariants import InvariantViolation
-from fuzz.replay import ReplayDrift, replay_steps
-from fuzz.sharing import an_order, possible
+from fuzz.harness.engine import Engine, Setup
+from fuzz.checker.invariants import InvariantViolation
+from fuzz.corpus.replay import ReplayDrift, replay_steps
+from fuzz.harness.sharing import an_order, possible
 from fuzz.spec import ModelSpec
 from fuzz.values import AnyOrder, Kind, Outcome
 
@@ -123,7 +123,7 @@ def test_requests_sent_at_once_all_refused_after_the_window_opened_are_indetermi
     and all so refused are indeterminate, and the model takes the sequence as gone. Refused
     before the window opened, or only some of them (one answered: the sequence was there, and
     stayed), they break valid_is_accepted."""
-    from fuzz.model import START_ERROR, batcher_error, key_of
+    from fuzz.checker.model import START_ERROR, batcher_error, key_of
 
     e, spec, seq_id = started_then_shared(triton, 41_000)
     start_error = Outcome(status="INVALID_ARGUMENT", message=batcher_error(spec, START_ERROR, id=seq_id))

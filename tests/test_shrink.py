@@ -1,9 +1,9 @@
-"""The pure parts of shrinking a program past Hypothesis (fuzz/shrink.py): what a removal leaves,
+"""The pure parts of shrinking a program past Hypothesis (fuzz/corpus/shrink.py): what a removal leaves,
 folded sums, moved ids. The live part (polishing a failure against a broken model) runs in
 tests/test_broken_models.py."""
 import attrs
 
-from fuzz.shrink import DDMIN_PASSES, crowd_cores, crowd_layers, every_wait, quiet, shifted, without
+from fuzz.corpus.shrink import DDMIN_PASSES, crowd_cores, crowd_layers, every_wait, quiet, shifted, without
 from fuzz.spec import ModelSpec
 from fuzz.values import Kind, Outcome, Request, StepRecord
 
@@ -26,7 +26,7 @@ def sent(steps):
 def failing_while(fails, tries, seen):
     """A stand-in for a live replay of a cut: notes seen(kept) in tries, and breaks sums_match
     while fails(kept)."""
-    from fuzz.invariants import InvariantViolation
+    from fuzz.checker.invariants import InvariantViolation
 
     def try_(kept):
         tries.append(seen(kept))
@@ -154,7 +154,7 @@ def test_a_program_is_first_cut_to_the_sequences_it_ended_with():
     live replay fails while the last two (18 and 19) are there. Focus keeps the last one alone
     (passes), then the last two (fails): two tries, six steps left."""
     import time
-    from fuzz.shrink import focus
+    from fuzz.corpus.shrink import focus
 
     steps = [req(3 * n + k, 10 + n, 1, start=k == 0) for n in range(10) for k in range(3)]
     tries = []
@@ -173,7 +173,7 @@ def test_a_cut_to_the_last_sequence_keeps_the_time_the_others_filled_where_the_b
     the one before it. Cut to sequence 5 alone, it passes at once; kept as silence, the time the
     others took makes it fail again: 5's two requests, the second after 0.79 s."""
     import time
-    from fuzz.shrink import focus
+    from fuzz.corpus.shrink import focus
 
     at = lambda s, sent, done: attrs.evolve(s, sent_at=sent, done_at=done)  # noqa: E731
     steps = [at(req(0, 5, 1, start=True), 0.0, 0.01)]
@@ -193,7 +193,7 @@ def test_the_requests_sent_alone_fold_into_their_starts_in_one_try_and_the_crowd
     crowd's bug needs the crowd, not how the sum was built. One removal folds the six into the
     START (its sum the same) and keeps the crowd, where single steps would take six tries (seen
     live: six such continuations left when the budget ran out)."""
-    from fuzz.shrink import every_plain_continuation
+    from fuzz.corpus.shrink import every_plain_continuation
     steps = [req(1, 5, 1, start=True), *[req(i, 5, i) for i in range(2, 8)],
              req(8, 5, 1, kind=Kind.HELD), req(9, 6, 2, start=True, kind=Kind.HELD),
              req(10, 5, 1, kind=Kind.HELD_ANSWER), req(11, 6, 2, start=True, kind=Kind.HELD_ANSWER)]
@@ -234,7 +234,7 @@ def test_a_crowd_is_tried_one_request_at_a_time_and_kept_where_it_is_needed():
     either way, so the first try stands: 8 steps become 4 plain requests. One of a batch's
     composition (fails only while both crowds are there) keeps its program after the two tries."""
     import time
-    from fuzz.shrink import alone, unheld
+    from fuzz.corpus.shrink import alone, unheld
 
     def crowd(i, a, b):
         held = [req(i, a, 1, start=True, kind=Kind.HELD), req(i + 1, b, 2, start=True, kind=Kind.HELD)]
@@ -264,7 +264,7 @@ def test_a_sequence_whose_age_the_bug_needs_is_thinned_every_other_request():
     gap; every other request at a time (kept as silence) does not: ddmin ends at 4 or 5 requests,
     the last one still the one that failed."""
     import time
-    from fuzz.shrink import alternate_continuations, ddmin
+    from fuzz.corpus.shrink import alternate_continuations, ddmin
 
     steps = [attrs.evolve(req(i, 5, 1, start=i == 0), sent_at=0.05 * i, done_at=0.05 * i + 0.01) for i in range(17)]
 
@@ -286,7 +286,7 @@ def test_a_paced_program_keeps_the_gaps_it_was_recorded_with():
     """A replay sends faster than the campaign did: paced keeps each request as far after the step
     before it as it went out (a wait it had already is kept if longer), and leaves steps without
     a recorded time as they are."""
-    from fuzz.shrink import paced
+    from fuzz.corpus.shrink import paced
 
     at = lambda s, sent, done: attrs.evolve(s, sent_at=sent, done_at=done)  # noqa: E731
     steps = [at(req(1, 5, 1, start=True), 0.0, 0.01), at(req(2, 5, 1), 0.15, 0.16),

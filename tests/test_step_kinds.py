@@ -1,10 +1,10 @@
 """Every kind of step a program records can be replayed by the fuzzer and played by the
 standalone reproducer, and written and read back by the corpus: adding a kind to values.Kind
-without its replayer (fuzz/replay.py, @replays) or its method in the reproducer's runtime
-(fuzz/reproducer_script.py, KINDS) fails here, naming what is missing."""
-from fuzz import reproducer_script
+without its replayer (fuzz/corpus/replay.py, @replays) or its method in the reproducer's runtime
+(fuzz/corpus/reproducer_script.py, KINDS) fails here, naming what is missing."""
+from fuzz.corpus import reproducer_script
 from fuzz.corpus import _step_from_json, _step_to_json
-from fuzz.replay import REPLAYERS, replays
+from fuzz.corpus.replay import REPLAYERS, replays
 from fuzz.values import Fault, Kind, Request, StepRecord
 
 import pytest

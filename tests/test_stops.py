@@ -282,11 +282,11 @@ def test_a_server_that_dies_during_a_replay_is_its_death_not_a_broken_promise(tm
     import attrs
 
     from fuzz import corpus
-    from fuzz.client import Request
-    from fuzz.engine import Kind, StepRecord
-    from fuzz.invariants import InvariantViolation
-    from fuzz.replay import check_entry
-    from fuzz.server import EmbeddedTriton
+    from fuzz.harness.client import Request
+    from fuzz.harness.engine import Kind, StepRecord
+    from fuzz.checker.invariants import InvariantViolation
+    from fuzz.corpus.replay import check_entry
+    from fuzz.harness.server import EmbeddedTriton
     from fuzz.spec import ModelSpec
     from modelgen import Variant, write_model
 

@@ -2,7 +2,7 @@
 import pytest
 
 from fuzz import stress
-from fuzz.server import EmbeddedTriton
+from fuzz.harness.server import EmbeddedTriton
 from fuzz.stress import StressSettings, run_stress
 from modelgen import python_variants, write_model
 

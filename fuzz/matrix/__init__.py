@@ -27,7 +27,7 @@ The modules, in the order data flows through them:
 from .builds import FUZZ_DIR, PROJECT_CORPUS, Build, BuildUnavailable, Prepared, installed_version, one_line, prepare
 from .cli import main, parse_args
 from .compare import (ReleaseDivergence, Replay, Sighting, Signature, compare, confirm, format_divergences, kept,
-                      replay_outcome, sightings)
+    replay_outcome, sightings)
 from .outcomes import TestOutcome, named_invariant, parse_fuzz_report, parse_junit
 from .report import report_json
 from .run import BuildRun, Options, pytest_command, run_build, run_pytest

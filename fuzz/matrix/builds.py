@@ -51,8 +51,8 @@ def installed_version() -> str:
 
 def prepare(build: Build, url_timeout: float = 10.0) -> Prepared:
     """Installs a release if needed, or checks that the URL answers. Raises BuildUnavailable."""
-    from ..releases import TRITON_VERSION, install_release, release_dir
-    from ..server import ExternalTriton, TritonError, TritonInstall
+    from ..harness.releases import TRITON_VERSION, install_release, release_dir
+    from ..harness.server import ExternalTriton, TritonError, TritonInstall
 
     try:
         if build.kind == "release":

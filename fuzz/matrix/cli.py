@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..releases import MATRIX_RELEASES, TRITON_VERSION
+from ..harness.releases import MATRIX_RELEASES, TRITON_VERSION
 from .builds import PROJECT_CORPUS, Build, BuildUnavailable, installed_version, prepare
 from .compare import compare, confirm, format_divergences
 from .report import report_json
@@ -43,7 +43,8 @@ def parse_args(argv=None):
     builds = p.add_argument_group("builds (in the order given; at least one)")
     builds.add_argument("--release", dest="builds", action="append", metavar="VERSION",
                         type=lambda v: Build("release", v),
-                        help="an nvidia-pytriton release, installed side by side on first use (fuzz/releases.py)")
+                        help="an nvidia-pytriton release, installed side by side on first use "
+                        "(fuzz/harness/releases.py)")
     builds.add_argument("--installed", dest="builds", action="append_const", const=None,
                         help="the nvidia-pytriton installed in this environment")
     builds.add_argument("--all-releases", dest="builds", action="append_const", const="all",

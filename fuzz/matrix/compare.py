@@ -23,7 +23,7 @@ class Signature:
 class Sighting:
     """One build showing a failure."""
     build: str
-    known: str | None = None  # the known divergence of that build it is (fuzz/divergences.py)
+    known: str | None = None  # the known divergence of that build it is (fuzz/checker/divergences.py)
     detail: str = ""
     program: tuple = ()  # the shrunk program, one line per step
     reproducers: tuple = ()  # corpus files holding it
@@ -97,7 +97,7 @@ def kept(run: BuildRun, sig: Signature) -> bool:
 def compare(runs) -> tuple:
     """(divergences between releases, reclassified): failures shown on some builds and kept on
     others; and failures every build that ran them shows, but as a known divergence only on some
-    (fuzz/divergences.py may need the other versions)."""
+    (fuzz/checker/divergences.py may need the other versions)."""
     seen: dict = {}
     for run in runs:
         for sig, s in sightings(run).items():
@@ -187,5 +187,5 @@ def format_divergences(rows, reclassified, note: str) -> str:
         sig = row.signature
         how = "; ".join(f"{s.build}: {s.known or 'not a known divergence'}" for s in row.shown)
         text.append(f"* shown on every build, classified differently: {sig.model} [{sig.invariant}] from "
-                    f"{sig.source} ({how}); fuzz/divergences.py may need the other Triton versions")
+                    f"{sig.source} ({how}); fuzz/checker/divergences.py may need the other Triton versions")
     return "\n".join(text)

@@ -10,7 +10,7 @@ from pathlib import Path
 import attrs
 
 from ..campaign import ModelResult
-from ..invariants import INVARIANTS
+from ..checker.invariants import INVARIANTS
 
 _KINDS = {"test_corpus": "corpus", "test_seed": "seed", "test_sequence_batcher": "fuzz"}
 

@@ -90,7 +90,7 @@ def run_pytest(cmd, workdir: Path, log: Path, timeout: float) -> tuple:
 
 
 def _stop(proc: subprocess.Popen, grace: float = 30.0) -> None:
-    """SIGTERM first: the plugin stops its server on it (fuzz/server.py). Then SIGKILL; the
+    """SIGTERM first: the plugin stops its server on it (fuzz/harness/server.py). Then SIGKILL; the
     server's parent-death signal takes it down with pytest."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
         try:

@@ -7,7 +7,7 @@ START with one large value to it, nor is `start a 0; continue a 1; restart a 0` 
 removed, and a removed request of a running sequence *folds* into the request before it (its
 value is added there, its END flag moves there), so every later answer of that sequence sums to
 what it did. A candidate is kept only when a live replay breaks the same promise again: how a
-try replays (after a reload, or with its ids moved) is the caller's (fuzz/isolate.py).
+try replays (after a reload, or with its ids moved) is the caller's (fuzz/corpus/isolate.py).
 
 Everything here is pure: programs in, programs out.
 """
@@ -19,18 +19,18 @@ from typing import Callable, Optional
 
 import attrs
 
-from .invariants import InvariantViolation
-from .model import clip_id, key_of, too_long
-from .spec import ModelSpec
-from .values import Kind, StepRecord
+from ..checker.invariants import InvariantViolation
+from ..checker.model import clip_id, key_of, too_long
+from ..spec import ModelSpec
+from ..values import Kind, StepRecord
 
 # Steps that wait out an idle timeout (or a recorded silence): a second or more each.
 WAITS = (Kind.GO_SILENT, Kind.LEAVE_TO_EXPIRE, Kind.PAUSE)
 # A removal is tried keeping the time its steps took only when that adds this much silence.
 MIN_GAP_S = 0.05
-# Steps a replay sends after their recorded silence (fuzz/replay.py).
+# Steps a replay sends after their recorded silence (fuzz/corpus/replay.py).
 SENT = (Kind.REQUEST, Kind.REFILL, Kind.QUEUED)
-# cancel_pipelined's and share_sequence's steps with a request (fuzz/cancelling.py, sharing.py)
+# cancel_pipelined's and share_sequence's steps with a request (fuzz/harness/cancelling.py, sharing.py)
 CANCEL_GROUP = (Kind.ASIDE, Kind.BEHIND, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.SHARED, Kind.SHARED_ANSWER)
 # The tags earlier tries put in front of string ids (`try_tag`): a try's tag replaces them, so
 # that a cut of a cut of a cut does not carry a dozen (seen: 'p90.p89.p46...4.g').

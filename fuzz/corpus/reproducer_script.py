@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The runtime every standalone reproducer of a triton-seqfuzz corpus shares (fuzz/reproducer.py
+"""The runtime every standalone reproducer of a triton-seqfuzz corpus shares (fuzz/corpus/reproducer.py
 copies it into the corpus folder as seqfuzz_replay.py; each NAME.py beside it holds one entry's
 program and calls main()).
 

@@ -386,7 +386,7 @@ def build_table(versions=None) -> str:
     """Markdown: one row per known divergence, a column per build (default: the release matrix's),
     "x" where it was seen (README shows it, and a test keeps the two alike)."""
     if versions is None:
-        from .releases import MATRIX_RELEASES, TRITON_VERSION
+        from ..harness.releases import MATRIX_RELEASES, TRITON_VERSION
 
         versions = tuple(TRITON_VERSION[r] for r in MATRIX_RELEASES)
     head = "| divergence | " + " | ".join(v.rsplit(".", 1)[0] for v in versions) + " |"

@@ -1,5 +1,5 @@
 """Histories as data: what each request of a program did, as operations a checker judges without
-a server (fuzz/linearize.py), the way Jepsen's Knossos and Porcupine judge a client's record.
+a server (fuzz/checker/linearize.py), the way Jepsen's Knossos and Porcupine judge a client's record.
 
 An Op is one request: what was sent, what came back, and the interval in which the server may
 have run it: from just before its client sent it to just after its answer came. What the answer
@@ -23,7 +23,7 @@ from __future__ import annotations
 import attrs
 
 from .model import Key, key_of
-from .values import UNSEEN, Kind, Outcome, Request, StepRecord
+from ..values import UNSEEN, Kind, Outcome, Request, StepRecord
 
 # Steps that send a request whose answer a later step records, and those answer steps.
 SENDS = frozenset({Kind.QUEUED, Kind.HELD, Kind.ASIDE, Kind.BEHIND, Kind.SHARED})

@@ -17,19 +17,19 @@ import hypothesis.strategies as st
 from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from . import nemesis
+from .. import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
-                    into_band, is_fraction, power_targets, string_twin)
-from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, MERSENNE_STEPS, MODULUS_FAMILIES,
-                       NEGATIVES, PIPELINED_RESTART, end_in_row, flags_goal, full_rows,
-                       live_row_goals, sibling_family, twin_places)
+    into_band, is_fraction, power_targets, string_twin)
+from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, MERSENNE_STEPS,
+    MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, end_in_row, flags_goal, full_rows, live_row_goals, sibling_family,
+    twin_places)
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_depth,
-                       open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
-from .divergences import steered_around
-from .engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
-from .engine import Engine, Fault, Setup, Stale, event
-from .model import KEPT_WINDOWS, MAX_STRING_ID, Answer, clip_id, key_of
-from .spec import ModelSpec
+    open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
+from ..checker.divergences import steered_around
+from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
+from ..harness.engine import Engine, Fault, Setup, Stale, event
+from ..checker.model import KEPT_WINDOWS, MAX_STRING_ID, Answer, clip_id, key_of
+from ..spec import ModelSpec
 
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
@@ -73,7 +73,7 @@ START_MORE = st.integers(0, 24)
 # shrink the twin's turns away: a bug that only needs one deep sequence then shrinks to it (plus
 # the twin's START), not to two interleaved ones it cannot turn into a `start`.
 TURNS = st.sampled_from(("older", "both", "both"))
-# Steering (fuzz/steering.py): a flag and an index drawn beside a choice; the flag's top value
+# Steering (fuzz/generator/steering.py): a flag and an index drawn beside a choice; the flag's top value
 # (1 in 4, or 1 in 8 for a run's length: a deep run costs hundreds of requests; 1 in 2 for a
 # twin: a model has up to 18 twin goals and a campaign few alias steps, and an unsteered twin
 # stands wherever salting put its id, seldom below 2**32) takes the open choice the index
@@ -908,7 +908,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         it on its stream and a third behind that (on unary gRPC or a stream of its own), cancels
         its stream while the second waits in the queue (a slow model makes sure it does), then sends the sequence's
         next request: the sequence must have ended with the cancelled request, and the third
-        failed with it (cancel_ends_sequence); see fuzz/cancelling.py for the timing."""
+        failed with it (cancel_ends_sequence); see fuzz/harness/cancelling.py for the timing."""
         client = self._client(data)
         key = self._pick(data, self.engine.live(), "sequence")
         values = [self._value(data) for _ in range(4)]

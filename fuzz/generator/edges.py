@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from .model import MAX_STRING_ID, too_long
-from .spec import FRACTION_LIMIT, exact_range, is_fraction  # noqa: F401 (the generator's edges)
+from ..checker.model import MAX_STRING_ID, too_long
+from ..spec import FRACTION_LIMIT, exact_range, is_fraction  # noqa: F401 (the generator's edges)
 
 
 class SumTarget(int):

@@ -1,6 +1,6 @@
 """Renders a corpus entry's standalone reproducer: a short NAME.py that shows the program (each
 step: who sent what, and what had to come back) and replays NAME.json, beside it, with the
-shared runtime seqfuzz_replay.py (fuzz/reproducer_script.py, copied into the corpus folder).
+shared runtime seqfuzz_replay.py (fuzz/corpus/reproducer_script.py, copied into the corpus folder).
 Neither needs this project: only tritonclient and numpy."""
 from __future__ import annotations
 

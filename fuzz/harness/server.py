@@ -25,9 +25,9 @@ from pathlib import Path
 
 import attrs
 
-from .server_stats import Snapshot
-from .values import CONTROL_TIMEOUT_S
-from . import leftovers
+from ..checker.server_stats import Snapshot
+from ..values import CONTROL_TIMEOUT_S
+from .. import leftovers
 
 LOG_TAIL_LINES = 40
 # Complaints every CPU-only start makes; they are not why anything failed.

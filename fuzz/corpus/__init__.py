@@ -1,5 +1,5 @@
 """The corpus: shrunk failing programs kept as versioned, human-readable JSON, one file per entry,
-each with a standalone reproducer script beside it (fuzz/reproducer.py).
+each with a standalone reproducer script beside it (fuzz/corpus/reproducer.py).
 
 Hypothesis's example database is a cache (its keys change with the source, and the `ci` profile
 has none), so findings that must outlive a code change live here. `pytest fuzz/` replays every
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import attrs
 
-from .divergences import KNOWN
-from .files import atomic_write
-from .model import too_long
-from .spec import ModelSpec
-from .values import Answer, AnyOrder, Cancelled, EndedOr, Fault, Kind, Outcome, Queued, Refusal, Request, StepRecord
+from ..checker.divergences import KNOWN
+from ..files import atomic_write
+from ..checker.model import too_long
+from ..spec import ModelSpec
+from ..values import Answer, AnyOrder, Cancelled, EndedOr, Fault, Kind, Outcome, Queued, Refusal, Request, StepRecord
 
 FORMAT_VERSION = 2
 READS = (1, 2)  # format 1 entries are migrated on load
@@ -55,7 +55,7 @@ class CorpusEntry:
     invariant: str  # the promise the program broke there
     detail: str
     steps: tuple  # StepRecord
-    divergence: str | None = None  # key in fuzz/divergences.py, for known-divergence entries
+    divergence: str | None = None  # key in fuzz/checker/divergences.py, for known-divergence entries
     divergence_versions: tuple = ()  # Triton versions on which the replay must break `invariant`
     found: str = ""  # UTC time of recording, ISO 8601
     note: str = ""
@@ -213,7 +213,7 @@ def _step_to_json(s: StepRecord, origin: float | None = None) -> dict:
         if s.fault.ids:
             d["fault"].update(ids=list(s.fault.ids), at_once=s.fault.at_once, deadline_us=s.fault.deadline_us)
     if origin is not None and s.sent_at is not None and s.done_at is not None:
-        # Its history interval (fuzz/history.py), in seconds from the program's first send, to the µs.
+        # Its history interval (fuzz/checker/history.py), in seconds from the program's first send, to the µs.
         d["at"] = [round(s.sent_at - origin, 6), round(s.done_at - origin, 6)]
     return d
 

@@ -1,4 +1,4 @@
-"""The history checker: judges a history (fuzz/history.py) per sequence, without a server.
+"""The history checker: judges a history (fuzz/checker/history.py) per sequence, without a server.
 
 A sequence's requests must be explained by one order in which the server ran them, as Knossos and
 Porcupine check a register (Wing & Gong's search, with memory of what was tried): an order that
@@ -19,7 +19,7 @@ import attrs
 
 from .history import History, Op
 from .model import Key
-from .spec import ModelSpec
+from ..spec import ModelSpec
 
 BUDGET = 50_000  # states one sequence's search may visit before its verdict is "unknown"
 DEAD = (False, None)  # no live sequence

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from .values import UNSEEN, Outcome
+from ..values import UNSEEN, Outcome
 
 NS = 1e-9
 

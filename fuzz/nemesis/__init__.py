@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import time
 
-from .client import GrpcClient, StreamClient
+from ..harness.client import GrpcClient, StreamClient
 from .proxy import FaultProxy
-from .values import LOST_CONNECTION, Fault, Outcome
+from ..values import LOST_CONNECTION, Fault, Outcome
 
 NEMESES = ("slow", "cut", "stall", "restart", "reload", "full_batch", "deadlines")
 # Faults that restart the server or reload the model: they need the embedded server (and, for

@@ -16,10 +16,10 @@ import time
 import attrs
 
 from .client import StreamClient
-from .events import event
-from .invariants import InvariantViolation
-from .model import Answer, key_of, refused_for_start
-from .values import AnyOrder, Kind, Outcome, Request
+from ..events import event
+from ..checker.invariants import InvariantViolation
+from ..checker.model import Answer, key_of, refused_for_start
+from ..values import AnyOrder, Kind, Outcome, Request
 
 
 @attrs.define

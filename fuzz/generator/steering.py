@@ -16,7 +16,7 @@ are steered per example: they are made from the example's own (salted) ids.
 from __future__ import annotations
 
 from .coverage import (DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, MERSENNE, MERSENNE_STEPS, MODULUS_FAMILIES,
-                       NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
+    NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
 from .edges import id_edges, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.

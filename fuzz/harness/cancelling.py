@@ -26,10 +26,10 @@ import time
 import attrs
 
 from .client import StreamClient
-from .events import event
-from .invariants import InvariantViolation, check_prompt, describe_expectation
-from .model import Ambiguous, Answer, Refusal, Window, key_of, normalize_message, refused_for_start
-from .values import EndedOr, Kind, Outcome, Request
+from ..events import event
+from ..checker.invariants import InvariantViolation, check_prompt, describe_expectation
+from ..checker.model import Ambiguous, Answer, Refusal, Window, key_of, normalize_message, refused_for_start
+from ..values import EndedOr, Kind, Outcome, Request
 
 
 @attrs.define

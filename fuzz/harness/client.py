@@ -14,7 +14,7 @@ import numpy as np
 
 from modelgen.variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT
 
-from .values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the client's values
+from ..values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the client's values
 
 NP_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64}
 
@@ -50,7 +50,7 @@ _FROM_WIRE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64, "FP64": 
 
 def _took(started: float) -> dict:
     """An Outcome's timing: when its request was sent (taken just before the send, so that a
-    history's interval for it holds the true one: fuzz/history.py) and how long the answer took."""
+    history's interval for it holds the true one: fuzz/checker/history.py) and how long the answer took."""
     return {"latency_s": time.monotonic() - started, "sent_at": started}
 
 
@@ -211,7 +211,7 @@ class HttpClient:
         self._mod = httpclient
         self._url = url.removeprefix("http://")
         # tritonclient.http sets its network timeout per client: one client per whole second of
-        # timeout asked for (the engine's hang bound widens on a starved machine, fuzz/lag.py).
+        # timeout asked for (the engine's hang bound widens on a starved machine, fuzz/harness/lag.py).
         self._clients: dict[int, object] = {}
         self._client = self._for(timeout_s)
 

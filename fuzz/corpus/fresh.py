@@ -8,7 +8,7 @@ load with a config and files: nothing is written to the user's repository). A co
 try and is unloaded.
 
 A copy is the model under another name, so a failure found on one is a candidate only: the
-caller confirms what it keeps on the model itself, after a real reload (fuzz/isolate.py).
+caller confirms what it keeps on the model itself, after a real reload (fuzz/corpus/isolate.py).
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import attrs
 
-from .spec import ModelSpec
-from .values import CONTROL_TIMEOUT_S, Kind
+from ..spec import ModelSpec
+from ..values import CONTROL_TIMEOUT_S, Kind
 
 AHEAD = 3  # copies loading at once (Triton loads up to 4 models side by side by default)
 _NAMES = itertools.count(1)

@@ -13,7 +13,7 @@ and the result starts with the reload, so its replay from the corpus strikes it 
 
 A reload takes ~1.4 s (Triton starts a new Python backend stub), so this is for the failures
 Hypothesis could not replay, within a budget of its own, and its tries run on fresh copies of
-the model loaded ahead, several at a time (fuzz/fresh.py: a try then waits for no load); what
+the model loaded ahead, several at a time (fuzz/corpus/fresh.py: a try then waits for no load); what
 they show is kept only once the model itself shows it after a reload (`_try`). What fails from a
 fresh model (alone or after its history) is cut down with plain replays first, where they fail
 too, each cut replayed as often as the failure's own rate asks, and what they leave is checked
@@ -32,14 +32,15 @@ import time
 
 import attrs
 
-from . import nemesis, shrink
-from .engine import HISTORY_EXAMPLES, FuzzSettings
+from .. import nemesis
+from . import shrink
+from ..harness.engine import HISTORY_EXAMPLES, FuzzSettings
 from .fresh import FreshCopies, renamed, replayable_on_copy
-from .invariants import InvariantViolation
-from .model import clip_id
+from ..checker.invariants import InvariantViolation
+from ..checker.model import clip_id
 from .replay import ReplayDrift, replay_steps
-from .spec import ModelSpec
-from .values import Fault, Kind, StepRecord
+from ..spec import ModelSpec
+from ..values import Fault, Kind, StepRecord
 
 RELOAD = StepRecord(index=1, client=None, action="the model is reloaded (a fresh copy: nothing remembered)",
                     kind=Kind.FAULT, fault=Fault("reload"))
@@ -113,7 +114,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     """The violation again, from a freshly loaded model and shrunk, its program starting with the
     reload; None when no try broke the same promise within the budget. The reload stays: such a
     failure needs what ran before it, and plain replays that fail could share a lucky phase of a
-    count across requests. A shrink's tries run on fresh copies loaded ahead (fuzz/fresh.py)
+    count across requests. A shrink's tries run on fresh copies loaded ahead (fuzz/corpus/fresh.py)
     where the model can be copied, and what fails on one again on the model after a reload."""
     deadline = time.monotonic() + budget_s
     history = tuple(getattr(violation, "history", ()))
@@ -362,7 +363,7 @@ def _first_failure(attempt, times: int, until: float = float("inf")) -> Invarian
 
 def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,
            budget_s: float) -> InvariantViolation | None:
-    """A failure that replays on its own, cut down further than Hypothesis could (fuzz/shrink.py),
+    """A failure that replays on its own, cut down further than Hypothesis could (fuzz/corpus/shrink.py),
     or None when nothing shorter breaks the same promise. Its tries are plain replays (a few ms,
     not a reload's 1.4 s), each with the ids moved, so that no try sees state an earlier one left
     keyed by id. What they find is kept only if it breaks the promise from a freshly loaded model
@@ -489,7 +490,7 @@ def _replay(server, spec: ModelSpec, program, invariant: str, settings: FuzzSett
 
 def _shrink(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
             deadline: float, fresh: FreshCopies | None = None) -> InvariantViolation:
-    """Delta debugging (fuzz/shrink.py), each try replayed from a fresh model (or copy first)."""
+    """Delta debugging (fuzz/corpus/shrink.py), each try replayed from a fresh model (or copy first)."""
     return shrink.ddmin(found, lambda steps: _try(server, spec, steps, found.invariant, settings, fresh=fresh),
                         _body, spec, deadline)
 

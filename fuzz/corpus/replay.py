@@ -11,13 +11,13 @@ from typing import Callable
 
 import attrs
 
-from . import nemesis
-from .corpus import CorpusEntry
-from .divergences import KNOWN, by_key
-from .invariants import InvariantViolation
-from .model import AnswerPending, OutsideContract, key_of
-from .engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
-from .spec import ModelSpec
+from .. import nemesis
+from . import CorpusEntry
+from ..checker.divergences import KNOWN, by_key
+from ..checker.invariants import InvariantViolation
+from ..checker.model import AnswerPending, OutsideContract, key_of
+from ..harness.engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
+from ..spec import ModelSpec
 
 
 class ReplayDrift(AssertionError):
@@ -289,7 +289,7 @@ def _request(engine, step, spec, settings) -> None:
     if step.kind is Kind.REFILL:
         _refill_room(engine, step)
     if engine.model.waits_for_an_answer(key_of(step.request.seq_id)):
-        # A shrunk program can lose what let that answer come first (fuzz/isolate.py).
+        # A shrunk program can lose what let that answer come first (fuzz/corpus/isolate.py).
         raise _drift(step, f"{step.request.seq_id!r} still waits for an answer at replay")
     engine.send(step.client, step.request, _via(engine, step), step.action,
                 context="refill" if step.kind is Kind.REFILL else "", since=since)

@@ -25,9 +25,9 @@ import re
 
 import attrs
 
-from .depth import Depth
-from .spec import ModelSpec, exact_range, is_fraction
-from .values import Ambiguous, Answer, Expectation, Queued, Refusal, Request
+from ..generator.depth import Depth
+from ..spec import ModelSpec, exact_range, is_fraction
+from ..values import Ambiguous, Answer, Expectation, Queued, Refusal, Request
 
 Key = tuple  # ("u", int) or ("s", str)
 

@@ -13,8 +13,8 @@ import time
 
 import attrs
 
-from .edges import (FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALUE_GOALS, band_of, id_bands,
-                    id_edges, shared_low_bits, string_twin, value_edges)
+from .edges import (FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALUE_GOALS, band_of, id_bands, id_edges,
+    shared_low_bits, string_twin, value_edges)
 
 DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
 # Ids equal modulo 2^k - 1 (a Mersenne number): what a key reduced modulo one makes one, as
@@ -49,7 +49,7 @@ ID_STATES = ("fresh", "live", "done")
 # the model says its live rows; END in a full execution, likewise an END (its slot frees while
 # every other row of the execution goes on), and END in row k of a full execution, one for each
 # row k where the model says each request's row (a row after it goes on, one before it ran first);
-# kept alive, a sequence went on KEPT_WINDOWS idle windows after its START (fuzz/model.py),
+# kept alive, a sequence went on KEPT_WINDOWS idle windows after its START (fuzz/checker/model.py),
 # requests coming all the while; restart in a pipelined run, a START on a live id came in the
 # middle of that sequence's requests pipelined on one stream (queued behind them, more behind it).
 FULL_START = "restart in a full execution"
@@ -168,7 +168,7 @@ class Coverage:
     reached: dict = attrs.Factory(dict)  # goal -> seconds into the campaign when first reached
     most_live_rows: int = 0
     full_rows: int = 0  # full_rows(spec) of the model: 0 where FULL_START and FULL_END are no goals
-    # Goals the running example reached: what steering (fuzz/steering.py) aims past. The example's
+    # Goals the running example reached: what steering (fuzz/generator/steering.py) aims past. The example's
     # own, so that a replay of it makes the same choices whatever else the campaign reached.
     here: set = attrs.Factory(set)
     # Goals the campaign had reached when the running example began: among the choices open in

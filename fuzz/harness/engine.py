@@ -16,24 +16,24 @@ from typing import Callable
 import attrs
 from hypothesis.errors import HypothesisException
 
-from . import nemesis
+from .. import nemesis
 from . import server as server_module
 from .cancelling import CancelSteps
 from .sharing import SharedSteps
-from .events import event
+from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from .coverage import KEPT_ALIVE, Coverage, full_rows
-from .history import history_of
+from ..generator.coverage import KEPT_ALIVE, Coverage, full_rows
+from ..checker.history import history_of
 from .lag import Lag
-from . import linearize
-from .values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
-from .values import LOST_CONNECTION, UNSETTLED
-from .divergences import accepted, steered_around
-from .invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
-from .model import (DTYPE_ERROR, KEPT_WINDOWS, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued, Refusal,
-                    idle_margins, key_of, refused_for_start, too_long)
-from .server_stats import Lenience, Snapshot, Tally, judge
-from .spec import ModelSpec
+from ..checker import linearize
+from ..values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
+from ..values import LOST_CONNECTION, UNSETTLED
+from ..checker.divergences import accepted, steered_around
+from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
+from ..checker.model import (DTYPE_ERROR, KEPT_WINDOWS, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued,
+    Refusal, idle_margins, key_of, refused_for_start, too_long)
+from ..checker.server_stats import Lenience, Snapshot, Tally, judge
+from ..spec import ModelSpec
 
 
 @attrs.frozen
@@ -45,7 +45,7 @@ class FuzzSettings:
     wire_s: float = 0.05  # time for a queued START to reach the server before the next step
     shrink_budget_s: float = 30.0  # after the first failure, how long shrinking may replay live programs
     check_stats: bool = True
-    # Faults the machine may draw (fuzz/nemesis.py NEMESES); none by default.
+    # Faults the machine may draw (fuzz/nemesis/__init__.py NEMESES); none by default.
     nemesis: frozenset = attrs.field(default=frozenset(), converter=frozenset)
     proxied_clients: int = 2  # how many clients reach the server through the fault proxy (cut, stall)
     # A request whose answer depends on an idle-timeout window is parked on its client until the
@@ -59,7 +59,7 @@ class FuzzSettings:
     # rules that must wait out a window longer still are left out, and the summary says so.
     max_wait_s: float = 2.0
     longest_wait_s: float = 20.0
-    # Keys of known divergences (fuzz/divergences.py) this campaign has seen on its build and whose
+    # Keys of known divergences (fuzz/checker/divergences.py) this campaign has seen on its build and whose
     # behaviour the reference now takes as built (their `as_built`), so that it fuzzes on past them.
     accept: frozenset = attrs.field(default=frozenset(), converter=frozenset)
     # Keys of known divergences whose guards are off, so that the fuzzer meets them as it would a
@@ -140,17 +140,18 @@ class RunStats:
     fault_s: dict = attrs.Factory(dict)  # server fault -> seconds its strikes took (restarts, reloads)
     wait_s: float = 0.0  # seconds the ends of examples waited for parked requests (idle windows, pauses)
     stuck_s: float = 0.0  # seconds every client waited mid-example for windows to free slots (Engine.wait_*)
-    # How many sequences had each length (requests), over every example (fuzz/depth.py): a
+    # How many sequences had each length (requests), over every example (fuzz/generator/depth.py): a
     # tally, not a list, so that a campaign of hours keeps it as small as one of seconds.
     lengths: collections.Counter = attrs.Factory(collections.Counter)
     reuse_cycles: int = 0  # expiry -> slot-reuse cycles, over every example
     # Rounds Hypothesis ended on a draw that differed from an earlier one (fuzz/campaign.py).
     unsteady_rounds: int = 0
     harness_errors: int = 0  # examples ended by an error that is no broken promise (machine.teardown)
-    lag: Lag = attrs.Factory(Lag)  # how slow the server answers: the hang bound widens with it (fuzz/lag.py)
-    # The last examples' programs, oldest first: what ran before a failure (fuzz/isolate.py).
+    lag: Lag = attrs.Factory(Lag)  # how slow the server answers: the hang bound widens with it (fuzz/harness/lag.py)
+    # The last examples' programs, oldest first: what ran before a failure (fuzz/corpus/isolate.py).
     history: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=HISTORY_EXAMPLES))
-    coverage: Coverage = attrs.Factory(Coverage)  # goals reached (fuzz/coverage.py); Setup.of sizes it to the model
+    # Goals reached (fuzz/generator/coverage.py); Setup.of sizes it to the model.
+    coverage: Coverage = attrs.Factory(Coverage)
     # When the campaign's budget ends (time.monotonic()): no step starts after it, unless a
     # failure is being shrunk (fuzz/campaign.py sets it; a replay's engine has none).
     stop_at: float = float("inf")
@@ -359,7 +360,7 @@ class Engine(CancelSteps, SharedSteps):
                 self.fail(violation, rec)
 
     def judge_history(self) -> None:
-        """The history checker (fuzz/linearize.py) on the whole example, once it has drained: an
+        """The history checker (fuzz/checker/linearize.py) on the whole example, once it has drained: an
         answer that no order of the recorded requests explains breaks its promise, whatever the
         reference model made of it (it took a step as indeterminate, or its bookkeeping of a
         pipelined, shared or cancelled group was wrong)."""
@@ -660,7 +661,7 @@ class Engine(CancelSteps, SharedSteps):
 
     def answer_bound(self) -> float:
         """How long a request that must be answered at once is waited for before it is a hang:
-        the prompt bound, widened by the latency measured (fuzz/lag.py)."""
+        the prompt bound, widened by the latency measured (fuzz/harness/lag.py)."""
         return self.settings.prompt_s + self.stats.lag.grace()
 
     def _arrived_after_expiry(self, req: Request, exp, got) -> str | None:

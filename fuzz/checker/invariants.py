@@ -11,8 +11,8 @@ from typing import Callable
 import attrs
 
 from .model import Answer, Queued, Refusal, normalize_message
-from .spec import ModelSpec
-from .values import Outcome, Request, StepRecord
+from ..spec import ModelSpec
+from ..values import Outcome, Request, StepRecord
 
 
 @attrs.frozen
@@ -74,7 +74,7 @@ for _name, _promise in (
     ("cancel_ends_sequence", "a cancelled request (a backlogged START, or one queued on a running sequence) "
                              "ends its sequence"),
     ("server_alive", "the server does not die"),
-    ("stats_agree", "the statistics extension agrees with what the clients saw (fuzz/server_stats.py)"),
+    ("stats_agree", "the statistics extension agrees with what the clients saw (fuzz/checker/server_stats.py)"),
     ("batches_fill", "requests held for a full batch run as one batch per instance"),
 ):
     INVARIANTS[_name] = Invariant(_name, _promise)
