@@ -28,7 +28,10 @@ def test_box_wakes_a_waiting_reader_and_times_out_without_a_writer():
     box = Box()
     threading.Timer(0.05, box.put, args=(Outcome(value=7),)).start()
     assert box.get(timeout=5.0).value == 7
-    assert StreamClient.wait(Box(), 0.01).status == "CLIENT_TIMEOUT"
+    box = Box()
+    timed_out = StreamClient.wait(box, 0.01)
+    assert timed_out.status == "CLIENT_TIMEOUT"
+    assert timed_out.sent_at == box.started and timed_out.latency_s >= 0.01, "its history interval starts at the send"
 
 
 def test_a_response_decodes_to_its_output_and_the_live_rows_a_generated_model_says():

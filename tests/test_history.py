@@ -112,6 +112,16 @@ def test_a_clients_stream_keeps_the_order_sent_even_when_pipelined():
     assert [v.verdict for v in q.verdicts()] == ["kept"]
 
 
+def test_a_streams_order_is_its_sends_not_the_order_its_steps_were_recorded_in():
+    """A pipelined run (1+2, then a START of its own id) whose START went to the backlog: its
+    QUEUED step is recorded before the answers of the requests sent ahead of it."""
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    p.add(Kind.QUEUED, req(5, 10, start=True), sent=1.7)
+    p.add(request=req(5, 2), outcome=ok(3), sent=1.6)
+    p.add(Kind.ANSWER, req(5, 10, start=True), ok(10), sent=1.7)
+    assert [v.verdict for v in p.verdicts()] == ["kept"]
+
+
 def test_a_request_whose_answer_does_not_say_may_have_run_then_or_later():
     cancelled = Outcome(status="CANCELLED", message="cancelled by the client")
     p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
@@ -175,7 +185,7 @@ def test_without_saved_times_steps_are_placed_by_their_order():
     untimed = [attrs.evolve(s, sent_at=None, done_at=None, outcome=s.outcome and attrs.evolve(s.outcome, sent_at=None))
                for s in p.steps]
     history = history_of(untimed)
-    assert not history.timed
+    assert not history.timed and all(op.channel is None for op in history.ops)
     assert [(op.step, op.invoked, op.completed) for op in history.ops] == [(1, -NEVER, 0.0), (4, 0.0, 3.0),
                                                                             (5, 0.0, 4.0)]
     assert [v.verdict for v in judge(history, SPEC)] == ["kept"]

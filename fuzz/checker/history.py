@@ -16,7 +16,10 @@ Intervals come from the steps' times (the client's clock just before the send, t
 after the answer; a send never answered counts from the step before its group): an interval
 always holds the true one. A program saved before steps kept their times
 is placed by its step order instead: a request sent after the step before it was recorded (the
-engine sends one step at a time; requests sent together are recorded as consecutive sends).
+engine sends one step at a time; requests sent together are recorded as consecutive sends), and
+without the order of a client's stream (the order its steps were recorded in may not be the
+order they were sent: a pipelined run's requests are recorded after a START among them that went
+to the backlog).
 """
 from __future__ import annotations
 
@@ -94,7 +97,8 @@ def history_of(steps) -> History:
     ops, unjudged = [], set()
 
     def channel(i: int, s: StepRecord):
-        own = s.via == "stream" and s.client is not None and s.kind in OWN_STREAM
+        # Without times, the order steps were recorded in need not be the order sent: no channel.
+        own = timed and s.via == "stream" and s.client is not None and s.kind in OWN_STREAM
         return (s.client, faults, epoch.get(s.client, 0)) if own else None
 
     for i, s in enumerate(steps):
@@ -107,7 +111,10 @@ def history_of(steps) -> History:
             channel_of[i] = channel(i, s)
             open_sends.append([i, s.kind, s.request])
         elif s.kind in ANSWERED_BY and s.request is not None:
-            sent = next((o for o in open_sends if o[1] is ANSWERED_BY[s.kind] and o[2] == s.request), None)
+            # its send: the same request, of the same client where there is one (a replay may
+            # record the answers of a group's identical requests in another order than sent)
+            sends = [o for o in open_sends if o[1] is ANSWERED_BY[s.kind] and o[2] == s.request]
+            sent = next((o for o in sends if steps[o[0]].client == s.client), sends[0] if sends else None)
             if sent is not None:
                 open_sends.remove(sent)
             at = sent[0] if sent is not None else i

@@ -113,7 +113,9 @@ def _search(key: Key, ops: list, contract: Contract, budget: int) -> Verdict:
     everything = (1 << n) - 1
     before_on_channel = {}  # op -> the op before it on its stream
     last: dict = {}
-    for i in sorted(range(n), key=lambda j: ops[j].sent):
+    # A channel's order is its sends' (its client's clock; the step order only breaks ties): a
+    # pipelined run's requests are recorded after a START among them that went to the backlog.
+    for i in sorted(range(n), key=lambda j: (ops[j].invoked, ops[j].sent)):
         if ops[i].channel is not None:
             if ops[i].channel in last:
                 before_on_channel[i] = last[ops[i].channel]

@@ -149,12 +149,13 @@ class Box:
     queue.Queue(maxsize=1)'s get/get_nowait (queue.Empty when nothing came) at a fraction of its
     cost: a queue builds three conditions, which every request sent on a stream paid."""
 
-    __slots__ = ("_ready", "_item")
+    __slots__ = ("_ready", "_item", "started")
 
     def __init__(self):
         self._ready = threading.Lock()
         self._ready.acquire()  # released by put
         self._item = None
+        self.started = time.monotonic()  # made just before its request is sent
 
     def put(self, item: Outcome) -> None:
         self._item = item
@@ -180,6 +181,10 @@ class UnaryCall:
 
     def __init__(self, future, started: float):
         self._future, self._started = future, started
+
+    @property
+    def started(self) -> float:
+        return self._started
 
     def get(self, timeout: float | None = None) -> Outcome:
         import grpc
@@ -339,11 +344,12 @@ class StreamClient:
             with self._lock:
                 if self._ended is not None and self._call is not None and self._ended[0] is self._call:
                     _, status, message = self._ended
-                    box.put(Outcome(status=status, message=f"the stream had already ended: {message}"))
+                    box.put(Outcome(status=status, message=f"the stream had already ended: {message}",
+                                    **_took(box.started)))
                     continue
                 rid = f"r{self._next}"
                 self._next += 1
-                self._pending[rid] = (time.monotonic(), box)
+                self._pending[rid] = (box.started, box)
             messages.append(encode(req, rid))
         return messages, boxes
 
@@ -361,7 +367,7 @@ class StreamClient:
         try:
             return box.get(timeout=timeout_s)
         except queue.Empty:
-            return Outcome(status="CLIENT_TIMEOUT", message=f"no response within {timeout_s} s")
+            return Outcome(status="CLIENT_TIMEOUT", message=f"no response within {timeout_s} s", **_took(box.started))
 
     @staticmethod
     def poll(box: Box, timeout_s: float) -> Outcome | None:
