@@ -14,6 +14,7 @@ A miss is a row that says "missed", never a dropped row.
 """
 from __future__ import annotations
 
+import argparse
 import tempfile
 from contextlib import contextmanager
 
@@ -110,8 +111,8 @@ def start_server() -> EmbeddedTriton:
     return EmbeddedTriton(repo, **explicit_control(repo)).start()
 
 
-def measure(server) -> list[Row]:
-    return [measure_bug(server, bug) for bug in ALL_BUGS]
+def measure(server, bugs=ALL_BUGS) -> list[Row]:
+    return [measure_bug(server, bug) for bug in bugs]
 
 
 def verdict(caught: bool, invariant: str) -> str:
@@ -153,9 +154,18 @@ def budgets() -> str:
 
 
 def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.oracle_power", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bug", action="append", metavar="NAME",
+                        help="only this bug of tests/broken_models.py (repeatable); default: every one")
+    args = parser.parse_args(argv)
+    names = {bug.name for bug in ALL_BUGS}
+    unknown = sorted(set(args.bug or ()) - names)
+    if unknown:
+        parser.error(f"no broken model named {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+    bugs = [bug for bug in ALL_BUGS if not args.bug or bug.name in args.bug]
     server = start_server()
     try:
-        rows = measure(server)
+        rows = measure(server, bugs)
     finally:
         server.stop()
     print(f"Triton {server.version}; {budgets()}")
