@@ -1012,7 +1012,7 @@ class Engine(CancelSteps, SharedSteps):
         for client, req in into_backlog:
             self.send(client, req, "stream", "start (into the held backlog)", park=False)
         self.check_held(held)
-        after = self.server.execution_count(self.spec.batcher)
+        after = self._executions_since(before)
         if before is not None and after is not None and after - before != self.spec.instances:
             self.fail(InvariantViolation(
                 "batches_fill", f"{self.spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={self.spec.capacity} "
@@ -1022,6 +1022,21 @@ class Engine(CancelSteps, SharedSteps):
             self.go_silent_past_idle()
         self.server_fault(Fault("full_batch"), "the server restarts without the hooks")
         return True
+
+    def _executions_since(self, before: int | None) -> int | None:
+        """The batcher's execution count once the held batches have been counted: the server
+        counts an execution after it has sent its answers (a decoupled model answers from inside
+        it), so a count read as the answers come can miss them (seen: a decoupled model's full
+        batch read as 0 executions). Read until it shows one per instance, or has stayed put for
+        the prompt bound, then once more a moment later (one too many shows too)."""
+        deadline = time.monotonic() + self.settings.prompt_s
+        after = self.server.execution_count(self.spec.batcher)
+        while before is not None and after is not None and after - before < self.spec.instances \
+                and time.monotonic() < deadline:
+            time.sleep(0.01)
+            after = self.server.execution_count(self.spec.batcher)
+        time.sleep(0.05)
+        return self.server.execution_count(self.spec.batcher)
 
     def stall(self, client: int, req: Request, since: float, arrival: float, action: str) -> None:
         """The stall fault: `req` goes through the fault proxy, which holds its bytes until
