@@ -1,4 +1,5 @@
 """Server restart and model reload, the faults a nemesis can inflict on the server itself."""
+import signal
 import subprocess
 import time
 
@@ -151,3 +152,27 @@ def test_an_open_stream_keeps_an_unloaded_model_alive(repo, tmp_path):
         while stubs(server) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert stubs(server) == []
+
+
+def test_a_server_a_known_divergence_killed_is_started_again_for_the_models_after_it(repo, tmp_path):
+    """`pytest fuzz/`: a campaign that met a known crash (iterative-cancel-crash) passes, and the
+    embedded server it killed is started again, so that the next model's campaign has one; a
+    death that no known divergence explains is left as it is (the run stops on it)."""
+    from types import SimpleNamespace
+
+    from fuzz.campaign import Failure
+    from fuzz.test_fuzz import start_again_after_a_known_crash
+
+    def died(known):
+        return SimpleNamespace(model=A.name, failures=(Failure("server_alive", "died", 1.0, 3, (),
+                                                               expected_divergence=known),))
+
+    with EmbeddedTriton(repo, workdir=tmp_path / "w") as server:
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(10)
+        start_again_after_a_known_crash(server, died(None))
+        with pytest.raises(TritonError):
+            server.check_alive()
+        start_again_after_a_known_crash(server, died("iterative-cancel-crash"))
+        server.check_alive()
+        assert GrpcClient(server.grpc_url).infer(Request(A.name, 5, 2, start=True, end=True)).value == 2
