@@ -18,8 +18,6 @@ def test_sequence_batcher(request, triton, fuzz_model_name, fuzz_options, fuzz_r
     fuzz_results.append(result)
     if error is None and not result.failures:
         proof_of_work(result)
-    if error is None:
-        start_again_after_a_known_crash(triton, result)
     saved = []  # the corpus entries of this model's new findings, for the report's last lines
     if fuzz_options.corpus_write and not stopping():  # nothing seen after a stop is a finding
         for f in result.failures:
@@ -32,6 +30,8 @@ def test_sequence_batcher(request, triton, fuzz_model_name, fuzz_options, fuzz_r
                 corpus_written.append(corpus.record(fuzz_options.corpus_dir, entry))
                 if f.expected_divergence is None:
                     saved.append(corpus_written[-1][0])
+    if error is None and not stopping():
+        start_again_after_a_known_crash(triton, result)
     if error is not None:
         violations = violations_in(error)
         if violations and saved:  # the report ends in the commands that replay what it shows

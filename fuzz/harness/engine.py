@@ -1005,6 +1005,8 @@ class Engine(CancelSteps, SharedSteps):
                                  f"the server restarts with {said}"):
             return False
         before = self.server.execution_count(self.spec.batcher)
+        # Until then no held sequence can have idled out and let a backlog START run after them.
+        quiet_until = time.monotonic() + self.spec.idle_s - self.margin
         held = self.send_held(starts, "start (held for a full batch)")
         # The backlog STARTs go on other connections: sent at once, one could overtake a held
         # START (seen in CI: it took a slot and pushed that START into a second batch).
@@ -1012,8 +1014,10 @@ class Engine(CancelSteps, SharedSteps):
         for client, req in into_backlog:
             self.send(client, req, "stream", "start (into the held backlog)", park=False)
         self.check_held(held)
-        after = self._executions_since(before)
-        if before is not None and after is not None and after - before != self.spec.instances:
+        after, read_at = self._executions_since(before, quiet_until)
+        # Too few is a finding whenever read; too many only if read before a backlog START could run.
+        if before is not None and after is not None and (
+                after - before < self.spec.instances or after - before > self.spec.instances and read_at < quiet_until):
             self.fail(InvariantViolation(
                 "batches_fill", f"{self.spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={self.spec.capacity} "
                                 f"ran in {after - before} execution(s), not one full batch per instance "
@@ -1023,20 +1027,23 @@ class Engine(CancelSteps, SharedSteps):
         self.server_fault(Fault("full_batch"), "the server restarts without the hooks")
         return True
 
-    def _executions_since(self, before: int | None) -> int | None:
-        """The batcher's execution count once the held batches have been counted: the server
-        counts an execution after it has sent its answers (a decoupled model answers from inside
-        it), so a count read as the answers come can miss them (seen: a decoupled model's full
-        batch read as 0 executions). Read until it shows one per instance, or has stayed put for
-        the prompt bound, then once more a moment later (one too many shows too)."""
+    def _executions_since(self, before: int | None, quiet_until: float) -> tuple:
+        """(the batcher's execution count once the held batches have been counted, when it was
+        read). The server counts an execution after it has sent its answers (a decoupled model
+        answers from inside it), so a count read as the answers come can miss them (seen: a
+        decoupled model's full batch read as 0 executions). Read until it shows one per instance
+        or the prompt bound has passed, then once more a moment later (one too many shows too),
+        unless that would pass `quiet_until`, after which a backlog START may run."""
         deadline = time.monotonic() + self.settings.prompt_s
         after = self.server.execution_count(self.spec.batcher)
         while before is not None and after is not None and after - before < self.spec.instances \
                 and time.monotonic() < deadline:
             time.sleep(0.01)
             after = self.server.execution_count(self.spec.batcher)
-        time.sleep(0.05)
-        return self.server.execution_count(self.spec.batcher)
+        if time.monotonic() + 0.1 < quiet_until:
+            time.sleep(0.05)
+            after = self.server.execution_count(self.spec.batcher)
+        return after, time.monotonic()
 
     def stall(self, client: int, req: Request, since: float, arrival: float, action: str) -> None:
         """The stall fault: `req` goes through the fault proxy, which holds its bytes until

@@ -469,6 +469,7 @@ class EmbeddedTriton(_Base):
         while any(port_in_use(p) for p in ports) and time.monotonic() < deadline:
             time.sleep(0.1)
         self.restarts += 1
+        self.calls_given_up = self.streams_given_up = 0  # they count what this server process saw
         self.ports_changed = any(port_in_use(p) for p in ports)
         if self.ports_changed:
             taken = [p for p in ports if port_in_use(p)]
