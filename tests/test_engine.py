@@ -272,7 +272,8 @@ def test_a_restart_pipelined_behind_requests_of_its_sequence_starts_it_afresh(tr
 def test_a_pipelined_runs_history_keeps_its_true_sends_and_is_judged_without_the_server(triton, engine):
     """The history of a live pipelined run: each request's interval starts at its client's send,
     before the answers ahead of it came, and the history checker explains it by the stream's
-    order; the same history with two answers swapped is explained by no order."""
+    order; the same history with two answers swapped (the sends as they were) is explained by no
+    order."""
     seq_id = engine.salt * 2**40 + 11
     sent = [engine.send_nowait(0, Request(ONE_SLOT, seq_id, v, start=start), f"run {i + 1}/4")
             for i, (v, start) in enumerate([(3, True), (4, False), (5, False), (6, True)])]
@@ -284,7 +285,8 @@ def test_a_pipelined_runs_history_keeps_its_true_sends_and_is_judged_without_the
     assert [op.step for op in ops[:4]] == [s.index for s in run] == [1, 2, 3, 4]
     assert ops[3].invoked < ops[0].completed, "pipelined: the last went before the first's answer came"
     assert [v.verdict for v in linearize.judge(history_of(engine.log), engine.spec)] == ["kept"]
-    swapped = [run[0], attrs.evolve(run[2], index=2), attrs.evolve(run[1], index=3), *engine.log[3:]]
+    swapped = [run[0], attrs.evolve(run[1], outcome=run[2].outcome), attrs.evolve(run[2], outcome=run[1].outcome),
+               *engine.log[3:]]
     (verdict,) = linearize.judge(history_of(swapped), engine.spec)
     assert verdict.verdict == "broken" and verdict.invariant == "sums_match", verdict
 

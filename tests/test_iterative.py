@@ -307,14 +307,15 @@ STALLS_AFTER_THE_ANSWER = ("2.46.0", "2.51.0")
 def test_a_start_soon_after_a_start_with_end_on_its_id_is_rescheduled(tmp_path, release):
     """iterative-start-after-start-end-stalls: a START+END, then a START on the same id, which must
     run in full. A race with the core's cancelled END for the START+END, so each way is tried up
-    to 5 times (ids 100 apart): pipelined behind it, the START stalls at least once on every
-    build; sent once the START+END was answered, at least once on 2.46 and 2.51, never on 2.41
+    to 5 times (pipelined: 20; ids 100 apart): pipelined behind it, the START stalls at least once
+    on every build; sent once the START+END was answered, at least once on 2.46 and 2.51, never on 2.41
     and 2.44. A stalled START's reschedule lacks START (in the log), and a START on its id
     afterwards runs in full."""
     with _streaming(_repo(tmp_path / "models"), tmp_path, release) as (server, s):
         answered = [_start_after_start_end_stalls(s, 100 + i, pipelined=False) for i in range(5)]
         assert any(answered) == (server.version in STALLS_AFTER_THE_ANSWER), answered
-        assert any(_start_after_start_end_stalls(s, 200 + i, pipelined=True) for i in range(5))
+        # up to 20 tries: a clean-clone CI's 2.51 once ran 5 in full (it stops at the first stall)
+        assert any(_start_after_start_end_stalls(s, 200 + i, pipelined=True) for i in range(20))
         assert "must specify the START flag" in server.log_tail(400)
         s.send("c", 200, 7, 3, start=True)
         assert s.take(3) == [("c", 7, False), ("c", 14, False), ("c", 21, True)]
