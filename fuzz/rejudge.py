@@ -14,19 +14,19 @@ from pathlib import Path
 
 from .corpus import CorpusEntry, CorpusError, load
 from .checker.divergences import accepted
-from .checker.history import history_of
+from .checker.history import History, history_of
 from .checker.linearize import Verdict, judge
 
 
-def verdicts(entry: CorpusEntry) -> list[Verdict]:
+def verdicts(entry: CorpusEntry, history: History) -> list[Verdict]:
     """The history checker's verdicts on an entry's history (taking as built what it took)."""
-    return judge(history_of(entry.steps), entry.spec, carries_state=not accepted(entry.accepts, "carries_no_state"))
+    return judge(history, entry.spec, carries_state=not accepted(entry.accepts, "carries_no_state"))
 
 
-def summary(entry: CorpusEntry, found: list[Verdict]) -> str:
+def summary(entry: CorpusEntry, history: History, found: list[Verdict]) -> str:
     broken = [v for v in found if v.verdict == "broken"]
     unknown = [v for v in found if v.verdict == "unknown"]
-    timed = "" if history_of(entry.steps).timed else " (no saved times: placed by step order)"
+    timed = "" if history.timed else " (no saved times: placed by step order)"
     head = (f"{entry.name}: {len(found)} sequence(s) judged{timed}; {len(broken)} broken, {len(unknown)} unknown; "
             f"the run that saved it found {entry.invariant}")
     return "\n".join([head, *(f"  [{v.invariant}] {v.describe()}" for v in broken),
@@ -60,9 +60,10 @@ def main(argv=None) -> int:
         return 2
     any_broken = False
     for entry in entries:
-        found = verdicts(entry)
+        history = history_of(entry.steps)
+        found = verdicts(entry, history)
         any_broken |= any(v.verdict == "broken" for v in found)
-        print(summary(entry, found))
+        print(summary(entry, history, found))
     return 1 if any_broken else 0
 
 

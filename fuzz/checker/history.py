@@ -96,7 +96,7 @@ def history_of(steps) -> History:
     open_sends: list = []  # [position, kind, request], sends not answered yet, in order
     ops, unjudged = [], set()
 
-    def channel(i: int, s: StepRecord):
+    def channel(s: StepRecord):
         # Without times, the order steps were recorded in need not be the order sent: no channel.
         own = timed and s.via == "stream" and s.client is not None and s.kind in OWN_STREAM
         return (s.client, faults, epoch.get(s.client, 0)) if own else None
@@ -108,7 +108,7 @@ def history_of(steps) -> History:
             unjudged.update(key_of(seq_id) for seq_id in s.fault.ids)
             faults += 1
         if s.kind in SENDS and s.request is not None:
-            channel_of[i] = channel(i, s)
+            channel_of[i] = channel(s)
             open_sends.append([i, s.kind, s.request])
         elif s.kind in ANSWERED_BY and s.request is not None:
             # its send: the same request, of the same client where there is one (a replay may
@@ -120,7 +120,7 @@ def history_of(steps) -> History:
             at = sent[0] if sent is not None else i
             ops.append(_op(s, group_start[at], done[i], channel_of.get(at), at, timed))
         elif s.request is not None and s.kind not in SENDS:  # a request answered at once
-            ops.append(_op(s, before[i], done[i], channel(i, s), i, timed))
+            ops.append(_op(s, before[i], done[i], channel(s), i, timed))
         if s.kind in NEW_STREAM:
             epoch[s.client] = epoch.get(s.client, 0) + 1
     for at, _, request in open_sends:  # sent, never answered: it may have run, then or later
