@@ -3,7 +3,7 @@ folded sums, moved ids. The live part (polishing a failure against a broken mode
 tests/test_broken_models.py."""
 import attrs
 
-from fuzz.corpus.shrink import DDMIN_PASSES, crowd_cores, crowd_layers, every_wait, quiet, shifted, without
+from fuzz.corpus.shrink import DDMIN_PASSES, by_sequence, crowd_cores, crowd_layers, every_wait, quiet, shifted, without
 from fuzz.spec import ModelSpec
 from fuzz.values import Kind, Outcome, Request, StepRecord
 
@@ -202,6 +202,37 @@ def test_the_requests_sent_alone_fold_into_their_starts_in_one_try_and_the_crowd
     assert sent(kept)[0] == (5, 1 + sum(range(2, 8)), True, False)
     assert [s.kind for s in kept[1:]] == [Kind.HELD, Kind.HELD, Kind.HELD_ANSWER, Kind.HELD_ANSWER]
     assert DDMIN_PASSES.index(every_plain_continuation) < DDMIN_PASSES.index(crowd_layers)
+
+
+def test_a_sequence_keeps_the_request_that_checks_it_while_the_others_fold_into_its_start():
+    """START a, a run of requests on a, four sequences started and ended, then a's next request,
+    whose answer shows a's sum lost (a cache of four). Cutting every request after a START cuts
+    that last one too, and nothing fails; this pass keeps each sequence's last request (the ENDs
+    here, and a's last), folding the rest into their STARTs: one try, 13 steps to 10."""
+    from fuzz.corpus.shrink import every_continuation_but_the_last
+    steps = [req(1, 5, 1, start=True), *[req(i, 5, i) for i in range(2, 5)]]
+    for k, seq_id in enumerate((6, 7, 8, 9)):
+        steps += [req(5 + 2 * k, seq_id, 1, start=True), req(6 + 2 * k, seq_id, 2, end=True)]
+    steps.append(req(13, 5, 7))
+    assert every_continuation_but_the_last(steps) == [[1, 2, 3]]
+    kept = without(steps, {1, 2, 3}, SPEC)
+    assert sent(kept)[0] == (5, 1 + 2 + 3 + 4, True, False) and sent(kept)[-1] == (5, 7, False, False)
+    assert [s.request.end for s in kept[1:9]] == [False, True] * 4
+    assert DDMIN_PASSES.index(every_continuation_but_the_last) < DDMIN_PASSES.index(by_sequence)
+    assert every_continuation_but_the_last(steps[:1]) == []
+
+
+def test_each_group_sent_at_once_goes_whole_in_one_try():
+    """A share group (three requests of one sequence from three clients, their answers), then a
+    crowd right after it, then a cancel group: three units, the families apart even where one
+    follows another; requests sent alone are in none."""
+    from fuzz.corpus.shrink import sent_together
+    kinds = [Kind.REQUEST, *[Kind.SHARED] * 3, *[Kind.SHARED_ANSWER] * 3, Kind.HELD, Kind.HELD, Kind.HELD_ANSWER,
+             Kind.HELD_ANSWER, Kind.REQUEST, Kind.ASIDE, Kind.BEHIND, Kind.ASIDE, Kind.CANCEL_STREAM,
+             Kind.ASIDE_ANSWER, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.REQUEST]
+    steps = [attrs.evolve(req(i, 5, 1), kind=k) for i, k in enumerate(kinds)]
+    assert sent_together(steps) == [[1, 2, 3, 4, 5, 6], [7, 8, 9, 10], list(range(12, 19))]
+    assert DDMIN_PASSES.index(sent_together) < DDMIN_PASSES.index(by_sequence)
 
 
 def test_a_crowd_failure_is_first_tried_on_the_sequences_of_its_last_crowd():

@@ -47,7 +47,9 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     later try a second or more), then every request after a START at once (one try: bugs of
     slots and STARTs need none of them, and every later try replays a shorter program), then
     every such request sent alone (a crowd's bug needs its crowd, not how its sums were built),
-    then a crowd's requests a layer at a time (the last of each of its sequences, ...), then
+    then every such request sent alone but each sequence's last (the one that checks its sum),
+    then each group sent at once (a crowd, a share or cancel group) whole, then a crowd's
+    requests a layer at a time (the last of each of its sequences, ...), then
     whole sequences (every step naming one id), then every other request of a sequence
     (`alternate_continuations`), then every request of a sequence after its START (a long run whose START the bug needs, not its middle), then single steps. Past the
     waits, a removal that no longer fails is tried once more keeping the time the removed steps
@@ -398,9 +400,47 @@ def every_plain_continuation(steps) -> list[list[int]]:
     return [unit] if unit else []
 
 
+def every_continuation_but_the_last(steps) -> list[list[int]]:
+    """Every request sent alone that is not a START and not the last request its sequence sent,
+    as one unit: they fold into their STARTs, and each sequence keeps the request that checks
+    its sum. every_continuation cuts the request that failed too, so a failure whose sequence
+    needs others to have come and gone (ENDed, cached out) kept every request it sent (seen: a
+    run of 493 requests and three more left in a 509-step program when the budget ran out)."""
+    last = {}
+    for i, s in enumerate(steps):
+        if s.request is not None and not s.request.start:
+            last[key_of(s.request.seq_id)] = i
+    unit = [i for i, s in enumerate(steps) if s.kind is Kind.REQUEST and s.request is not None
+            and not s.request.start and last[key_of(s.request.seq_id)] != i]
+    return [unit] if unit else []
+
+
+# Kinds of steps that go out, and are answered, as one group (a crowd or a burst; a share or a
+# cancel group), each family's steps in a row
+TOGETHER = ((Kind.HELD, Kind.HELD_ANSWER), (Kind.SHARED, Kind.SHARED_ANSWER),
+            (Kind.ASIDE, Kind.BEHIND, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL))
+
+
+def sent_together(steps) -> list[list[int]]:
+    """Each group of steps sent at once, with its answers, as one unit: a whole crowd, share or
+    cancel group goes in one try, where by_sequence keeps it with the sequence it ran on and single
+    steps take a try per step (seen: a share group of six steps on the sequence whose sum was
+    evicted, left when the budget ran out)."""
+    units, family = [], None
+    for i, s in enumerate(steps):
+        now = next((f for f in TOGETHER if s.kind in f), None)
+        if now is not None and now == family:
+            units[-1].append(i)
+        elif now is not None:
+            units.append([i])
+        family = now
+    return units
+
+
 def single_steps(steps) -> list[list[int]]:
     return [[i] for i in range(len(steps))]
 
 
-DDMIN_PASSES = (every_wait, every_continuation, every_plain_continuation, crowd_layers, by_sequence,
+DDMIN_PASSES = (every_wait, every_continuation, every_plain_continuation, every_continuation_but_the_last,
+                sent_together, crowd_layers, by_sequence,
                 alternate_continuations, continuations, single_steps)  # ddmin's, in order
