@@ -261,13 +261,32 @@ def test_integer_twins_are_goals_once_per_band_the_corrid_can_hold():
             assert band_of(into_band(seq_id, band)) == band
     assert into_band(2**60, "past 2^53") == 2**60 and into_band(7, "past 2^53") != into_band(8, "past 2^53")
     wide = [g for g in goals_for(spec(), strings=False, expiry=True) if g.startswith("twins")]
-    assert len(wide) == 4 + 2 * 3 + 4 + 1 and "twins live: neighbours, past 2^53" in wide  # + negatives
+    assert len(wide) == 4 + 2 * 3 + 4 + 3 + 1 and "twins live: neighbours, past 2^53" in wide  # + negatives
     narrow = [g for g in goals_for(spec(corrid_type="INT32"), strings=False, expiry=True) if g.startswith("twins")]
     assert narrow == ["twins live: 2^k apart, by 2^8", "twins live: 2^k apart, by 2^16",
                       "twins live: neighbours, below 2^32", "twins live: 10^k apart, below 2^32",
                       "twins live: 2^k-1 apart, by 2^16-1", "twins live: 2^k-1 apart, by 2^31-1",
-                      "twins live: negatives"]
+                      "twins live: aligned, to 2^8", "twins live: aligned, to 2^16", "twins live: negatives"]
     assert tuple(TWIN_STEPS) == INTEGER_TWINS
+
+
+def test_aligned_ids_are_twins_at_the_alignment_both_have():
+    """Ids whose low 8, 16 or 32 bits are all 0 (what a model reading a zero low byte as "no id"
+    makes one key): twins at the lesser alignment of the two; steered, the older id moves to
+    exactly that alignment and the steps keep its twin there."""
+    from fuzz.generator.edges import aligned_place, into_place, stands_at
+    from fuzz.generator.steering import twin_aim
+    assert twin_places("aligned", 64) == ("to 2^8", "to 2^16", "to 2^32") and twin_places("aligned", 32)[-1] == "to 2^16"
+    assert aligned_place(7 * 2**8) == "to 2^8" and aligned_place(2**40) == "to 2^32" and aligned_place(2**7) is None
+    assert aligned_place(0) is None and aligned_place("256") is None
+    assert ("aligned", "to 2^8") in twins_of(3 * 2**8, 2**20, 64) and ("aligned", "to 2^16") in twins_of(2**16, 2**40, 64)
+    assert not [t for t in twins_of(2**8 + 1, 2**9, 64) if t[0] == "aligned"]
+    for place in twin_places("aligned", 64):
+        base = into_place(0x123456789ABCDEF1, place)
+        assert stands_at(base, place) and not stands_at(base + 1, place)
+        _, steps = twin_aim("aligned", place, 64)
+        assert steps and all(("aligned", place) in twins_of(base, base + s, 64) for s in steps)
+    assert stands_at(5, "below 2^32") and into_place(5, "below 2^32") == 5  # a band, as before
 
 
 def test_ids_2k_apart_are_goals_once_per_width_of_low_bits_they_share():
@@ -317,8 +336,10 @@ def test_requests_are_goals_by_flags_and_where_their_id_stood():
 
 
 def test_every_steered_integer_step_makes_twins_of_its_family():
+    """Aligned twins are made by where the older id stands, not by the step: their steps are ids
+    2^k apart (tested above, in test_aligned_ids_are_twins_at_the_alignment_both_have)."""
     for family, steps in TWIN_STEPS.items():
-        assert {sibling_family(s) for s in steps} == {family}
+        assert {sibling_family(s) for s in steps} == {"2^k apart" if family == "aligned" else family}
 
 
 def test_a_steered_run_goes_as_deep_as_the_shallowest_open_depth_goal():

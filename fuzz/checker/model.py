@@ -193,6 +193,8 @@ class BatcherModel:
         self.restarts = 0  # STARTs on a live id (coverage)
         self.long_gaps = 0  # requests that went on after half the window the server surely keeps (coverage)
         self.kept_alive = 0  # requests to sequences in use for KEPT_WINDOWS idle windows and more (coverage)
+        self.quiet_gaps = 0  # requests that went on a sequence after no client sent anything for as long (coverage)
+        self.last_sent: float | None = None  # when the last request of any client went
 
     # -- views ----------------------------------------------------------------------------------
     @property
@@ -282,6 +284,8 @@ class BatcherModel:
     def expect(self, req: Request, now: float) -> Expectation:
         """What the server must do with `req` sent at `now`; updates the model as if it did."""
         self.settle(now)
+        quiet = self.last_sent is not None and now - self.last_sent >= (self.spec.idle_s - self.margin) / 2
+        self.last_sent = now
         refusal = self._invalid(req)
         if refusal is not None:
             return refusal
@@ -302,6 +306,7 @@ class BatcherModel:
             seq.requests += 1
             if seq.running and now - seq.last_arrival >= (self.spec.idle_s - self.margin) / 2:
                 self.long_gaps += 1
+                self.quiet_gaps += quiet
             if seq.running and now - seq.born >= KEPT_WINDOWS * self.spec.idle_s:
                 self.kept_alive += 1
             return self._ran(seq, req, now)

@@ -13,8 +13,8 @@ import time
 
 import attrs
 
-from .edges import (FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALUE_GOALS, band_of, id_bands, id_edges,
-    shared_low_bits, string_twin, value_edges)
+from .edges import (ALIGNED_BITS, FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALUE_GOALS, aligned_place,
+    band_of, id_bands, id_edges, shared_low_bits, string_twin, value_edges)
 
 DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
 # Ids equal modulo 2^k - 1 (a Mersenne number): what a key reduced modulo one makes one, as
@@ -22,7 +22,10 @@ DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
 # checksum (2^16 - 1, 2^32 - 1) does. Goals once per modulus, as ids 2^k apart are once per width.
 MERSENNE = "2^k-1 apart"
 MERSENNE_BITS = (16, 31, 32, 61)
-INTEGER_TWINS = ("2^k apart", "neighbours", "10^k apart", MERSENNE)  # coverage.sibling_family's names
+# Both ids aligned to 2^k (edges.ALIGNED_BITS): a model that takes a zero low byte, half or word
+# for "no id" (or a tag, or a shard) makes one key of all of them.
+ALIGNED = "aligned"
+INTEGER_TWINS = ("2^k apart", "neighbours", "10^k apart", MERSENNE, ALIGNED)  # sibling_family's, and ALIGNED
 # The integer families whose place is a modulus (twin_places), not the older id's band.
 MODULUS_FAMILIES = ("2^k apart", MERSENNE)
 # Integer twins whose sum is 0 modulo 2^bits: k and 2^bits - k, one number and its negation where
@@ -42,7 +45,8 @@ ID_STATES = ("fresh", "live", "done")
 # backlogged START was let in when a slot freed; restart, a START on a live id restarted its
 # sequence; refused, a request without START was refused; expiry reuse, a slot a sequence idled
 # out of was taken by a new one; long gap, a sequence went on after a pause of at least half the
-# idle window the server surely keeps it for; restart in a full execution, a START on a live
+# idle window the server surely keeps it for; quiet model, such a gap in which no client sent
+# anything (a model or server that sweeps, evicts or sleeps once idle shows only then); restart in a full execution, a START on a live
 # sequence whose sum it throws away (one whose answer shows whether START was honoured: a fresh
 # START begins from the sum a slot or key holds anyway) ran in an execution that carried every
 # row it can (a path of its own for a batcher or a model that treats a full batch apart), where
@@ -56,6 +60,7 @@ FULL_START = "restart in a full execution"
 PIPELINED_RESTART = "restart in a pipelined run"
 FULL_END = "END in a full execution"
 KEPT_ALIVE = "kept alive"
+QUIET = "quiet model"
 
 
 def end_in_row(row: int) -> str:
@@ -146,7 +151,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     # an iterative sequence is its START: nothing is sent on it while it runs
     goals += [flags_goal(f, s) for s in ID_STATES if not (spec.iterations and s == "live") for f in FLAG_SHAPES]
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
-    situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap",
+    situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap", QUIET,
                                                                                    PIPELINED_RESTART])
     rows = full_rows(spec)
     if rows:
@@ -271,6 +276,8 @@ def twin_places(family: str, bits: int) -> tuple:
         return tuple(f"by 2^{k}" for k in SHARED_LOW_BITS if k < bits)
     if family == MERSENNE:
         return tuple(f"by 2^{k}-1" for k in MERSENNE_BITS if k < bits)
+    if family == ALIGNED:
+        return tuple(f"to 2^{k}" for k in ALIGNED_BITS if k < bits)
     return id_bands(bits)
 
 
@@ -283,6 +290,9 @@ def twin_place(family: str, older: int, twin: int, bits: int) -> str | None:
         apart = abs(twin - older)
         k = max((k for k in MERSENNE_BITS if k < bits and apart and apart % (2**k - 1) == 0), default=None)
         return None if k is None else f"by 2^{k}-1"
+    if family == ALIGNED:  # the less aligned of the two
+        places = [aligned_place(older), aligned_place(twin)]
+        return None if None in places else min(places, key=lambda p: int(p.removeprefix("to 2^")))
     return band_of(older)
 
 
@@ -293,7 +303,7 @@ def twins_of(older, newer, bits: int) -> tuple:
     one of edges.STRING_FAMILIES."""
     if isinstance(older, int) and isinstance(newer, int):
         apart = (newer - older) % 2**bits
-        families = list(MODULUS_FAMILIES) + [f for f, steps in (("neighbours", NEIGHBOUR_STEPS), ("10^k apart", DECIMAL_STEPS))
+        families = [*MODULUS_FAMILIES, ALIGNED] + [f for f, steps in (("neighbours", NEIGHBOUR_STEPS), ("10^k apart", DECIMAL_STEPS))
                                     if apart in steps or 2**bits - apart in steps]
         found = [(f, twin_place(f, older, newer, bits)) for f in families]
         negatives = ((NEGATIVES, None),) if (older + newer) % 2**bits == 0 else ()

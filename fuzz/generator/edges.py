@@ -116,6 +116,34 @@ def band_of(seq_id) -> str | None:
     return next((b for b, (lo, hi) in ID_BANDS.items() if lo <= seq_id < hi), None)
 
 
+# Widths of low bits that are all 0 in an aligned id: what a model that reads a zero low byte
+# (or half, or word) as "no id", a tag or a shard of its own makes one key. Places "to 2^k".
+ALIGNED_BITS = (8, 16, 32)
+
+
+def aligned_place(seq_id) -> str | None:
+    """The widest alignment "to 2^k" (ALIGNED_BITS) an integer id has: its low k bits all 0."""
+    if not isinstance(seq_id, int) or seq_id <= 0:
+        return None
+    zeros = (seq_id & -seq_id).bit_length() - 1
+    k = max((k for k in ALIGNED_BITS if k <= zeros), default=None)
+    return None if k is None else f"to 2^{k}"
+
+
+def stands_at(seq_id, place: str) -> bool:
+    """Whether an id stands at a twin's place: an alignment ("to 2^k") or a band (ID_BANDS)."""
+    return (aligned_place(seq_id) if place.startswith("to 2^") else band_of(seq_id)) == place
+
+
+def into_place(seq_id: int, place: str) -> int:
+    """`seq_id` moved to `place`: aligned to exactly 2^k (its low k bits 0, bit k set), or into a
+    band (into_band)."""
+    if place.startswith("to 2^"):
+        k = int(place.removeprefix("to 2^"))
+        return (seq_id >> (k + 1) << (k + 1)) | 1 << k
+    return into_band(seq_id, place)
+
+
 _SPREAD = 0x9E3779B97F4A7C15  # odd, 2**64 / the golden ratio: consecutive ids land far apart
 
 

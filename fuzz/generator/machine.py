@@ -18,10 +18,10 @@ from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from .. import nemesis
-from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, band_of, core_targets, exact_range,
-    into_band, is_fraction, power_targets, string_twin)
+from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, core_targets, exact_range, into_place,
+    is_fraction, power_targets, stands_at, string_twin)
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, MERSENNE_STEPS,
-    MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, end_in_row, flags_goal, full_rows, live_row_goals, sibling_family,
+    MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, end_in_row, flags_goal, full_rows, live_row_goals, sibling_family,
     twin_places)
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_depth,
     open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
@@ -109,6 +109,8 @@ LONG_PAUSE_S = 0.5  # a pause longer than this is such a wait too (on the 2 s mo
 # then, or where the campaign has not kept one alive yet (steered).
 KEEP_GOING = st.sampled_from([False, False, False, True])
 KEEP_FRACTION = 0.6  # of what is left of the window, at least, between the requests that keep it going
+HUSH = st.sampled_from([False] * 7 + [True])  # a pause every client waits out, the model quiet
+HUSH_FRACTION = 0.9  # of what is left of the window: how long such a pause is, at least
 
 
 def salted_id(seq_id: int, salt: int) -> int:
@@ -427,7 +429,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         `alias`'s fresh pairs seldom find two); None where none is open."""
         cov = self.engine.stats.coverage
         kinds = [(f, p) for f, p in self.plan.twin_kinds
-                 if f in TWIN_STEPS and (f in MODULUS_FAMILIES or p == band_of(base))]
+                 if f in TWIN_STEPS and (f in MODULUS_FAMILIES or stands_at(base, p))]
         aim = choose(open_twins(kinds, cov.here, cov.seen, gaps_only), index)
         if aim is None:
             return None
@@ -773,10 +775,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """(id, its twin of `kind`): the live sequence's id where it has a free twin (and stands
         in `band`, if given), else a fresh id that has one (drawn, or a string or an integer
         made for it: "5" has no case variant, a string no integer twin; moved into `band`)."""
-        ours = [key[1]] if key is not None and (band is None or band_of(key[1]) == band) else []
+        ours = [key[1]] if key is not None and (band is None or stands_at(key[1], band)) else []
         made = [fresh, self._fresh("Seq"), self._fresh(5)]
         if band is not None:  # the integers among them ("Seq" is none; the made 5 always is)
-            made = [into_band(i, band) for i in made if isinstance(i, int)]
+            made = [into_place(i, band) for i in made if isinstance(i, int)]
         for base in ours + made:
             twin = self._twin_of(base, kind, step)
             if twin is None or key_of(twin) == key_of(base) or not self._free(twin):
@@ -1018,19 +1020,25 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """A client pauses on its sequence for a fraction of what is left of its idle window
         (short, or up to near its early edge: a cache of the model's own that lives shorter
         than the window shows only there), then goes on: the sum must go on too. Only that
-        client waits."""
+        client waits, but now and then (hush) every client does, so that nothing runs while it
+        pauses: a model or server that sweeps its state once idle shows only then."""
         client = self._client(data)
         key = self._pick(data, self.engine.live(), "sequence")
         end = data.draw(st.booleans(), label="end")
         value = self._value(data)
         keep = data.draw(KEEP_GOING, label="keep it going")
         steer = data.draw(STEER, label="steer keep")
+        hush = data.draw(HUSH, label="every client waits")
         if client is None or key is None or self._last_idle(client):
             return self._skip("pause: no idle client to spare or no live sequence")
         now = time.monotonic()
         room = self.engine.model.seqs[key].expiry.lo - now - self.plan.settings.wire_s  # the server surely keeps it
         if room <= 0:
             return self._skip("pause: the sequence is near its idle timeout")
+        # Every client waits (steered while the campaign has had no quiet model) as long as the
+        # window lets it: a sweep once idle can take most of the window to come.
+        quiet = hush or (steer >= STEER_GAP_FROM and f"situation: {QUIET}" not in self.engine.stats.coverage.seen)
+        fraction = max(fraction, HUSH_FRACTION) if quiet else fraction
         if fraction * room > LONG_PAUSE_S and self._waits_had_their_share(rationed=True):
             return self._skip("pause: waits at the ends of examples took their share of the campaign")
         # Kept going: a wait of KEPT_WINDOWS windows at the example's end, taken within the share
@@ -1043,6 +1051,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         req = self._next_of(key, value, end=end and not keep)
         self.engine.park(client, req, "continue after a pause", now + fraction * room,
                          then=self._kept_going(key, value, max(fraction, KEEP_FRACTION), end) if keep else None)
+        if quiet and fraction * room >= (self.plan.spec.idle_s - self.plan.setup.margin) / 2:  # the goal's
+            self.engine.hush(client, "a quiet model (nothing sent while one client pauses)")
 
     def _kept_going(self, key, value, fraction: float, end: bool):
         """A client that keeps its sequence going past KEPT_WINDOWS idle windows after its START,

@@ -15,9 +15,9 @@ are steered per example: they are made from the example's own (salted) ids.
 """
 from __future__ import annotations
 
-from .coverage import (DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, MERSENNE, MERSENNE_STEPS, MODULUS_FAMILIES,
+from .coverage import (ALIGNED, DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, MERSENNE, MERSENNE_STEPS, MODULUS_FAMILIES,
     NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
-from .edges import id_edges, value_edges
+from .edges import id_edges, into_place, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
 TWIN_STEPS = {
@@ -25,6 +25,7 @@ TWIN_STEPS = {
     "neighbours": NEIGHBOUR_STEPS,
     "10^k apart": DECIMAL_STEPS,
     MERSENNE: MERSENNE_STEPS,
+    ALIGNED: (2**9, 2**17, 2**33),  # multiples of 2^(k+1): an id aligned to exactly 2^k stays so
 }
 TWIN_STEP_FAMILIES = tuple(TWIN_STEPS)
 STEERED_RANGE = 256  # the index of a steered choice is drawn from range(STEERED_RANGE)
@@ -72,6 +73,9 @@ def twin_aim(family: str, place: str, bits: int) -> tuple:
     steps = [s for s in TWIN_STEPS[family] if s < 2**bits]
     if family in MODULUS_FAMILIES:
         return None, [s for s in steps if twin_place(family, 0, s, bits) == place]
+    if family == ALIGNED:  # the older id moved to the alignment, the steps that keep the twin there
+        base = into_place(1, place)
+        return place, [s for s in steps if twin_place(family, base, base + s, bits) == place]
     return place, steps
 
 

@@ -22,7 +22,7 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from ..generator.coverage import KEPT_ALIVE, Coverage, full_rows
+from ..generator.coverage import KEPT_ALIVE, QUIET, Coverage, full_rows
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
@@ -398,6 +398,8 @@ class Engine(CancelSteps, SharedSteps):
                 self.stats.coverage.situation("expiry reuse")
             if self.model.long_gaps:
                 self.stats.coverage.situation("long gap")
+            if self.model.quiet_gaps:
+                self.stats.coverage.situation(QUIET)
             if self.model.kept_alive:
                 self.stats.coverage.situation(KEPT_ALIVE)
             self.stats.coverage.depths(self.model.depth.lengths)
@@ -846,6 +848,18 @@ class Engine(CancelSteps, SharedSteps):
         waited = go_silent(until - now)
         self.record(client=None, action=f"every client waits: {why}", kind=Kind.PAUSE, wait_s=waited)
         self.collect()
+        return waited
+
+    def hush(self, client: int, why: str) -> float:
+        """Every client waits until `client`'s parked request is due, and nothing is sent
+        meanwhile (the model and the server idle); then it goes. Returns the seconds waited: 0
+        where another parked request is due first (it would go late)."""
+        mine = self.parked.get(client)
+        if mine is None or any(p.until < mine.until for c, p in self.parked.items() if c != client):
+            return 0.0
+        self.collect()
+        waited = self._wait_until(mine.until + 0.001, why)
+        self.stats.wait_s += waited
         return waited
 
     def park(self, client: int, req: Request, action: str, until: float, context: str = "",
