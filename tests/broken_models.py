@@ -450,7 +450,7 @@ FIFTH_BUGS = (
         3, "START a, START b (both multiples of 256), then a request on a: it sums onto b's value"),
     Bug("end_pops_its_pair", "END drops the sums of the pair of ids a bucket holds (its id and the id ^ 1)",
         _POP, _POP + '            self.sums.pop(int(key) ^ 1, None)\n', _CORRID,
-        4, "START a, START a ^ 1, END a, then a ^ 1's next: it starts from 0"),
+        3, "START a ^ 1, START and END on a, then a ^ 1's next: it starts from 0"),
     Bug("flush_every_64_executions", "every 64th execution of an instance starts with every sum dropped (a checkpoint)",
         _EXECUTE, "        self.runs_so_far = getattr(self, 'runs_so_far', 0) + 1\n"
                   "        if self.runs_so_far % 64 == 0:\n            self.sums.clear()\n" + _EXECUTE, _CORRID,

@@ -74,6 +74,9 @@ def test_a_queued_start_takes_folds_and_its_answer_step_stays():
     answer = attrs.evolve(req(2, 5, 2, start=True), kind=Kind.ANSWER, index=2)
     steps = [queued, answer, req(3, 5, 3)]
     assert sent(without(steps, {2}, SPEC)) == [(5, 5, True, False), (5, 2, True, False)]
+    # a restart sent with others at once (a crowd's) begins a new sum: nothing after it folds before it
+    restart = [req(1, 5, 1, start=True), req(2, 5, 3, start=True, kind=Kind.HELD), req(3, 5, 4)]
+    assert sent(without(restart, {2}, SPEC)) == sent(restart[:2])
 
 
 def test_moved_ids_keep_equalities_and_congruences():
@@ -220,6 +223,11 @@ def test_a_sequence_keeps_the_request_that_checks_it_while_the_others_fold_into_
     assert [s.request.end for s in kept[1:9]] == [False, True] * 4
     assert DDMIN_PASSES.index(every_continuation_but_the_last) < DDMIN_PASSES.index(by_sequence)
     assert every_continuation_but_the_last(steps[:1]) == []
+    # a sequence restarted on its id keeps the last request of each of its two sequences
+    again = [*steps, req(14, 5, 1, start=True), req(15, 5, 2), req(16, 5, 3)]
+    assert every_continuation_but_the_last(again) == [[1, 2, 3, 14]]
+    # where every request it would cut is one every_plain_continuation cut already: no new try
+    assert every_continuation_but_the_last(steps[:4] + [req(14, 5, 1, kind=Kind.HELD)]) == []
 
 
 def test_each_group_sent_at_once_goes_whole_in_one_try():
@@ -232,6 +240,9 @@ def test_each_group_sent_at_once_goes_whole_in_one_try():
              Kind.ASIDE_ANSWER, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.REQUEST]
     steps = [attrs.evolve(req(i, 5, 1), kind=k) for i, k in enumerate(kinds)]
     assert sent_together(steps) == [[1, 2, 3, 4, 5, 6], [7, 8, 9, 10], list(range(12, 19))]
+    # two crowds in a row are two groups
+    two = [attrs.evolve(req(i, 5, 1), kind=k) for i, k in enumerate([Kind.HELD, Kind.HELD_ANSWER] * 2)]
+    assert sent_together(two) == [[0, 1], [2, 3]]
     assert DDMIN_PASSES.index(sent_together) < DDMIN_PASSES.index(by_sequence)
 
 

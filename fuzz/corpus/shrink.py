@@ -168,7 +168,7 @@ def without(steps, gone: set, spec: ModelSpec, timed: bool = False) -> list[Step
                 s = _as_far_after(s, kept[-1])
             if key is not None and s.kind in SENT:
                 last[key] = len(kept) if _answered(s, spec) and not req.end else None
-            elif key is not None and s.kind in CANCEL_GROUP:  # what follows sums on another base
+            elif key is not None and (s.kind in CANCEL_GROUP or (req.start and s.kind is Kind.HELD)):  # another base
                 last[key] = None
             kept.append(s)
             continue
@@ -401,39 +401,50 @@ def every_plain_continuation(steps) -> list[list[int]]:
 
 
 def every_continuation_but_the_last(steps) -> list[list[int]]:
-    """Every request sent alone that is not a START and not the last request its sequence sent,
-    as one unit: they fold into their STARTs, and each sequence keeps the request that checks
-    its sum. every_continuation cuts the request that failed too, so a failure whose sequence
-    needs others to have come and gone (ENDed, cached out) kept every request it sent (seen: a
-    run of 493 requests and three more left in a 509-step program when the budget ran out)."""
-    last = {}
+    """Every request sent alone that is not a START and not the last request of its sequence
+    (of its id since its START), as one unit: they fold into their STARTs, and each sequence keeps
+    the request that checks its sum. every_continuation cuts the request that failed too, so a
+    failure whose sequence needs others to have come and gone (ENDed, cached out) kept every
+    request it sent (seen: a run of 493 requests and three more left in a 509-step program when
+    the budget ran out). [] where that is every_plain_continuation's unit (a try already made)."""
+    starts: dict = {}  # id key -> STARTs sent on it so far: which sequence of the id a request is on
+    last, of = {}, {}
     for i, s in enumerate(steps):
-        if s.request is not None and not s.request.start:
-            last[key_of(s.request.seq_id)] = i
-    unit = [i for i, s in enumerate(steps) if s.kind is Kind.REQUEST and s.request is not None
-            and not s.request.start and last[key_of(s.request.seq_id)] != i]
-    return [unit] if unit else []
+        if s.request is None:
+            continue
+        key = key_of(s.request.seq_id)
+        if s.request.start:
+            starts[key] = starts.get(key, 0) + 1
+        else:
+            of[i] = (key, starts.get(key, 0))
+            last[of[i]] = i
+    unit = [i for i, s in enumerate(steps) if s.kind is Kind.REQUEST and i in of and last[of[i]] != i]
+    return [unit] if unit and [unit] != every_plain_continuation(steps) else []
 
 
 # Kinds of steps that go out, and are answered, as one group (a crowd or a burst; a share or a
 # cancel group), each family's steps in a row
 TOGETHER = ((Kind.HELD, Kind.HELD_ANSWER), (Kind.SHARED, Kind.SHARED_ANSWER),
             (Kind.ASIDE, Kind.BEHIND, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL))
+GROUP_ANSWERS = (Kind.HELD_ANSWER, Kind.SHARED_ANSWER, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL)  # a group's last steps
 
 
 def sent_together(steps) -> list[list[int]]:
     """Each group of steps sent at once, with its answers, as one unit: a whole crowd, share or
     cancel group goes in one try, where by_sequence keeps it with the sequence it ran on and single
     steps take a try per step (seen: a share group of six steps on the sequence whose sum was
-    evicted, left when the budget ran out)."""
-    units, family = [], None
+    evicted, left when the budget ran out). A group begins where a send follows an answer, so two
+    crowds in a row are two units; none while the program holds a full batch (`alone`'s reason)."""
+    if any(s.kind is Kind.FAULT and s.fault is not None and s.fault.name == "full_batch" for s in steps):
+        return []
+    units, family, before = [], None, None
     for i, s in enumerate(steps):
         now = next((f for f in TOGETHER if s.kind in f), None)
-        if now is not None and now == family:
+        if now is not None and now == family and not (before in GROUP_ANSWERS and s.kind not in GROUP_ANSWERS):
             units[-1].append(i)
         elif now is not None:
             units.append([i])
-        family = now
+        family, before = now, s.kind
     return units
 
 

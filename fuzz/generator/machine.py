@@ -1037,8 +1037,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("pause: the sequence is near its idle timeout")
         # Every client waits (steered while the campaign has had no quiet model) as long as the
         # window lets it: a sweep once idle can take most of the window to come.
-        quiet = hush or (steer >= STEER_GAP_FROM and f"situation: {QUIET}" not in self.engine.stats.coverage.seen)
-        fraction = max(fraction, HUSH_FRACTION) if quiet else fraction
+        quiet = (hush or (steer >= STEER_GAP_FROM and f"situation: {QUIET}" not in self.engine.stats.coverage.seen)) \
+            and self.plan.setup.expiry_ok
+        drawn, fraction = fraction, max(fraction, HUSH_FRACTION) if quiet else fraction
         if fraction * room > LONG_PAUSE_S and self._waits_had_their_share(rationed=True):
             return self._skip("pause: waits at the ends of examples took their share of the campaign")
         # Kept going: a wait of KEPT_WINDOWS windows at the example's end, taken within the share
@@ -1050,7 +1051,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # this sequence while it is parked, so the sum is the same when it goes.
         req = self._next_of(key, value, end=end and not keep)
         self.engine.park(client, req, "continue after a pause", now + fraction * room,
-                         then=self._kept_going(key, value, max(fraction, KEEP_FRACTION), end) if keep else None)
+                         then=self._kept_going(key, value, max(drawn, KEEP_FRACTION), end) if keep else None)
         if quiet and fraction * room >= (self.plan.spec.idle_s - self.plan.setup.margin) / 2:  # the goal's
             self.engine.hush(client, "a quiet model (nothing sent while one client pauses)")
 
