@@ -466,6 +466,33 @@ FIFTH_BUGS = (
            + FIRST_ALONE + "): the third is answered its value plus the second's",
         more=((_EXECUTE, "        self.prev = 0\n" + _EXECUTE),)),
 )
+# A sixth, written the same day after the fifth's changes, run once before anything was changed
+# for it: one is a sibling of count_wraps_at_256 at another width (does depth generalise?).
+SIXTH_BUGS = (
+    Bug("count_wraps_at_1024", "a sequence's request counter is 10 bits (a ring of 1024): its wrap reads as a START",
+        _START, _START + "        self.n = self.__dict__.setdefault('n', {})\n"
+                         "        corrid = _scalar(request, 'CORRID')\n"
+                         "        self.n[corrid] = 0 if start else (self.n.get(corrid, 0) + 1) % 1024\n"
+                         "        start = start or (self.n[corrid] == 0 and bool(_scalar(request, 'READY', 1)))\n",
+        _CORRID, 1025, "START and 1024 more requests of one sequence: the last answer is its own value"),
+    Bug("start_clears_every_sum", "a START clears the whole table of sums, not its own",
+        _BASE, "        if start:\n            self.sums.clear()\n" + _BASE, _CORRID,
+        3, "START a, START b, then a's next: it starts from 0"),
+    Bug("ended_id_resumes_within_100ms", "a START on an id ENDed under 0.1 s before is taken for a retry: the ended "
+                                         "sum comes back",
+        _BASE, "        ended = self.__dict__.setdefault('ended', {})\n"
+               "        back = ended.pop(key, None) if start else None\n"
+               "        resumed = back is not None and time.monotonic() - back[0] < 0.1\n"
+               "        base = back[1] if resumed else self.dtype.type(0) if start else "
+               "self.sums.get(key, self.dtype.type(0))\n", _CORRID,
+        3, "START a, END a, then START a at once: it sums onto the ended value",
+        more=((_POP, '        if end and self.flavour == "corrid":\n'
+                     '            ended[key] = (time.monotonic(), total.reshape(-1)[0])\n'
+                     '            self.sums.pop(key, None)\n'),)),
+    Bug("end_input_ignored", "an END request's INPUT is not added: its answer is the sum before it",
+        _TOTAL, "        total = ((x * 0 if end else x) + base).astype(self.dtype)\n", _CORRID,
+        2, "START with 5, then END with 3: answered 5"),
+)
 # Bugs of the native implicit-state backend (modelgen/native/accumulator.c): the state is Triton's,
 # handed in as INPUT_STATE and taken back through the state API, so these are bugs of a backend
 # that second-guesses it.
@@ -495,7 +522,7 @@ NATIVE_BUGS = (
         '    err = write_state(request, "OUTPUT_STATE_B", &state, input.data);\n', "    err = NULL;\n",
         attrs.evolve(_NATIVE, two_states=True), 2, "START a with 1, then a with 1: answered 3 (2 * 2 - 1)"),
 )
-ALL_BUGS = BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + NATIVE_BUGS
+ALL_BUGS = BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + NATIVE_BUGS
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
