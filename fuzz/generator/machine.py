@@ -1037,8 +1037,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("pause: the sequence is near its idle timeout")
         # Every client waits (steered while the campaign has had no quiet model) as long as the
         # window lets it: a sweep once idle can take most of the window to come.
-        quiet = (hush or (steer >= STEER_GAP_FROM and f"situation: {QUIET}" not in self.engine.stats.coverage.seen)) \
-            and self.plan.setup.expiry_ok
+        hushed = f"situation: {QUIET}" in self.engine.stats.coverage.seen  # the campaign has had one
+        quiet = (hush or (steer >= STEER_GAP_FROM and not hushed)) and self.plan.setup.expiry_ok \
+            and not (hushed and self._waits_had_their_share(rationed=True))  # a wait of every client
         drawn, fraction = fraction, max(fraction, HUSH_FRACTION) if quiet else fraction
         if fraction * room > LONG_PAUSE_S and self._waits_had_their_share(rationed=True):
             return self._skip("pause: waits at the ends of examples took their share of the campaign")
