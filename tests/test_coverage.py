@@ -267,25 +267,30 @@ def test_integer_twins_are_goals_once_per_band_the_corrid_can_hold():
                       "twins live: neighbours, below 2^32", "twins live: 10^k apart, below 2^32",
                       "twins live: 2^k-1 apart, by 2^16-1", "twins live: 2^k-1 apart, by 2^31-1",
                       "twins live: aligned, to 2^8", "twins live: aligned, to 2^16", "twins live: negatives"]
-    assert tuple(TWIN_STEPS) == INTEGER_TWINS
+    assert tuple(TWIN_STEPS) + ("aligned",) == INTEGER_TWINS  # aligned ids ride on ids 2^k apart
 
 
 def test_aligned_ids_are_twins_at_the_alignment_both_have():
     """Ids whose low 8, 16 or 32 bits are all 0 (what a model reading a zero low byte as "no id"
-    makes one key): twins at the lesser alignment of the two; steered, the older id moves to
-    exactly that alignment and the steps keep its twin there."""
+    makes one key): twins at the lesser alignment of the two. Steering aims at them beside ids
+    2^k apart by as many bits (no turns of their own): the older id moves to exactly that
+    alignment, and each step of that place keeps its twin aligned too."""
     from fuzz.generator.edges import aligned_place, into_place, stands_at
-    from fuzz.generator.steering import twin_aim
+    from fuzz.generator.steering import aligned_twin, twin_aim
     assert twin_places("aligned", 64) == ("to 2^8", "to 2^16", "to 2^32") and twin_places("aligned", 32)[-1] == "to 2^16"
     assert aligned_place(7 * 2**8) == "to 2^8" and aligned_place(2**40) == "to 2^32" and aligned_place(2**7) is None
     assert aligned_place(0) is None and aligned_place("256") is None
     assert ("aligned", "to 2^8") in twins_of(3 * 2**8, 2**20, 64) and ("aligned", "to 2^16") in twins_of(2**16, 2**40, 64)
     assert not [t for t in twins_of(2**8 + 1, 2**9, 64) if t[0] == "aligned"]
     for place in twin_places("aligned", 64):
+        k = place.removeprefix("to 2^")
+        assert aligned_twin(("2^k apart", f"by 2^{k}"), here=set()) == place
+        assert aligned_twin(("2^k apart", f"by 2^{k}"), here={f"twins live: aligned, {place}"}) is None
         base = into_place(0x123456789ABCDEF1, place)
         assert stands_at(base, place) and not stands_at(base + 1, place)
-        _, steps = twin_aim("aligned", place, 64)
+        _, steps = twin_aim("2^k apart", f"by 2^{k}", 64)
         assert steps and all(("aligned", place) in twins_of(base, base + s, 64) for s in steps)
+    assert aligned_twin(("2^k apart", "by 2^63"), set()) is None and aligned_twin(("neighbours", "below 2^32"), set()) is None
     assert stands_at(5, "below 2^32") and into_place(5, "below 2^32") == 5  # a band, as before
 
 
@@ -336,17 +341,17 @@ def test_requests_are_goals_by_flags_and_where_their_id_stood():
 
 
 def test_every_steered_integer_step_makes_twins_of_its_family():
-    """Aligned twins are made by where the older id stands, not by the step: their steps are ids
-    2^k apart (tested above, in test_aligned_ids_are_twins_at_the_alignment_both_have)."""
     for family, steps in TWIN_STEPS.items():
-        assert {sibling_family(s) for s in steps} == {"2^k apart" if family == "aligned" else family}
+        assert {sibling_family(s) for s in steps} == {family}
 
 
 def test_a_steered_run_goes_as_deep_as_the_shallowest_open_depth_goal():
     assert open_depth(deepest=0, current=0) == 8
     assert open_depth(deepest=10, current=3) == 61  # 3 + 61 = 64 requests
     assert open_depth(deepest=70, current=0) == 256
-    assert open_depth(deepest=300, current=0) is None
+    assert open_depth(deepest=300, current=0) == 1024  # once a campaign: a 10-bit counter wraps there
+    assert open_depth(deepest=300, current=0, seen={"depth 1024"}) is None
+    assert open_depth(deepest=2000, current=0) is None
     assert open_depth(deepest=63, current=200) == 1  # already past it: one more request
 
 

@@ -16,7 +16,10 @@ import attrs
 from .edges import (ALIGNED_BITS, FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALUE_GOALS, aligned_place,
     band_of, id_bands, id_edges, shared_low_bits, string_twin, value_edges)
 
-DEPTHS = (8, 64, 256)  # requests in one sequence, from START to its end
+DEPTHS = (8, 64, 256, 1024)  # requests in one sequence, from START to its end
+# Depths steered onto only while the campaign lacks them (a run of a thousand requests a campaign,
+# not an example): a ring or counter of 10 bits wraps there.
+CAMPAIGN_DEPTHS = (1024,)
 # Ids equal modulo 2^k - 1 (a Mersenne number): what a key reduced modulo one makes one, as
 # Python's hash of an int (2^61 - 1), a Lehmer generator's modulus (2^31 - 1) or a ones'-complement
 # checksum (2^16 - 1, 2^32 - 1) does. Goals once per modulus, as ids 2^k apart are once per width.

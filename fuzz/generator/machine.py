@@ -24,7 +24,7 @@ from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, end_in_row, flags_goal, full_rows, live_row_goals, sibling_family,
     twin_places)
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_depth,
-    open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
+    aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from ..checker.divergences import steered_around
 from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..harness.engine import Engine, Fault, Setup, Stale, event
@@ -544,7 +544,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("run: no idle client")
         if deeper:  # as deep as the shallowest depth goal this example has not reached
             current = self.engine.model.seqs[key].requests if key is not None and not fresh else 0
-            k = open_depth(self._deepest(), current) or k
+            k = open_depth(self._deepest(), current, self.engine.stats.coverage.seen) or k
         if fresh or key is None:
             if self.engine.blocked(seq_id):
                 return self._skip("run: id busy")
@@ -756,7 +756,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             band, steps = twin_aim(*aim, self.plan.spec.id_bits)
             step = choose([s for s in steps if s not in self.twin_steps] or steps, index // len(self.plan.twin_kinds))
             self.twin_steps.add(step)
-            return aim[0], band, step
+            # Ids 2^k apart are made aligned to 2^k too where the example lacks that (the base moved
+            # there: its twin then has the same low bits all 0), not in turns of their own (the
+            # other families' turns would come fewer).
+            aligned = aligned_twin(aim, cov.here)
+            return aim[0], aligned or band, step
         if aim is not None:
             return aim[0], None, step
         return family or sibling_family(step), None, step

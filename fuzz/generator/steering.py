@@ -15,9 +15,9 @@ are steered per example: they are made from the example's own (salted) ids.
 """
 from __future__ import annotations
 
-from .coverage import (ALIGNED, DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, MERSENNE, MERSENNE_STEPS, MODULUS_FAMILIES,
-    NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
-from .edges import id_edges, into_place, value_edges
+from .coverage import (ALIGNED, CAMPAIGN_DEPTHS, DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, MERSENNE, MERSENNE_STEPS,
+    MODULUS_FAMILIES, NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
+from .edges import ALIGNED_BITS, id_edges, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
 TWIN_STEPS = {
@@ -25,9 +25,9 @@ TWIN_STEPS = {
     "neighbours": NEIGHBOUR_STEPS,
     "10^k apart": DECIMAL_STEPS,
     MERSENNE: MERSENNE_STEPS,
-    ALIGNED: (2**9, 2**17, 2**33),  # multiples of 2^(k+1): an id aligned to exactly 2^k stays so
 }
 TWIN_STEP_FAMILIES = tuple(TWIN_STEPS)
+ALIGNED_PLACES = tuple(f"to 2^{k}" for k in ALIGNED_BITS)
 STEERED_RANGE = 256  # the index of a steered choice is drawn from range(STEERED_RANGE)
 
 
@@ -73,10 +73,18 @@ def twin_aim(family: str, place: str, bits: int) -> tuple:
     steps = [s for s in TWIN_STEPS[family] if s < 2**bits]
     if family in MODULUS_FAMILIES:
         return None, [s for s in steps if twin_place(family, 0, s, bits) == place]
-    if family == ALIGNED:  # the older id moved to the alignment, the steps that keep the twin there
-        base = into_place(1, place)
-        return place, [s for s in steps if twin_place(family, base, base + s, bits) == place]
     return place, steps
+
+
+def aligned_twin(aim: tuple, here) -> str | None:
+    """Where steering aims at ids 2^k apart by 2^8, 2^16 or 2^32 and the example has not had two
+    ids aligned to 2^k live at once: that alignment ("to 2^k"), for the older id to be moved to
+    (its twin, 2^k or more apart, is then aligned too). Else None."""
+    family, place = aim
+    if family != "2^k apart" or place is None:
+        return None
+    aligned = f"to 2^{place.removeprefix('by 2^')}"
+    return aligned if aligned in ALIGNED_PLACES and twin_goal(ALIGNED, aligned) not in here else None
 
 
 def edge_ids(candidates, bits: int) -> dict:
@@ -113,10 +121,11 @@ def campaign_first(open_items, goals, seen, gaps_only: bool = False) -> tuple:
     return tuple(wanted or (() if gaps_only else open_items))
 
 
-def open_depth(deepest: int, current: int) -> int | None:
+def open_depth(deepest: int, current: int, seen=frozenset()) -> int | None:
     """How many requests a run on a sequence `current` deep takes to pass the shallowest depth goal
-    the example (its deepest sequence `deepest` long) has not reached; None when all are."""
+    the example (its deepest sequence `deepest` long) has not reached, a CAMPAIGN_DEPTHS one only
+    while the campaign (`seen`) has not either; None when all are."""
     for d in DEPTHS:
         if deepest < d:
-            return max(1, d - current)
+            return None if d in CAMPAIGN_DEPTHS and f"depth {d}" in seen else max(1, d - current)
     return None
