@@ -192,7 +192,9 @@ def test_under_oldest_a_later_request_of_an_iterative_sequence_keeps_its_slot_fo
     """iterative-oldest-slot-kept: one candidate sequence; a START and a plain second request sent
     with it (no reschedule at all) both run, then a START of another sequence waits in the
     backlog, unanswered, well past the first's idle timeout."""
-    repo = _repo(tmp_path / "models", strategy="oldest", slots=1)
+    # a's execution takes 200 ms, so that b is queued before a's release however loaded the
+    # machine (without a delay, a clean-clone CI once saw a released first and b refused)
+    repo = _repo(tmp_path / "models", strategy="oldest", slots=1, delay_ms=200)
     config = repo / MODEL / "config.pbtxt"
     config.write_text(config.read_text().replace("5000000", "500000"))  # idle 0.5 s
     with _streaming(repo, tmp_path, release) as (_, s):

@@ -319,6 +319,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             assume(False)
         stats.examples += 1
         self.engine = Engine(self.plan.setup, salt=stats.examples)
+        if stats.first_failure_s is None:
+            stats.waits_spent = self._waits_had_their_share(rationed=True)
         self.twin_steps: set = set()  # integer twin steps steering took in this example
         self.crowd_steered = False  # a crowd of this example was steered onto every slot
         self.stuck_waits = 0  # waits of every client for windows to free slots (STUCK_WAITS)
@@ -1043,7 +1045,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # window lets it: a sweep once idle can take most of the window to come.
         hushed = f"situation: {QUIET}" in self.engine.stats.coverage.seen  # the campaign has had one
         quiet = (hush or (steer >= STEER_GAP_FROM and not hushed)) and self.plan.setup.expiry_ok \
-            and not (hushed and self._waits_had_their_share(rationed=True))  # a wait of every client
+            and not (hushed and self.plan.stats.waits_spent)  # a wait of every client, as the example began
         drawn, fraction = fraction, max(fraction, HUSH_FRACTION) if quiet else fraction
         if fraction * room > LONG_PAUSE_S and self._waits_had_their_share(rationed=True):
             return self._skip("pause: waits at the ends of examples took their share of the campaign")

@@ -139,6 +139,9 @@ class RunStats:
     faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
     fault_s: dict = attrs.Factory(dict)  # server fault -> seconds its strikes took (restarts, reloads)
     wait_s: float = 0.0  # seconds the ends of examples waited for parked requests (idle windows, pauses)
+    # Whether those waits had their share of the campaign when the example began, kept from the
+    # first failure on: what a rule decides by it, a replay of the example decides alike.
+    waits_spent: bool = False
     stuck_s: float = 0.0  # seconds every client waited mid-example for windows to free slots (Engine.wait_*)
     # How many sequences had each length (requests), over every example (fuzz/generator/depth.py): a
     # tally, not a list, so that a campaign of hours keeps it as small as one of seconds.
