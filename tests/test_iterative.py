@@ -310,12 +310,14 @@ def test_a_start_soon_after_a_start_with_end_on_its_id_is_rescheduled(tmp_path, 
     """iterative-start-after-start-end-stalls: a START+END, then a START on the same id, which must
     run in full. A race with the core's cancelled END for the START+END, so each way is tried up
     to 5 times (pipelined: 20; ids 100 apart): pipelined behind it, the START stalls at least once
-    on every build; sent once the START+END was answered, at least once on 2.46 and 2.51, never on 2.41
-    and 2.44. A stalled START's reschedule lacks START (in the log), and a START on its id
+    on every build; sent once the START+END was answered, at least once on 2.46 and 2.51 (on 2.41 and
+    2.44 not seen on an idle machine, once on a loaded one). A stalled START's reschedule lacks START (in the log), and a START on its id
     afterwards runs in full."""
     with _streaming(_repo(tmp_path / "models"), tmp_path, release) as (server, s):
         answered = [_start_after_start_end_stalls(s, 100 + i, pipelined=False) for i in range(5)]
-        assert any(answered) == (server.version in STALLS_AFTER_THE_ANSWER), answered
+        # Where it stalls after the answer, it must stall at least once; where it was never seen
+        # (2.41, 2.44) that is not asserted: a race, and a loaded clean-clone CI once met it on 2.44.
+        assert any(answered) or server.version not in STALLS_AFTER_THE_ANSWER, answered
         # up to 20 tries: a clean-clone CI's 2.51 once ran 5 in full (it stops at the first stall)
         assert any(_start_after_start_end_stalls(s, 200 + i, pipelined=True) for i in range(20))
         assert "must specify the START flag" in server.log_tail(400)
