@@ -101,7 +101,7 @@ def alone(found: InvariantViolation, try_: Try, body: Body, deadline: float) -> 
     count across requests, shrunk to a crowd of 6 steps). Two tries at most; a bug of a batch's
     composition fails neither and keeps its crowd."""
     steps = body(found)
-    if any(s.kind is Kind.FAULT and s.fault is not None and s.fault.name == "full_batch" for s in steps):
+    if _holds_full_batch(steps):
         return found  # its STARTs are held by the server until the batch is full: one alone waits forever
     runs = held_runs(steps)
     for chosen in [runs, runs[-1:]] if len(runs) > 1 else [runs] if runs else []:
@@ -111,6 +111,11 @@ def alone(found: InvariantViolation, try_: Try, body: Body, deadline: float) -> 
         if again is not None and len(body(again)) < len(steps):
             return again
     return found
+
+
+def _holds_full_batch(steps) -> bool:
+    """The program strikes full_batch: its STARTs are held by the server until the batch is full."""
+    return any(s.kind is Kind.FAULT and s.fault is not None and s.fault.name == "full_batch" for s in steps)
 
 
 def _ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec, deadline: float,
@@ -435,7 +440,7 @@ def sent_together(steps) -> list[list[int]]:
     steps take a try per step (seen: a share group of six steps on the sequence whose sum was
     evicted, left when the budget ran out). A group begins where a send follows an answer, so two
     crowds in a row are two units; none while the program holds a full batch (`alone`'s reason)."""
-    if any(s.kind is Kind.FAULT and s.fault is not None and s.fault.name == "full_batch" for s in steps):
+    if _holds_full_batch(steps):
         return []
     units, family, before = [], None, None
     for i, s in enumerate(steps):
