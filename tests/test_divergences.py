@@ -112,13 +112,13 @@ def test_a_start_cancelled_in_the_backlog_still_runs_on_a_build_without_cancella
     the slot frees, and its sequence goes on; the fuzzer's engine says so (start_is_required), and
     leaves the cancel rule out there. Later builds drop it: once the slot has freed (the cancelled
     START's backlog place with it), its id gets the START-flag error."""
-    from fuzz.harness.engine import Engine, FuzzSettings, Setup
+    from fuzz.harness.engine import CANCEL_REACHES_S, Engine, FuzzSettings, Setup
     from fuzz.checker.invariants import InvariantViolation
     from fuzz.generator.machine import make_machine
 
     from .release_installs import embedded_install
 
-    v = Variant("corrid", "direct", 1, 1, "int32", "uint64", FULL, idle_us=2_000_000)
+    v = Variant("corrid", "direct", 1, 1, "int32", "uint64", FULL, idle_us=4_000_000)  # its window opens after the cancel settles
     write_model(v, tmp_path / "models")
     with EmbeddedTriton(tmp_path / "models", workdir=tmp_path / "w", **embedded_install(release)) as server:
         spec = ModelSpec.fetch(server, v.name)
@@ -131,8 +131,8 @@ def test_a_start_cancelled_in_the_backlog_still_runs_on_a_build_without_cancella
         time.sleep(0.3)
         engine.cancel_queued(1)
         # The cancel's status is the client's own; the server takes it some time later (a loaded
-        # clean-clone CI once freed the slot first, and the START ran).
-        time.sleep(1.0)
+        # clean-clone CI once freed the slot first, and the START ran): the model waits as long.
+        time.sleep(CANCEL_REACHES_S + 0.2)
         assert engine.send(0, spec.request(101, 1, end=True), "stream", "end").value == 2  # the slot frees
         time.sleep(0.1)
         if not applies:

@@ -177,6 +177,9 @@ class BatcherModel:
         self.backlog: list[Key] = []
         self.awaiting: dict[Key, Window] = {}  # admitted from the backlog, answer not yet seen
         self.cancelled_waiting: set[Key] = set()  # cancelled STARTs still holding a backlog place
+        # Cancelled backlogged STARTs whose cancel may not have reached the server yet (a loaded
+        # server took it in 0.1 s and more): until when a slot freeing may still let one in.
+        self.unsettled: dict[Key, float] = {}
         self.ghosts: dict[Key, Ghost] = {}  # settled as expired, not yet seen refused
         self.revived: set[Key] = set()  # ghosts seen alive, whose other pipelined requests may follow
         # Slots freed by a START+END let in from the backlog, once its answer came, that went to no
@@ -208,7 +211,7 @@ class BatcherModel:
         return key in self.backlog and key not in self.cancelled_waiting
 
     def live_keys(self) -> list[Key]:
-        return [k for k, s in self.seqs.items() if s.running and k not in self.awaiting]
+        return [k for k, s in self.seqs.items() if s.running and k not in self.awaiting and k not in self.spent]
 
     def at_its_window(self, key: Key, now: float) -> bool:
         """`key` runs, no answer pending, and its idle window has opened by `now`: its next request
@@ -254,10 +257,20 @@ class BatcherModel:
         while True:
             gone = [s for s in self.running if s.expiry.hi < now and s.key not in self.awaiting]
             if not gone:
-                return
+                return self._settle_cancels(now)
             for seq in sorted(gone, key=lambda s: s.expiry.hi):
                 slot_to = self._release(seq, seq.expiry, expired=True)
                 self.ghosts[seq.key] = Ghost(seq.total, seq.requests, slot_to)
+
+    def _settle_cancels(self, now: float) -> None:
+        """Cancels that have surely reached the server by `now` while their START still waited:
+        it takes no slot now; its place is dropped when a slot next frees."""
+        for key, settles_at in list(self.unsettled.items()):
+            if settles_at <= now:
+                del self.unsettled[key]
+                if key in self.backlog:
+                    self.seqs.pop(key, None)
+                    self.cancelled_waiting.add(key)
 
     def _release(self, seq: Seq, freed: Window, expired: bool = False) -> Key | None:
         """Ends `seq`; returns the backlogged START let into its slot, if any."""
@@ -273,12 +286,30 @@ class BatcherModel:
         if not self.backlog:
             return None
         seq = self.seqs[self.backlog.pop(0)]
+        settles_at = self.unsettled.pop(seq.key, None)
+        if settles_at is not None:
+            return self._maybe_let_in(seq, freed, settles_at)
         seq.running = True
         self.depth.slot_taken()
         seq.admitted = freed
         seq.expiry = self._expiry(seq.last_arrival, freed)
         self.awaiting[seq.key] = freed
         return seq.key
+
+    def _maybe_let_in(self, seq: Seq, freed: Window, settles_at: float) -> Key | None:
+        """A slot freed in `freed` while `seq`'s START was cancelled, its cancel on its way until
+        `settles_at`. Freed after: the cancel came first, the START is dropped, the slot goes on.
+        Freed before: the START may have run (its answer went to a closed stream) and may hold
+        the slot until its idle timeout, or may not: the slot frees anywhere from `freed` to that
+        expiry. No request goes to its id again (spent)."""
+        if freed.lo >= settles_at or seq.end_on_admit:  # a START+END that ran ended at once
+            self.seqs.pop(seq.key, None)
+            return self._admit_next(freed)
+        self.spent.add(seq.key)
+        self.depth.slot_taken()
+        seq.running, seq.admitted = True, freed
+        seq.expiry = Window(freed.lo, self._expiry(seq.last_arrival, freed).hi)
+        return None
 
     # -- requests -------------------------------------------------------------------------------
     def expect(self, req: Request, now: float) -> Expectation:
@@ -291,8 +322,12 @@ class BatcherModel:
             return refusal
         key = key_of(req.seq_id)
         self.revived.discard(key)
-        ghost = self.ghosts.pop(key, None) if req.start else None
         seq = self.seqs.get(key)
+        if key in self.unsettled:
+            return Ambiguous(self.unsettled[key], f"the cancel of {req.seq_id!r}'s START may not have reached the server")
+        if key in self.spent and seq is not None and seq.running:
+            return Ambiguous(seq.expiry.hi, f"{req.seq_id!r}'s cancelled START may have run in a slot freed before its cancel came")
+        ghost = self.ghosts.pop(key, None) if req.start else None
         if self.waits_for_an_answer(key):
             raise AnswerPending(f"generator error: request for {req.seq_id!r} while its previous one is pending")
         if seq is not None and now >= seq.expiry.lo:
@@ -660,12 +695,22 @@ class BatcherModel:
         window = self.awaiting.get(key)
         return None if window is None else window.hi + self.prompt
 
-    def cancelled(self, key: Key) -> None:
+    def cancelled(self, key: Key, settles_at: float | None = None) -> None:
         """A backlogged START was cancelled: the whole sequence ends (TRITON_NOTES.md). It takes
-        no slot; its place in the backlog is dropped when a slot next frees."""
-        if key in self.backlog:
-            self.seqs.pop(key, None)
-            self.cancelled_waiting.add(key)
+        no slot; its place in the backlog is dropped when a slot next frees. `settles_at`: until
+        when the cancel may still be on its way to the server (None: it is there); a slot that
+        frees before then may let the START in after all (_maybe_let_in)."""
+        if key not in self.backlog:
+            return
+        if settles_at is not None:
+            self.unsettled[key] = settles_at
+            return
+        self.seqs.pop(key, None)
+        self.cancelled_waiting.add(key)
+
+    def cancel_unsettled(self, key: Key) -> float | None:
+        """Until when `key`'s cancelled START may still be let in (None: not so)."""
+        return self.unsettled.get(key)
 
     def cut(self, key: Key, freed: Window) -> None:
         """A running sequence ended because a request queued on it was cancelled: the batcher
@@ -686,7 +731,7 @@ class BatcherModel:
 
     def lingering(self, key: Key) -> bool:
         """The id of a cancelled START whose backlog place has not been dropped yet."""
-        return key in self.cancelled_waiting
+        return key in self.cancelled_waiting or key in self.unsettled
 
     def forget_all(self) -> None:
         """The server restarted, or reloaded the model: every sequence and the backlog are gone."""
@@ -696,6 +741,7 @@ class BatcherModel:
         self.backlog.clear()
         self.awaiting.clear()
         self.cancelled_waiting.clear()
+        self.unsettled.clear()
         self.ghosts.clear()
         self.revived.clear()
         self.passed_on.clear()

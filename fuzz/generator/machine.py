@@ -904,8 +904,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         seq_id = self.engine.pending[client].request.seq_id
         self.engine.cancel_queued(client)
         key = key_of(seq_id)
-        if again and not self.plan.setup.lingering_guard and not self.engine.model.is_live(key) \
-                and not self.engine.blocked(seq_id):
+        model = self.engine.model
+        if again and not self.plan.setup.lingering_guard and (model.cancel_unsettled(key) is not None or (
+                not model.is_live(key) and not self.engine.blocked(seq_id))):  # the model holds it till the cancel settles
             self.engine.send(client, self.plan.spec.request(seq_id, self._small(value)), via,
                              "its id again, without START")
 
