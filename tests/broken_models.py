@@ -493,6 +493,39 @@ SIXTH_BUGS = (
         _TOTAL, "        total = ((x * 0 if end else x) + base).astype(self.dtype)\n", _CORRID,
         1, "one START with END: answered 0"),
 )
+# A seventh, written (stop 61) before anything was changed for it: input values the fuzzer may never
+# send, a cache and a lifetime at other scales (do goals generalise?), extra precision, and an
+# input read against the state it meets.
+SEVENTH_BUGS = (
+    Bug("nonfinite_input_zeroed", "an FP32 INPUT that is not finite (inf, -inf, NaN) is taken as 0",
+        _TOTAL, "        x = np.where(np.isfinite(x), x, 0).astype(self.dtype)\n" + _TOTAL, _FP32,
+        1, "one START with inf: answered 0"),
+    Bug("fifo_cache_of_100", "sums kept in a cache of 100 entries evicted oldest-inserted first; END does not pop",
+        _POP, '        if end and self.flavour == "corrid":\n'
+              '            self.sums[key] = total.reshape(-1)[0]\n'
+              '            while len(self.sums) > 100:\n'
+              '                self.sums.pop(next(iter(self.sums)))\n', _CORRID, 102,
+        "START a, a hundred START+ENDs on other ids, then a's next: it starts from 0"),
+    Bug("ttl_since_start_6s", "a sum lives 6 s from its START, however busy the sequence",
+        _BASE, "        born = self.__dict__.setdefault('born', {})\n"
+               "        now = time.monotonic()\n"
+               "        if start:\n            born[key] = now\n"
+               "        stale = not start and now - born.get(key, now) > 6.0\n"
+               "        base = self.dtype.type(0) if start or stale else self.sums.get(key, self.dtype.type(0))\n",
+        _CORRID, 19, "START, then eighteen requests, each under 0.35 s after the one before (the 500 ms timeout's "
+                     "early margin), the last over 6 s after the START"),
+    Bug("fp32_state_kept_in_float64", "an FP32 running sum is kept in float64 and only its answer is rounded",
+        _TOTAL, "        wide = self.__dict__.setdefault('wide', {})\n"
+                "        exact = x.astype(np.float64) + (0.0 if start else wide.get(key, 0.0))\n"
+                "        wide[key] = float(exact.reshape(-1)[0])\n"
+                "        total = exact.astype(self.dtype)\n", _FP32,
+        3, "START with 2^24, then 1, then 1: answered 2^24 + 2 (float32 stays at 2^24)"),
+    Bug("input_equal_to_sum_is_a_retry", "a request whose INPUT equals its sequence's (nonzero) sum is taken for a "
+                                         "client's retry: answered the sum, nothing added",
+        _TOTAL, "        retry = not start and base != 0 and bool(np.all(x == base))\n"
+                "        total = ((x * 0 if retry else x) + base).astype(self.dtype)\n", _CORRID,
+        2, "START with 2, then 2: answered 2"),
+)
 # Bugs of the native implicit-state backend (modelgen/native/accumulator.c): the state is Triton's,
 # handed in as INPUT_STATE and taken back through the state API, so these are bugs of a backend
 # that second-guesses it.
@@ -522,7 +555,8 @@ NATIVE_BUGS = (
         '    err = write_state(request, "OUTPUT_STATE_B", &state, input.data);\n', "    err = NULL;\n",
         attrs.evolve(_NATIVE, two_states=True), 2, "START a with 1, then a with 1: answered 3 (2 * 2 - 1)"),
 )
-ALL_BUGS = BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + NATIVE_BUGS
+ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
+            + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
