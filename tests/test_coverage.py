@@ -9,8 +9,9 @@ from fuzz.generator.coverage import (FLAG_SHAPES, FULL_END, FULL_START, ID_STATE
 from fuzz.generator.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of,
     core_targets, exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, shared_low_bits,
     string_twin, value_edges)
+from fuzz.checker.model import BatcherModel, key_of
 from fuzz.spec import ModelSpec
-from fuzz.generator.steering import (TWIN_STEPS, choose, edge_ids, open_depth, open_id_edges, open_start_goals,
+from fuzz.generator.steering import (TWIN_STEPS, choose, edge_ids, open_churn, open_depth, open_id_edges, open_start_goals,
     open_sums, open_twins, twin_aim)
 from fuzz.values import Request
 
@@ -353,6 +354,34 @@ def test_a_steered_run_goes_as_deep_as_the_shallowest_open_depth_goal():
     assert open_depth(deepest=300, current=0, seen={"depth 1024"}) is None
     assert open_depth(deepest=2000, current=0) is None
     assert open_depth(deepest=63, current=200) == 1  # already past it: one more request
+
+
+def test_a_steered_churn_runs_as_many_sequences_as_the_smallest_open_churn_goal_takes():
+    every = {"churn 16", "churn 128", "churn 1024"}
+    assert open_churn(most=0, current=0) == 16
+    assert open_churn(most=20, current=5, seen={"churn 16"}) == 123  # 5 + 123 = 128 started beside it
+    assert open_churn(most=200, current=0, seen={"churn 16", "churn 128"}) == 1024  # while the campaign lacks it
+    assert open_churn(most=20, current=5, seen=every) == 123  # the example lacks it
+    assert open_churn(most=20, current=5, seen=every, gaps_only=True) is None
+    assert open_churn(most=200, current=0, seen=every) is None  # 1024 only once a campaign
+    assert open_churn(most=20, current=20) == 108  # the example has 16 already: the campaign lacks 128 next
+
+
+def test_churn_counts_new_sequences_started_during_a_life_that_then_went_on():
+    m = BatcherModel(ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1,
+                               idle_s=1.0, max_batch_size=2, controls=frozenset({"START", "END", "READY", "CORRID"}),
+                               corrid_type="UINT64", implicit_state=False), margin_s=0.1)
+    m.expect(Request("m", 1, 1, start=True), 0.0)
+    for i in range(20):
+        m.expect(Request("m", 100 + i, 1, start=True, end=True), 0.01)
+    m.expect(Request("m", 1, 1, start=True), 0.02)  # a restart: its life begins again
+    m.expect(Request("m", 200, 1, start=True, end=True), 0.03)
+    assert m.churn == 0  # nothing went on yet
+    m.expect(Request("m", 1, 1), 0.04)
+    assert m.churn == 1 and m.churn_of(key_of(1)) == 1
+    c = Coverage()
+    c.churned(130)
+    assert "churn 128" in c.reached and "churn 1024" not in c.reached
 
 
 def test_the_tracker_keeps_each_examples_own_goals_apart_from_the_campaigns():

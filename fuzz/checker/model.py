@@ -149,6 +149,7 @@ class Seq:
     restart_answered: float | None = None
     born: float = attrs.field(default=attrs.Factory(lambda self: self.last_arrival, takes_self=True))  # its START
     let_in_by: float | None = None  # a backlogged START: its answer, by when it surely held a slot
+    starts_before: int = 0  # the model's new sequences (BatcherModel.starts) before its START (churn)
 
 
 
@@ -198,6 +199,8 @@ class BatcherModel:
         self.kept_alive = 0  # requests to sequences in use for KEPT_WINDOWS idle windows and more (coverage)
         self.quiet_gaps = 0  # requests that went on a sequence after no client sent anything for as long (coverage)
         self.last_sent: float | None = None  # when the last request of any client went
+        self.starts = 0  # new sequences (STARTs of ids not running), in all
+        self.churn = 0  # the most new sequences one sequence saw start during its life and then went on (coverage)
 
     # -- views ----------------------------------------------------------------------------------
     @property
@@ -235,6 +238,10 @@ class BatcherModel:
 
     def total(self, key: Key) -> float:
         return self.seqs[key].total
+
+    def churn_of(self, key: Key) -> int:
+        """New sequences started since `key`'s own START (its restart included)."""
+        return self.starts - self.seqs[key].starts_before
 
     def surely_backlogged_until(self, key: Key) -> float:
         """Until when `key` certainly stays in the backlog (no slot can free before then)."""
@@ -339,6 +346,7 @@ class BatcherModel:
                                "start_is_required")
             seq.total = self._exact(req, self.then(seq.total, req.value))
             seq.requests += 1
+            self.churn = max(self.churn, self.churn_of(key))
             if seq.running and now - seq.last_arrival >= (self.spec.idle_s - self.margin) / 2:
                 self.long_gaps += 1
                 self.quiet_gaps += quiet
@@ -356,10 +364,11 @@ class BatcherModel:
             if seq.running and key not in self.awaiting:
                 seq.restart_risk, seq.restart_answered = seq.expiry, None
             self.depth.ended(seq)
-            seq.total, seq.requests, seq.born = first, 1, now
+            seq.total, seq.requests, seq.born, seq.starts_before = first, 1, now, self.starts
             return self._ran(seq, req, now, end, partials)
+        self.starts += 1
         if self.free_slots():
-            seq = Seq(key, first, now, running=True)
+            seq = Seq(key, first, now, running=True, starts_before=self.starts)
             self.seqs[key] = seq
             self.depth.slot_taken()
             return self._ran(seq, req, now, end, partials)
@@ -368,7 +377,7 @@ class BatcherModel:
             return Ambiguous(min(open_windows), "every slot is held, one of them at its idle timeout")
         if req.timeout_us is not None:
             return self._times_out(req, now)
-        self.seqs[key] = Seq(key, first, now, running=False, end_on_admit=end, ghost_of=ghost)
+        self.seqs[key] = Seq(key, first, now, running=False, end_on_admit=end, ghost_of=ghost, starts_before=self.starts)
         self.backlog.append(key)
         return Queued(first, partials=partials)
 
@@ -472,7 +481,7 @@ class BatcherModel:
             del self.ghosts[key]
             if unadmit:
                 self._unadmit(ghost.slot_to)
-            seq = Seq(key, ghost.total, sent, running=True, requests=ghost.requests)
+            seq = Seq(key, ghost.total, sent, running=True, requests=ghost.requests, starts_before=self.starts)
             self.seqs[key] = seq
             self.revived.add(key)
         elif key in self.revived and key in self.seqs:  # the next of a pipelined run on it

@@ -20,6 +20,11 @@ DEPTHS = (8, 64, 256, 1024)  # requests in one sequence, from START to its end
 # Depths steered onto only while the campaign lacks them (a run of a thousand requests a campaign,
 # not an example): a ring or counter of 10 bits wraps there.
 CAMPAIGN_DEPTHS = (1024,)
+# New sequences that started (and mostly ended) during one sequence's life before it went on:
+# where a model keeps its sums in a bounded cache or table (eviction, a rehash, recycled entries),
+# ids coming and going cost the live one its sum. The largest steered onto once a campaign.
+CHURNS = (16, 128, 1024)
+CAMPAIGN_CHURNS = (1024,)
 # Ids equal modulo 2^k - 1 (a Mersenne number): what a key reduced modulo one makes one, as
 # Python's hash of an int (2^61 - 1), a Lehmer generator's modulus (2^31 - 1) or a ones'-complement
 # checksum (2^16 - 1, 2^32 - 1) does. Goals once per modulus, as ids 2^k apart are once per width.
@@ -150,6 +155,8 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
             if strings:
                 goals += ["twins live: other type"] + [f"twins live: {f}" for f in families]
         goals += [f"depth {d}" for d in DEPTHS]
+        if spec.capacity > 1:  # others come and go beside a live one
+            goals += [f"churn {c}" for c in CHURNS]
     goals += [f"id~2^{k}" for k in ID_EDGES if k <= 32 or spec.id_bits == 64]
     # an iterative sequence is its START: nothing is sent on it while it runs
     goals += [flags_goal(f, s) for s in ID_STATES if not (spec.iterations and s == "live") for f in FLAG_SHAPES]
@@ -261,6 +268,12 @@ class Coverage:
         for d in DEPTHS:
             if deepest >= d:
                 self.hit(f"depth {d}")
+
+    def churned(self, most: int) -> None:
+        """The most new sequences one sequence saw start during its life, then went on."""
+        for c in CHURNS:
+            if most >= c:
+                self.hit(f"churn {c}")
 
     def report(self, goals: tuple, rows: tuple = (), stopped_at: str = "") -> CoverageReport:
         return CoverageReport(tuple(Goal(g, self.reached.get(g)) for g in goals), tuple(rows), self.most_live_rows,

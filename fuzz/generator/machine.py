@@ -23,12 +23,12 @@ from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, cor
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, end_in_row, flags_goal, full_rows, live_row_goals, sibling_family,
     twin_places)
-from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_depth,
+from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from ..checker.divergences import steered_around
 from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..harness.engine import Engine, Fault, Setup, Stale, event
-from ..checker.model import KEPT_WINDOWS, MAX_STRING_ID, Answer, clip_id, key_of
+from ..checker.model import KEPT_WINDOWS, MAX_STRING_ID, Answer, clip_id, key_of, too_long
 from ..spec import ModelSpec
 
 
@@ -39,6 +39,9 @@ SPECIAL_IDS = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**53 - 1, 2
 # and one past 256 and 512 (where an 8- or 9-bit counter wraps). Hypothesis shrinks it toward 1.
 RUN_LENGTHS = st.one_of(st.integers(1, 32), st.integers(1, 32), st.integers(33, 250), st.integers(251, 530))
 RUN_CHUNK = 32  # requests of a run in flight at once
+# How many short sequences one `churn` runs beside a live one (unsteered), and their shape.
+CHURN_SIZES = st.sampled_from([2, 5, 12, 40])
+CHURN_SHAPES = st.sampled_from(("START+END", "START, END"))
 # Where a run restarts its sequence with a START among its pipelined requests (a fraction of
 # the run's length; None, most runs: nowhere)
 RESTART_AT = st.sampled_from((None, None, None, 0.0, 0.5, 0.9))
@@ -563,6 +566,87 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if isinstance(exp, Answer):  # else queued in the backlog, parked, or refused: it stops here
             self._go_on(client, seq_id, exp.value, k - 1, values, scale, end, time.monotonic() - began,
                         action="run", numbered=(1, k), restart_at=None if restart_at is None else int(restart_at * (k - 1)))
+
+    @when(lambda plan: not plan.spec.iterations and plan.spec.capacity > 1)
+    @rule(data=st.data())
+    def churn(self, data):
+        """While one sequence lives, a client runs short sequences on fresh ids back to back on its
+        stream (each a START+END, or a START and its END), the live one going on after each chunk
+        of them: a model that keeps its sums in a bounded cache or table (evicting, rehashing,
+        recycling entries as ids come and go) loses the live one's."""
+        client = self._client(data)
+        key = self._pick(data, self.engine.live(), "sequence")
+        n = data.draw(CHURN_SIZES, label="sequences")
+        shape = data.draw(CHURN_SHAPES, label="each sequence")
+        raw = data.draw(self.plan.ids, label="first id")
+        seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
+        steer = data.draw(STEER_DEPTH, label="steer churn")
+        if client is None:
+            return self._skip("churn: no idle client")
+        model = self.engine.model
+        model.settle(time.monotonic())
+        if not self._make_room(client, "stream", key, self._small(seed % 201 - 100), 1 if key is not None else 2):
+            return self._skip("churn: no free slot beside the sequence that lives through it")
+        if steer >= STEER_DEPTH_TOP // 2:  # as many as the smallest churn goal not reached takes: 1 in 8, 1 in 2
+            n = open_churn(model.churn, model.churn_of(key) if key is not None else 0,  # for the campaign's
+                           self.engine.stats.coverage.seen, gaps_only=steer < STEER_DEPTH_TOP) or n
+        values = random.Random(seed)
+        ids = self._churn_ids(raw, n + (key is None))
+        if key is None and ids:  # a fresh sequence lives through it
+            keeper = ids.pop(0)
+            start = self.plan.spec.request(keeper, self._fit(values.randint(-100, 100), self.plan.spec.initial_sum),
+                                           start=True)
+            if not isinstance(self.engine.send(client, start, "stream", "churn: a sequence to live through it"), Answer):
+                return
+            key = key_of(keeper)
+        reqs = []
+        for seq_id in ids:
+            first = self._fit(values.randint(-100, 100), self.plan.spec.initial_sum)
+            reqs.append(self.plan.spec.request(seq_id, first, start=True, end=shape == "START+END"))
+            if shape != "START+END":
+                then = self._fit(values.randint(-100, 100), self.plan.spec.initial_sum + first)
+                reqs.append(self.plan.spec.request(seq_id, then, end=True))
+        if not reqs:
+            return self._skip("churn: no fresh ids")
+        began = time.monotonic()
+        if not isinstance(self.engine.send(client, reqs[0], "stream", f"churn 1/{len(reqs)}"), Answer):
+            return
+        latency = max(time.monotonic() - began, 1e-4)
+        chunk = max(1, min(RUN_CHUNK, int(0.2 * self.plan.spec.idle_s / latency)))
+        i = 1
+        while i < len(reqs):
+            if self.engine.budget_spent():
+                return event(f"churn: stopped after {i} of {len(reqs)}, the campaign's budget is spent")
+            self.engine.collect()
+            sent = []
+            for j in range(i, min(len(reqs), i + chunk)):
+                item = self.engine.send_nowait(client, reqs[j], f"churn {j + 1}/{len(reqs)}")
+                if item is None or not isinstance(item[2], Answer):
+                    return self.engine.check_sent(sent + [item] if item else sent, latency)
+                sent.append(item)
+            if key not in self.engine.live():
+                return self.engine.check_sent(sent, latency)
+            item = self.engine.send_nowait(client, self._next_of(key, values.randint(-100, 100)),
+                                           "churn: the live sequence goes on")
+            self.engine.check_sent(sent + [item] if item else sent, latency)
+            if item is None or not isinstance(item[2], Answer):
+                return
+            i += len(sent)
+        event(f"churn: {len(ids)} sequences came and went beside a live one")
+
+    def _churn_ids(self, raw, n: int) -> list:
+        """Up to `n` distinct fresh ids from `raw` on, none in use."""
+        if isinstance(raw, str) and self.plan.spec.corrid_type != "STRING":
+            raw = int.from_bytes(raw.encode()[:7], "big") or 1  # ids of the model's own type
+        out = []
+        for i in range(2 * n):
+            seq_id = self._fresh(raw + i if isinstance(raw, int) else f"{raw}~{i}")
+            if seq_id not in out and seq_id not in (0, "") and not self.engine.blocked(seq_id) \
+                    and not self.engine.model.is_live(key_of(seq_id)) and not too_long(seq_id):
+                out.append(seq_id)
+            if len(out) == n:
+                break
+        return out
 
     def _deepest(self) -> int:
         """The most requests one sequence of this example has had: ended, or live and free to send on."""

@@ -15,8 +15,8 @@ are steered per example: they are made from the example's own (salted) ids.
 """
 from __future__ import annotations
 
-from .coverage import (ALIGNED, CAMPAIGN_DEPTHS, DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, MERSENNE, MERSENNE_STEPS,
-    MODULUS_FAMILIES, NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
+from .coverage import (ALIGNED, CAMPAIGN_CHURNS, CAMPAIGN_DEPTHS, CHURNS, DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, MERSENNE,
+    MERSENNE_STEPS, MODULUS_FAMILIES, NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
 from .edges import ALIGNED_BITS, id_edges, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
@@ -119,6 +119,20 @@ def campaign_first(open_items, goals, seen, gaps_only: bool = False) -> tuple:
     example's own."""
     wanted = [i for i in open_items if any(g not in seen for g in goals(i))]
     return tuple(wanted or (() if gaps_only else open_items))
+
+
+def open_churn(most: int, current: int, seen=frozenset(), gaps_only: bool = False) -> int | None:
+    """How many new sequences must come and go beside a live one that has seen `current` start to
+    pass the smallest churn goal the campaign (`seen`) lacks, or else (not `gaps_only`) the smallest
+    the example (its most `most`) has not reached, but a CAMPAIGN_CHURNS one; None when none is
+    open."""
+    for c in CHURNS:
+        if most < c and f"churn {c}" not in seen:
+            return max(1, c - current)
+    for c in CHURNS:
+        if most < c and c not in CAMPAIGN_CHURNS and not gaps_only:
+            return max(1, c - current)
+    return None
 
 
 def open_depth(deepest: int, current: int, seen=frozenset()) -> int | None:

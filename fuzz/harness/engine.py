@@ -410,6 +410,7 @@ class Engine(CancelSteps, SharedSteps):
             if self.model.kept_alive:
                 self.stats.coverage.situation(KEPT_ALIVE)
             self.stats.coverage.depths(self.model.depth.lengths)
+            self.stats.coverage.churned(self.model.churn)
             self._cleanup()
 
     def connect(self):
