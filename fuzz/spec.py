@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import attrs
+import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelgen.variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT
@@ -20,6 +21,15 @@ DEFAULT_IDLE_US = 1_000_000  # Triton's own default when the config leaves it ou
 # Fractions an FP32 sum keeps exactly while it stays within FRACTION_LIMIT: multiples of a
 # quarter (two bits below the point) up to 2**21 use 23 of float32's 24 significant bits.
 FRACTION_LIMIT = 2**21
+
+
+def same_sum(a, b) -> bool:
+    """Two answers agree: equal, or both NaN (an FP32 sum past inf - inf)."""
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def same_sums(a, b) -> bool:
+    return len(a) == len(b) and all(same_sum(x, y) for x, y in zip(a, b))
 
 
 def is_fraction(value: float) -> bool:
@@ -99,6 +109,24 @@ class ModelSpec:
         lo, hi = lo + shift, hi - shift
         # an iterative START's sum is its value added `iterations` times
         return (-(-lo // self.iterations), hi // self.iterations) if self.iterations else (lo, hi)
+
+    def add(self, total, value):
+        """`total` + `value` as the model sums: an FP32 sum is rounded to float32 at each request
+        (IEEE 754, the same on every backend: past 2**24 it rounds, past its largest it is inf,
+        inf - inf is NaN); an integer sum is exact (the generator keeps it in range)."""
+        if self.dtype == "FP32":
+            with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are answers here
+                return float(np.float32(total) + np.float32(value))
+        return total + value
+
+    def start_sums(self, value, runs: int = 1) -> tuple:
+        """What a START of `value` answers when it runs `runs` times (an iterative START): the
+        initial sum plus the value, then the value again each time."""
+        out, total = [], self.initial_sum
+        for _ in range(runs):
+            total = self.add(total, value)
+            out.append(total)
+        return tuple(out)
 
     def request(self, seq_id, value=0, **flags) -> Request:
         """A request to this model: its name and dtype (unless `flags` say otherwise: a misuse),

@@ -1,12 +1,15 @@
 """The reference model, rule by rule, without a server. Time is passed in explicitly."""
+import math
+
 import attrs
+import numpy as np
 import pytest
 
 from fuzz.harness.client import Request
 from fuzz.checker.model import (BATCH_MAX_ERROR, BATCH_ONE_ERROR, DTYPE_ERROR, LONG_ID_ERROR, SHAPE_ERROR,
     START_ERROR, ZERO_ID_ERROR, Ambiguous, Answer, BatcherModel, OutsideContract, Queued, Refusal, key_of,
     normalize_message)
-from fuzz.spec import ContractError, ModelSpec
+from fuzz.spec import ContractError, ModelSpec, same_sum
 from modelgen import Variant, model_config
 
 M = "acc"
@@ -38,18 +41,26 @@ def test_running_sum_since_start(model):
 
 def test_a_sum_the_dtype_cannot_hold_exactly_is_outside_the_contract_not_an_answer(model):
     """The generator fits its values; a program cut short by shrinking may not be (a removed
-    request that could not fold). The model refuses to predict what a wrapped INT32 or a rounded
-    FP32 answers, and leaves the sequence as it was."""
+    request that could not fold). The model refuses to predict what a wrapped INT32 answers, and
+    leaves the sequence as it was. An FP32 sum has one answer anywhere (IEEE rounding)."""
     assert model.expect(R(7, 2**31 - 2, start=True), 0.0) == Answer(2**31 - 2)
     with pytest.raises(OutsideContract, match="outside"):
         model.expect(R(7, 2), 0.1)
     assert model.expect(R(7, 1), 0.2) == Answer(2**31 - 1)
     with pytest.raises(OutsideContract):
         model.expect(R(8, -(2**31) - 1, start=True), 0.3)
+
+
+def test_an_fp32_sum_past_its_exact_range_is_rounded_as_ieee_754_does():
     fp32 = BatcherModel(spec(capacity=1, dtype="FP32"), margin_s=MARGIN, prompt_s=1.0)
-    assert fp32.expect(R(9, 2.0**21, start=True, dtype="FP32"), 0.0) == Answer(2.0**21)
-    with pytest.raises(OutsideContract):  # a quarter past 2**21 is not kept
-        fp32.expect(R(9, 0.25, dtype="FP32"), 0.1)
+    assert fp32.expect(R(9, 2.0**24, start=True, dtype="FP32"), 0.0) == Answer(2.0**24)
+    assert fp32.expect(R(9, 1.0, dtype="FP32"), 0.1) == Answer(2.0**24)  # 2**24 + 1 rounds to even
+    assert fp32.expect(R(9, 3.0, dtype="FP32"), 0.2) == Answer(2.0**24 + 4)
+    assert fp32.expect(R(9, 3.4028234663852886e38, dtype="FP32"), 0.3) == Answer(3.4028234663852886e38)
+    assert fp32.expect(R(9, 3.4028234663852886e38, dtype="FP32"), 0.4) == Answer(math.inf)  # overflows
+    nan = fp32.expect(R(9, -math.inf, dtype="FP32"), 0.5).value
+    assert math.isnan(nan) and same_sum(nan, math.nan) and not same_sum(nan, math.inf)
+    assert fp32.expect(R(10, 0.1, start=True, dtype="FP32"), 0.6).value == float(np.float32(0.1))  # queued
 
 
 def test_a_build_taken_as_carrying_no_state_answers_each_value_on_the_initial_sum():

@@ -11,7 +11,7 @@ from typing import Callable
 import attrs
 
 from .model import Answer, Queued, Refusal, normalize_message
-from ..spec import ModelSpec
+from ..spec import ModelSpec, same_sum, same_sums
 from ..values import Outcome, Request, StepRecord
 
 
@@ -119,9 +119,9 @@ def check_prompt(req: Request, exp, got: Outcome, transport: str, *, context: st
         if not got.ok:
             invariant = "slots_reused" if context == "refill" else "valid_is_accepted"
             violation = InvariantViolation(invariant, "refused a request that must be accepted")
-        elif got.value != exp.value:
+        elif not same_sum(got.value, exp.value):
             violation = InvariantViolation("sums_match", "wrong running sum")
-        elif got.partials != exp.partials:
+        elif not same_sums(got.partials, exp.partials):
             violation = InvariantViolation("sums_match", "wrong running sums before the final answer")
     elif isinstance(exp, Refusal):
         if got.ok:
@@ -145,6 +145,6 @@ def check_served(req: Request, exp: Queued, got: Outcome, capacity_problem: str 
         violation = InvariantViolation("capacity_respected", capacity_problem)
     elif not got.ok:
         violation = InvariantViolation("valid_is_accepted", "a backlogged START was refused")
-    elif got.value != exp.value or got.partials != exp.partials:
+    elif not same_sum(got.value, exp.value) or not same_sums(got.partials, exp.partials):
         violation = InvariantViolation("sums_match", "wrong running sum for a START let in from the backlog")
     return Check(req, expected, got.describe(), violation)

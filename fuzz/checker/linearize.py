@@ -19,7 +19,7 @@ import attrs
 
 from .history import History, Op
 from .model import Key
-from ..spec import ModelSpec
+from ..spec import ModelSpec, same_sums
 
 BUDGET = 50_000  # states one sequence's search may visit before its verdict is "unknown"
 DEAD = (False, None)  # no live sequence
@@ -52,8 +52,8 @@ class Contract:
     carries_state: bool = True  # False: every answer is the initial sum plus its value (taken as built)
 
     def start_sums(self, op: Op) -> tuple:
-        runs = self.spec.iterations if self.spec.iterations and not op.request.end else 1
-        return tuple(self.spec.initial_sum + i * op.request.value for i in range(1, runs + 1))
+        return self.spec.start_sums(op.request.value,
+                                    self.spec.iterations if self.spec.iterations and not op.request.end else 1)
 
     def run(self, state: tuple, op: Op):
         """(the state after `op` runs, what it answers: a tuple of sums, or None for a refusal)."""
@@ -67,7 +67,7 @@ class Contract:
         live, total = state
         if not live:
             return state, None
-        total = (total if self.carries_state else self.spec.initial_sum) + req.value
+        total = self.spec.add(total if self.carries_state else self.spec.initial_sum, req.value)
         return ((False, None) if req.end else (True, total)), (total,)
 
 
@@ -141,7 +141,7 @@ def _search(key: Key, ops: list, contract: Contract, budget: int) -> Verdict:
                 moves.append((done | bit, ran + 1, state))  # it did not run
                 if said is not None or op.request is None:
                     moves.append((done | bit, ran + 1, after))
-            elif said is not None and said == answers(op):
+            elif said is not None and same_sums(said, answers(op)):
                 moves.append((done | bit, ran + 1, after))
             elif ran >= furthest:
                 if ran > furthest:

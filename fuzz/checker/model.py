@@ -230,7 +230,7 @@ class BatcherModel:
 
     def then(self, total: float, value: float) -> float:
         """A sequence's sum after a request of `value` runs on `total`."""
-        return (total if self.carries_state else self.spec.initial_sum) + value
+        return self.spec.add(total if self.carries_state else self.spec.initial_sum, value)
 
     def free_slots(self) -> int:
         """Slots a START would take at once (none while the backlog waits)."""
@@ -383,7 +383,10 @@ class BatcherModel:
 
     def _exact(self, req: Request, total: float) -> float:
         """`total`, where the model's dtype holds it exactly: past that, what the server answers
-        is not promised (a wrapped INT32, a rounded FP32), so no answer can be judged."""
+        is not promised (a wrapped INT32), so no answer can be judged. An FP32 sum is judged
+        anywhere: its rounding is IEEE's (ModelSpec.add)."""
+        if self.spec.dtype == "FP32":
+            return total
         lo, hi = exact_range(*self.spec.sum_range, is_fraction(total))
         if not lo <= total <= hi:
             raise OutsideContract(f"{req.describe()} would bring its sequence's sum to {total}, outside "
@@ -394,8 +397,7 @@ class BatcherModel:
         """What a START answers, in order. An iterative sequence's START without END runs once per
         iteration in its slot, adding its value each time, and its last release ends the sequence
         (core IterativeSequencer); a START with END is not rescheduled."""
-        runs = self.spec.iterations if self.spec.iterations and not req.end else 1
-        return tuple(self.spec.initial_sum + i * req.value for i in range(1, runs + 1))
+        return self.spec.start_sums(req.value, self.spec.iterations if self.spec.iterations and not req.end else 1)
 
     def _times_out(self, req: Request, now: float) -> Refusal | Ambiguous:
         """A START with a `timeout` that must wait in the backlog: the reaper fails it (and every

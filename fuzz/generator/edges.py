@@ -24,6 +24,25 @@ class FloatTarget(float):
     """SumTarget for an FP32 model."""
 
 
+class Wide(float):
+    """An FP32 value sent as it is, where the generator otherwise keeps sums exact: non-finite,
+    past 2**24, subnormal or inexact. Past the exact range an FP32 sum still has one right answer
+    (IEEE 754 rounding: ModelSpec.add), which a model that sanitises inputs, keeps its state in
+    float64 or clamps it gets wrong."""
+
+
+class WideTarget(FloatTarget):
+    """A sum target past where FP32 sums are exact (inf, NaN, past 2**24): brought there as it is."""
+
+
+FLT_MAX = 3.4028234663852886e38
+# Values an FP32 model gets now and then, sent as they are (Wide): the non-finite ones, the
+# largest, one past 2**24 (rounded on the wire), the smallest subnormal, an inexact decimal.
+WIDE_VALUES = (math.inf, -math.inf, math.nan, FLT_MAX, -FLT_MAX, 2.0**24 + 1, 2.0**25 + 2, 1e-45, 0.1)
+# Sums an FP32 model's steering brings a sequence to (WideTarget): from there on small values round.
+WIDE_TARGETS = (math.inf, -math.inf, math.nan, 2.0**24 + 2, -(2.0**24) - 2, 2.0**26, FLT_MAX)
+
+
 def core_targets(lo: float, hi: float, fp32: bool) -> tuple:
     """Sums a running total should be brought to first: the range's ends and their neighbours,
     0 and ±1 (where a sentinel or an off-by-one overflow check breaks); for FP32 also sums with
@@ -48,6 +67,10 @@ def value_edges(value: float, lo: float, hi: float) -> tuple:
     """The edges `value` stands on, as coverage labels: "min", "max", "0", "+1", "-1",
     "2^k" and "2^k±1" (k >= 3, either sign), "fraction", "-0.0"."""
     labels = []
+    if isinstance(value, float) and not math.isfinite(value):
+        return ("nan",) if math.isnan(value) else ("inf",) if value > 0 else ("-inf",)
+    if not lo <= value <= hi:  # an FP32 sum past 2**24: rounded
+        return ("past 2^24",)
     if isinstance(value, float) and value == 0 and math.copysign(1, value) < 0:
         return ("-0.0",)
     if value == lo:
@@ -70,7 +93,7 @@ def value_edges(value: float, lo: float, hi: float) -> tuple:
 
 
 VALUE_GOALS = ("min", "max", "0", "+1", "-1", "2^k", "2^k-1", "2^k+1")
-FP32_GOALS = ("fraction",)
+FP32_GOALS = ("fraction", "inf", "-inf", "nan", "past 2^24")
 
 # -- ids ------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ reference model what must happen, sends, checks and logs. The rules only choose.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import string
 import sys
@@ -18,8 +19,8 @@ from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from .. import nemesis
-from .edges import (FRACTION_LIMIT, STRING_FAMILIES, FloatTarget, SumTarget, core_targets, exact_range, into_place,
-    is_fraction, power_targets, stands_at, string_twin)
+from .edges import (FRACTION_LIMIT, STRING_FAMILIES, WIDE_TARGETS, WIDE_VALUES, FloatTarget, SumTarget, Wide,
+    WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin)
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, end_in_row, flags_goal, full_rows, live_row_goals, sibling_family,
     twin_places)
@@ -276,8 +277,9 @@ class Plan:
         values = [st.one_of(st.integers(-100, 100), st.sampled_from((0, 1, -1))), st.integers(lo_sum, hi_sum)] + [
             st.sampled_from(targets).map(lambda t: target(t - spec.initial_sum))
             for targets in (core_targets(lo_sum, hi_sum, fp32), power_targets(lo_sum, hi_sum))]
-        if fp32:
-            values.append(st.integers(-400, 400).map(lambda q: q * 0.25))
+        if fp32:  # quarters, and now and then (1 in 40 draws) a value past where sums stay exact
+            quarters = st.integers(-400, 400).map(lambda q: q * 0.25)
+            values.append(st.one_of(*[quarters] * 7, st.sampled_from(WIDE_VALUES).map(Wide)))
         ids = id_strategy(spec, version, settings.find_known)
         vias = ("stream", "stream", "grpc") + (("http",) if server.http_url and not spec.decoupled else ())
         return cls(
@@ -296,7 +298,8 @@ class Plan:
             # One draw where three would do: each data.draw saves and restores the global random
             # state (Hypothesis's check that strategies leave it alone), a tenth of the fuzzer's CPU.
             value_and_steer=st.tuples(st.one_of(*values), STEER, STEER_INDEX),
-            sum_targets=core_targets(lo_sum, hi_sum, fp32) + power_targets(lo_sum, hi_sum),
+            sum_targets=core_targets(lo_sum, hi_sum, fp32) + power_targets(lo_sum, hi_sum)
+            + (tuple(WideTarget(t) for t in WIDE_TARGETS) if fp32 else ()),
             twin_kinds=tuple((f, p) for f in TWIN_STEP_FAMILIES for p in twin_places(f, spec.id_bits)) +
             ((NEGATIVES, None),) + (tuple((f, None) for f in families) if strings_ok else ()))
 
@@ -338,14 +341,17 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         aim = choose(open_sums(plan.sum_targets, cov.here, plan.lo_sum, plan.hi_sum, cov.seen), index) \
             if steer == STEER_TOP else None
         if aim is not None:
-            return self.plan.target(aim - self.plan.spec.initial_sum)
-        return value if isinstance(value, (SumTarget, FloatTarget)) else self.plan.as_value(value)
+            return (WideTarget if isinstance(aim, WideTarget) else self.plan.target)(aim - self.plan.spec.initial_sum)
+        return value if isinstance(value, (SumTarget, FloatTarget, Wide)) else self.plan.as_value(value)
 
     def _fit(self, value, total):
         """The value clamped so that it and total + value stay where the model's dtype is exact
         (a sum with a fraction: narrower); a drawn sum target becomes what brings total there."""
+        wide = isinstance(value, (Wide, WideTarget))
         if isinstance(value, (SumTarget, FloatTarget)):
             value = value + self.plan.spec.initial_sum - total
+        if wide or not self.plan.lo_sum <= total <= self.plan.hi_sum:  # (a NaN sum is in no range)
+            return self.plan.as_value(value)  # past the exact range on purpose: IEEE rounds it (ModelSpec.add)
         if is_fraction(value) and not is_fraction(total) and abs(total) > FRACTION_LIMIT:
             value = float(round(value))  # the fraction would not survive on so large a sum
         lo, hi = exact_range(self.plan.lo_sum, self.plan.hi_sum, is_fraction(value) or is_fraction(total))
@@ -359,6 +365,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     # of a few of them: small values (|v| <= 100), on a sum at least 400 from the dtype's
     # edges, keep every such sum exact.
     def _small(self, value):
+        value = value if math.isfinite(value) else 0
         return self.plan.as_value(max(-100, min(100, int(value))))  # whole: exact on any sum an FP32 model holds
 
     def _near_edge(self, key) -> bool:
@@ -758,7 +765,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             # The core's iterative sequencer gives an id-less request an id and START of its
             # own (tests/test_iterative.py pins what comes of it).
             return self._skip("misuse: an iterative model takes an id-less request as a sequence")
-        req = self.plan.spec.request(value=value, **fields)
+        # (a value past int32 would not cast to an integer dtype: the misuse is the request's shape)
+        req = self.plan.spec.request(value=value if math.isfinite(value) and abs(value) < 2**31 else 1.0, **fields)
         self.engine.send(client, req, via, f"misuse ({kind})")
 
     @when(lambda plan: not plan.spec.iterations)  # it goes on with sequences an iterative START has ended

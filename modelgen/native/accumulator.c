@@ -267,7 +267,9 @@ static TRITONSERVER_Error* write_state(TRITONBACKEND_Request* request, const cha
 
 /* A model with a second state (INPUT_STATE_B -> OUTPUT_STATE_B) keeps the same running sum in both
  * and answers 2 * sum - sum_b: exactly the sum while the core hands both states of a slot
- * together, anything else as soon as it hands one a stale or foreign value. */
+ * together, anything else as soon as it hands one a stale or foreign value. An FP32 pair that is
+ * the same bits answers the sum as it is: 2 * sum would overflow past FLT_MAX / 2, and inf - inf
+ * is NaN, where the sum itself is the answer IEEE gives. */
 static void combine(DataType dtype, unsigned char* sum, const unsigned char* sum_b, uint64_t bytes) {
   size_t width = dtype == TYPE_INT64 ? 8 : 4;
   for (uint64_t i = 0; i < bytes / width; ++i) {
@@ -287,7 +289,7 @@ static void combine(DataType dtype, unsigned char* sum, const unsigned char* sum
       float a, b;
       memcpy(&a, sum + 4 * i, 4);
       memcpy(&b, sum_b + 4 * i, 4);
-      a = 2.0f * a - b;
+      if (memcmp(&a, &b, 4) != 0) a = 2.0f * a - b;
       memcpy(sum + 4 * i, &a, 4);
     }
   }
