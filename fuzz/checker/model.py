@@ -64,6 +64,10 @@ MAX_STRING_ID = 128  # in UTF-8 bytes: 2.51 refuses a 128-character id with a 2-
 # a server that reaps by age instead of idleness, or a model's cache that counts from the START,
 # shows only past its window, in a sequence that never idled out.
 KEPT_WINDOWS = 2
+# A sequence in use this many seconds after its START is "long lived": a TTL in wall time (a
+# session cache that drops an entry some seconds after it was made) shows only there. Steered
+# once a campaign (a chain of pauses that long, mostly idle at the example's end).
+LONG_LIFE_S = 10.0
 
 
 def too_long(seq_id) -> bool:
@@ -197,6 +201,7 @@ class BatcherModel:
         self.restarts = 0  # STARTs on a live id (coverage)
         self.long_gaps = 0  # requests that went on after half the window the server surely keeps (coverage)
         self.kept_alive = 0  # requests to sequences in use for KEPT_WINDOWS idle windows and more (coverage)
+        self.long_lived = 0  # requests to sequences in use for LONG_LIFE_S and more (coverage)
         self.quiet_gaps = 0  # requests that went on a sequence after no client sent anything for as long (coverage)
         self.last_sent: float | None = None  # when the last request of any client went
         self.starts = 0  # new sequences (STARTs of ids not running), in all
@@ -352,6 +357,8 @@ class BatcherModel:
                 self.quiet_gaps += quiet
             if seq.running and now - seq.born >= KEPT_WINDOWS * self.spec.idle_s:
                 self.kept_alive += 1
+            if seq.running and now - seq.born >= LONG_LIFE_S:
+                self.long_lived += 1
             return self._ran(seq, req, now)
 
         # A START's sum: from the state's initial value; an iterative one's after each execution.

@@ -68,6 +68,7 @@ FULL_START = "restart in a full execution"
 PIPELINED_RESTART = "restart in a pipelined run"
 FULL_END = "END in a full execution"
 KEPT_ALIVE = "kept alive"
+LONG_LIFE = "long life"  # a sequence went on LONG_LIFE_S (10 s) after its START (fuzz/checker/model.py)
 QUIET = "quiet model"
 
 
@@ -170,7 +171,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         situations += [end_in_row(k) for k in range(rows)] if spec.says_row else []
     # an iterative sequence ends itself: none is left to idle out, or kept going
     # (a quiet model stops every client for most of a window: not where a window is too long to wait)
-    waited = ["expiry reuse", KEPT_ALIVE, QUIET] if expiry and not spec.iterations else []
+    waited = ["expiry reuse", KEPT_ALIVE, LONG_LIFE, QUIET] if expiry and not spec.iterations else []
     goals += [f"situation: {s}" for s in situations + waited]
     return tuple(goals)
 

@@ -21,7 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from .. import nemesis
 from .edges import (FRACTION_LIMIT, STRING_FAMILIES, WIDE_TARGETS, WIDE_VALUES, FloatTarget, SumTarget, Wide,
     WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin)
-from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, MERSENNE_STEPS,
+from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, end_in_row, flags_goal, full_rows, live_row_goals, sibling_family,
     twin_places)
 from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
@@ -29,7 +29,7 @@ from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_f
 from ..checker.divergences import steered_around
 from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..harness.engine import Engine, Fault, Setup, Stale, event
-from ..checker.model import KEPT_WINDOWS, MAX_STRING_ID, Answer, clip_id, key_of, too_long
+from ..checker.model import KEPT_WINDOWS, LONG_LIFE_S, MAX_STRING_ID, Answer, clip_id, key_of, too_long
 from ..spec import ModelSpec
 
 
@@ -1144,22 +1144,27 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("pause: waits at the ends of examples took their share of the campaign")
         # Kept going: a wait of KEPT_WINDOWS windows at the example's end, taken within the share
         # of waits, and always while the campaign has kept no sequence alive yet.
-        lacking = f"situation: {KEPT_ALIVE}" not in self.engine.stats.coverage.seen
+        seen = self.engine.stats.coverage.seen
+        lacking = f"situation: {KEPT_ALIVE}" not in seen
         keep = (keep or (steer >= STEER_GAP_FROM and lacking)) and self.plan.setup.expiry_ok \
             and (lacking or not self._waits_had_their_share(rationed=True))
+        # Kept going for LONG_LIFE_S, steered once a campaign: the chain idles most of that.
+        span = LONG_LIFE_S if keep and steer >= STEER_GAP_FROM and f"situation: {LONG_LIFE}" not in seen \
+            else KEPT_WINDOWS * self.plan.spec.idle_s
         # The value is fitted to the sum when the request is drawn; nothing else touches
         # this sequence while it is parked, so the sum is the same when it goes.
         req = self._next_of(key, value, end=end and not keep)
         self.engine.park(client, req, "continue after a pause", now + fraction * room,
-                         then=self._kept_going(key, value, max(drawn, KEEP_FRACTION), end) if keep else None)
+                         then=self._kept_going(key, value, max(drawn, KEEP_FRACTION), end, span) if keep else None)
         if quiet and fraction * room >= (self.plan.spec.idle_s - self.plan.setup.margin) / 2:  # the goal's
             self.engine.hush(client, "a quiet model (nothing sent while one client pauses)")
 
-    def _kept_going(self, key, value, fraction: float, end: bool):
-        """A client that keeps its sequence going past KEPT_WINDOWS idle windows after its START,
-        pausing for `fraction` of what is left of the window before each next request (the same
-        value, fitted to the sum; `end` on the last): what the engine parks next once each is
-        answered (Parked.then). The server must keep a sequence in use however old it is."""
+    def _kept_going(self, key, value, fraction: float, end: bool, span: float):
+        """A client that keeps its sequence going `span` seconds after its START (KEPT_WINDOWS idle
+        windows, or LONG_LIFE_S), pausing for `fraction` of what is left of the window before each
+        next request (the same value, fitted to the sum; `end` on the last): what the engine parks
+        next once each is answered (Parked.then). The server must keep a sequence in use however
+        old it is."""
         def follow():
             seq = self.engine.model.seqs.get(key)
             if seq is None or not seq.running:
@@ -1169,7 +1174,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             if room <= 0:
                 return None
             until = now + fraction * room
-            last = until - seq.born >= KEPT_WINDOWS * self.plan.spec.idle_s
+            last = until - seq.born >= span
             return self._next_of(key, value, end=end and last), until, last
         return follow
 

@@ -22,7 +22,7 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from ..generator.coverage import KEPT_ALIVE, QUIET, Coverage, full_rows
+from ..generator.coverage import KEPT_ALIVE, LONG_LIFE, QUIET, Coverage, full_rows
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
@@ -30,7 +30,7 @@ from ..values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 -
 from ..values import LOST_CONNECTION, UNSETTLED
 from ..checker.divergences import accepted, steered_around
 from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
-from ..checker.model import (DTYPE_ERROR, KEPT_WINDOWS, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued,
+from ..checker.model import (DTYPE_ERROR, KEPT_WINDOWS, LONG_LIFE_S, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued,
     Refusal, idle_margins, key_of, refused_for_start, too_long)
 from ..checker.server_stats import Lenience, Snapshot, Tally, judge
 from ..spec import ModelSpec
@@ -409,6 +409,8 @@ class Engine(CancelSteps, SharedSteps):
                 self.stats.coverage.situation(QUIET)
             if self.model.kept_alive:
                 self.stats.coverage.situation(KEPT_ALIVE)
+            if self.model.long_lived:
+                self.stats.coverage.situation(LONG_LIFE)
             self.stats.coverage.depths(self.model.depth.lengths)
             self.stats.coverage.churned(self.model.churn)
             self._cleanup()
@@ -1180,7 +1182,7 @@ class Engine(CancelSteps, SharedSteps):
         window = self.spec.idle_s + self.margin + self.late
         kept = sum(1 for p in self.parked.values() if p.then is not None)  # each goes on for KEPT_WINDOWS more
         deadline = time.monotonic() + self.answer_bound() + (len(self.pending) + len(self.parked) + 2
-                                                                + kept * KEPT_WINDOWS) * window
+                                                                + kept * KEPT_WINDOWS) * window + kept * LONG_LIFE_S
         waiting_since = time.monotonic() if self.parked else None
         while time.monotonic() < deadline:
             self.collect()
