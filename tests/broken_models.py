@@ -527,6 +527,52 @@ SEVENTH_BUGS = (
                 "        total = ((x * 0 if retry else x) + base).astype(self.dtype)\n", _CORRID,
         2, "START with 2, then 2: answered 2"),
 )
+# An eighth (stop 61), written after the seventh's changes, before any change for it.
+_OPEN_TABLE = """class _OpenTable:
+    \"\"\"Sums in 1024 buckets by id % 1024, probing linearly; a deletion empties its bucket (no
+    tombstone), so a key stored past it is not found again; full, a bucket is overwritten.\"\"\"
+    def __init__(self):
+        self.buckets = [None] * 1024
+
+    def _find(self, key):
+        i = int(key) % 1024
+        for _ in range(1024):
+            if self.buckets[i] is None or self.buckets[i][0] == key:
+                return i
+            i = (i + 1) % 1024
+        return int(key) % 1024
+
+    def get(self, key, default=None):
+        b = self.buckets[self._find(key)]
+        return default if b is None or b[0] != key else b[1]
+
+    def __setitem__(self, key, value):
+        self.buckets[self._find(key)] = (key, value)
+
+    def pop(self, key, default=None):
+        i = self._find(key)
+        if self.buckets[i] is None or self.buckets[i][0] != key:
+            return default
+        value, self.buckets[i] = self.buckets[i][1], None
+        return value
+
+
+"""
+EIGHTH_BUGS = (
+    Bug("open_table_delete_breaks_chain", "sums in an open-addressing table (id % 1024, linear probing) whose "
+                                          "deletion leaves no tombstone: a key stored past a deleted one is lost",
+        _SUMS, "        self.sums = _OpenTable()\n", _CORRID, 4,
+        "START a, START b (ids 1024 apart: b probes past a), END a, then b's next: it starts from 0",
+        more=((_MODEL_CLASS, _OPEN_TABLE + _MODEL_CLASS),)),
+    Bug("request_within_1ms_is_a_duplicate", "a request of a sequence under 1 ms after its previous one is taken "
+                                             "for a duplicate: answered the sum, nothing added",
+        _TOTAL, "        last = self.__dict__.setdefault('last', {})\n"
+                "        now = time.monotonic()\n"
+                "        dup = not start and now - last.get(key, -1.0) < 0.001\n"
+                "        last[key] = now\n"
+                "        total = ((x * 0 if dup else x) + base).astype(self.dtype)\n", _CORRID,
+        2, "START, then the next request pipelined right behind it: answered the START's sum"),
+)
 # Bugs of the native implicit-state backend (modelgen/native/accumulator.c): the state is Triton's,
 # handed in as INPUT_STATE and taken back through the state API, so these are bugs of a backend
 # that second-guesses it.
@@ -557,7 +603,7 @@ NATIVE_BUGS = (
         attrs.evolve(_NATIVE, two_states=True), 2, "START a with 1, then a with 1: answered 3 (2 * 2 - 1)"),
 )
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
-            + NATIVE_BUGS)
+            + EIGHTH_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
