@@ -322,6 +322,31 @@ def test_a_slot_freed_before_a_cancel_surely_arrived_may_have_let_the_start_in()
     assert m.due(key_of(3)) is not None
 
 
+@pytest.mark.parametrize("settles_at", [5.0, 0.5])
+def test_a_start_behind_a_cancelled_one_is_served_whether_or_not_the_cancel_came_first(settles_at):
+    """B waits behind A, whose cancel may be on its way (or came, unseen by settle): B answered
+    once X idled out is no finding, and B holds the slot."""
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.1)
+    m.expect(R(3, 3, start=True), 0.2)
+    m.cancelled(key_of(2), settles_at=settles_at)
+    assert m.served(key_of(3), 1.0) is None
+    assert m.is_live(key_of(3)) and key_of(3) not in m.backlog
+
+
+def test_a_late_reaped_sequence_whose_slot_a_cancelled_start_may_have_taken_revives():
+    """X settled as expired, its slot to A, cancelled and unsettled (may have run): X answered
+    after all means its slot never freed, so A never ran."""
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.1)
+    m.cancelled(key_of(2), settles_at=5.0)
+    m.settle(1.2)
+    assert key_of(2) in m.maybe_ran and key_of(1) in m.ghosts
+    assert m.unreaped(key_of(1), 5, sent=1.15) == Answer(6)
+    assert not m.is_live(key_of(2)) and m.is_live(key_of(1))
+
 def test_a_cancel_that_surely_arrived_before_a_slot_freed_ends_its_sequence():
     m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
     m.expect(R(1, 1, start=True), 0.0)

@@ -185,6 +185,7 @@ class BatcherModel:
         # Cancelled backlogged STARTs whose cancel may not have reached the server yet (a loaded
         # server took it in 0.1 s and more): until when a slot freeing may still let one in.
         self.unsettled: dict[Key, float] = {}
+        self.maybe_ran: set[Key] = set()  # such STARTs let into a slot that freed before their cancel surely came
         self.ghosts: dict[Key, Ghost] = {}  # settled as expired, not yet seen refused
         self.revived: set[Key] = set()  # ghosts seen alive, whose other pipelined requests may follow
         # Slots freed by a START+END let in from the backlog, once its answer came, that went to no
@@ -252,7 +253,8 @@ class BatcherModel:
         """Until when `key` certainly stays in the backlog (no slot can free before then)."""
         if not self.is_backlogged(key):
             return float("-inf")
-        pos = self._live_backlog().index(key)
+        # A cancelled START ahead may take no slot at all (unsettled): not counted ahead of it.
+        pos = [k for k in self._live_backlog() if k not in self.unsettled or k == key].index(key)
         los = sorted(s.expiry.lo for s in self.running)
         return los[pos] if pos < len(los) else float("inf")
 
@@ -287,6 +289,7 @@ class BatcherModel:
     def _release(self, seq: Seq, freed: Window, expired: bool = False) -> Key | None:
         """Ends `seq`; returns the backlogged START let into its slot, if any."""
         self.seqs.pop(seq.key, None)
+        self.maybe_ran.discard(seq.key)
         self.depth.ended(seq, expired)
         return self._admit_next(freed)
 
@@ -318,10 +321,11 @@ class BatcherModel:
             self.seqs.pop(seq.key, None)
             return self._admit_next(freed)
         self.spent.add(seq.key)
+        self.maybe_ran.add(seq.key)
         self.depth.slot_taken()
         seq.running, seq.admitted = True, freed
         seq.expiry = Window(freed.lo, self._expiry(seq.last_arrival, freed).hi)
-        return None
+        return seq.key
 
     # -- requests -------------------------------------------------------------------------------
     def expect(self, req: Request, now: float) -> Expectation:
@@ -337,7 +341,7 @@ class BatcherModel:
         seq = self.seqs.get(key)
         if key in self.unsettled:
             return Ambiguous(self.unsettled[key], f"the cancel of {req.seq_id!r}'s START may not have reached the server")
-        if key in self.spent and seq is not None and seq.running:
+        if key in self.maybe_ran:
             return Ambiguous(seq.expiry.hi, f"{req.seq_id!r}'s cancelled START may have run in a slot freed before its cancel came")
         ghost = self.ghosts.pop(key, None) if req.start else None
         if self.waits_for_an_answer(key):
@@ -483,6 +487,12 @@ class BatcherModel:
         slot went to a backlogged START the server answered, and no slot is left for it). An END
         answered so ends it there, freeing its slot."""
         ghost = self.ghosts.get(key)
+        if ghost is not None and ghost.slot_to in self.maybe_ran:
+            # Its slot never freed: the cancelled START that may have taken it never ran.
+            gone = self.seqs.pop(ghost.slot_to)
+            self.maybe_ran.discard(gone.key)
+            self.depth.ended(gone)
+            ghost = self.ghosts[key] = attrs.evolve(ghost, slot_to=None)
         if ghost is not None:
             unadmit = ghost.slot_to in self.awaiting  # then the server has not let it in after all
             if len(self.running) - unadmit >= self.spec.capacity and (unadmit or not self._reaped_instead(ghost)):
@@ -565,7 +575,9 @@ class BatcherModel:
                         return (f"served at t={at:.3f} while every slot was held by a live sequence: {held}; "
                                 f"{ahead} earlier sequence(s) in the backlog")
             for _, holder in schedule:
-                seq = self.seqs[holder]
+                seq = self.seqs.get(holder)
+                if seq is None or not seq.running:  # a cancelled START the chain dropped (unsettled)
+                    continue
                 # A START+END let in from the backlog freed its slot when it ran, not at expiry
                 # (the same rule _earliest_admissions schedules by).
                 held = seq.admitted if seq.end_on_admit and seq.admitted else seq.expiry
@@ -586,8 +598,8 @@ class BatcherModel:
             seq.born = at  # it ran by then: its age counts from no earlier
             seq.let_in_by = at
             seq.expiry = self._expiry(seq.last_arrival, seq.admitted)
-            if seq.end_on_admit and self._release(seq, seq.admitted) is None:
-                self.passed_on.append(seq.admitted)
+            if seq.end_on_admit and self._release(seq, seq.admitted) in (None, *self.maybe_ran):
+                self.passed_on.append(seq.admitted)  # (a cancelled START may not have taken it)
         return None
 
     def _passed_on_by_start_end(self, key: Key, at: float) -> float | None:
@@ -655,7 +667,8 @@ class BatcherModel:
         for holder in sorted((s for s in self.running if s.restart_answered is not None and s.restart_risk.lo <= at
                               and waiting.last_arrival <= min(s.restart_risk.hi, s.restart_answered)),
                              key=lambda s: s.restart_risk.lo):
-            if any(self.seqs[k].last_arrival < holder.born for k in self._live_backlog() if k != key):
+            if any(self.seqs[k].last_arrival < holder.born for k in self._live_backlog()
+                   if k != key and k not in self.unsettled):
                 continue
             window = Window(max(holder.restart_risk.lo, waiting.last_arrival), min(holder.restart_risk.hi, at))
             let_in = attrs.evolve(waiting, running=True, admitted=window,
@@ -704,7 +717,9 @@ class BatcherModel:
             free_at, holder = heapq.heappop(heap)
             out.append((free_at, holder))
             seq = self.seqs[waiting]
-            frees = free_at if seq.end_on_admit else max(seq.last_arrival + self.spec.idle_s - self.margin, free_at)
+            # (a cancelled START whose cancel may not have come yet may pass the slot on at once)
+            frees = free_at if seq.end_on_admit or waiting in self.unsettled else \
+                max(seq.last_arrival + self.spec.idle_s - self.margin, free_at)
             heapq.heappush(heap, (frees, waiting))
         return out
 
@@ -760,6 +775,7 @@ class BatcherModel:
         self.awaiting.clear()
         self.cancelled_waiting.clear()
         self.unsettled.clear()
+        self.maybe_ran.clear()
         self.ghosts.clear()
         self.revived.clear()
         self.passed_on.clear()

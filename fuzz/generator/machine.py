@@ -372,6 +372,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """Within 400 of where the sum stops being exact: the dtype's edge, or for a sum with a
         fraction the narrower one (FRACTION_LIMIT) where it still keeps it."""
         total = self.engine.model.total(key)
+        if self.plan.fp32 and math.isfinite(total) and total * 4 != math.floor(total * 4):
+            return True  # (a Wide value's: sums rebuilt from an answer by subtraction would not be exact)
         lo, hi = exact_range(self.plan.lo_sum, self.plan.hi_sum, is_fraction(total))
         return not lo + 400 <= total <= hi - 400
 
@@ -1149,8 +1151,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         keep = (keep or (steer >= STEER_GAP_FROM and lacking)) and self.plan.setup.expiry_ok \
             and (lacking or not self._waits_had_their_share(rationed=True))
         # Kept going for LONG_LIFE_S, steered once a campaign: the chain idles most of that.
-        span = LONG_LIFE_S if keep and steer >= STEER_GAP_FROM and f"situation: {LONG_LIFE}" not in seen \
-            else KEPT_WINDOWS * self.plan.spec.idle_s
+        span = KEPT_WINDOWS * self.plan.spec.idle_s
+        if keep and steer >= STEER_GAP_FROM and f"situation: {LONG_LIFE}" not in seen:
+            span = max(span, LONG_LIFE_S)
         # The value is fitted to the sum when the request is drawn; nothing else touches
         # this sequence while it is parked, so the sum is the same when it goes.
         req = self._next_of(key, value, end=end and not keep)

@@ -795,7 +795,8 @@ class Engine(CancelSteps, SharedSteps):
             if check.violation:
                 self.fail(check.violation, rec)
             return
-        self.model.cancelled(key, settles_at=time.monotonic() + CANCEL_REACHES_S)
+        # (longer where answers come slowly: the lag's grace, ten times the slowest recent one)
+        self.model.cancelled(key, settles_at=time.monotonic() + max(CANCEL_REACHES_S, self.stats.lag.grace()))
         self.tally.cancel()
         rec = self.record(client=client, action=action, kind=Kind.CANCEL_QUEUED, request=p.request,
                            via="stream", expected="CANCELLED, sequence ended",
