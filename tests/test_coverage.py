@@ -354,6 +354,9 @@ def test_a_steered_run_goes_as_deep_as_the_shallowest_open_depth_goal():
     assert open_depth(deepest=300, current=0, seen={"depth 1024"}) is None
     assert open_depth(deepest=2000, current=0) is None
     assert open_depth(deepest=63, current=200) == 1  # already past it: one more request
+    shallow = {"depth 8", "depth 64", "depth 256"}
+    assert open_depth(deepest=10, current=3, seen=shallow) == 1021  # the campaign's gap first
+    assert open_depth(deepest=10, current=3, seen=shallow | {"depth 1024"}) == 61
 
 
 def test_a_steered_churn_runs_as_many_sequences_as_the_smallest_open_churn_goal_takes():
