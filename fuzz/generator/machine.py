@@ -1182,13 +1182,14 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # of waits, and always while the campaign has kept no sequence alive yet.
         seen = self.engine.stats.coverage.seen
         lacking = f"situation: {KEPT_ALIVE}" not in seen
-        keep = (keep or (steer >= STEER_GAP_FROM and lacking)) and self.plan.setup.expiry_ok \
-            and (lacking or not self._waits_had_their_share(rationed=True))
-        # Kept going for LONG_LIFE_S, steered once a campaign, and only once it has had the other
-        # waited goals: the chain idles most of that, which spends the campaign's share of waits.
+        # Kept going for LONG_LIFE_S, steered (outside the share of waits, as the first kept alive
+        # is) once a campaign, once it has had a quiet model: the chain idles most of that, and
+        # spent first, the share left the quiet pause none (the oracle table missed a bug so).
+        long_open = f"situation: {LONG_LIFE}" not in seen and f"situation: {QUIET}" in seen
+        keep = (keep or (steer >= STEER_GAP_FROM and (lacking or long_open))) and self.plan.setup.expiry_ok \
+            and (lacking or long_open or not self._waits_had_their_share(rationed=True))
         span = KEPT_WINDOWS * self.plan.spec.idle_s
-        if keep and steer >= STEER_GAP_FROM and f"situation: {LONG_LIFE}" not in seen and \
-                all(f"situation: {g}" in seen for g in (KEPT_ALIVE, QUIET, "expiry reuse")):
+        if keep and steer >= STEER_GAP_FROM and long_open:
             span = max(span, LONG_LIFE_S)
         # The value is fitted to the sum when the request is drawn; nothing else touches
         # this sequence while it is parked, so the sum is the same when it goes.
