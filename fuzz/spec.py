@@ -119,11 +119,12 @@ class ModelSpec:
                 return float(np.float32(total) + np.float32(value))
         return total + value
 
-    def start_sums(self, value, runs: int = 1) -> tuple:
-        """What a START of `value` answers when it runs `runs` times (an iterative START): the
-        initial sum plus the value, then the value again each time."""
+    def start_sums(self, value, end: bool) -> tuple:
+        """What a START of `value` answers, in order: the initial sum plus the value; an iterative
+        START without END runs once per iteration in its slot, adding the value again each time
+        (a START with END is not rescheduled)."""
         out, total = [], self.initial_sum
-        for _ in range(runs):
+        for _ in range(self.iterations if self.iterations and not end else 1):
             total = self.add(total, value)
             out.append(total)
         return tuple(out)

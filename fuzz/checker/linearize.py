@@ -52,8 +52,7 @@ class Contract:
     carries_state: bool = True  # False: every answer is the initial sum plus its value (taken as built)
 
     def start_sums(self, op: Op) -> tuple:
-        return self.spec.start_sums(op.request.value,
-                                    self.spec.iterations if self.spec.iterations and not op.request.end else 1)
+        return self.spec.start_sums(op.request.value, op.request.end)
 
     def run(self, state: tuple, op: Op):
         """(the state after `op` runs, what it answers: a tuple of sums, or None for a refusal)."""

@@ -408,7 +408,7 @@ class BatcherModel:
         """What a START answers, in order. An iterative sequence's START without END runs once per
         iteration in its slot, adding its value each time, and its last release ends the sequence
         (core IterativeSequencer); a START with END is not rescheduled."""
-        return self.spec.start_sums(req.value, self.spec.iterations if self.spec.iterations and not req.end else 1)
+        return self.spec.start_sums(req.value, req.end)
 
     def _times_out(self, req: Request, now: float) -> Refusal | Ambiguous:
         """A START with a `timeout` that must wait in the backlog: the reaper fails it (and every

@@ -601,7 +601,6 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if client is None:
             return self._skip("churn: no idle client")
         model = self.engine.model
-        model.settle(time.monotonic())
         if not self._make_room(client, "stream", key, self._small(seed % 201 - 100), 1 if key is not None else 2):
             return self._skip("churn: no free slot beside the sequence that lives through it")
         if steer >= STEER_DEPTH_TOP // 2:  # as many as the smallest churn goal not reached takes: 1 in 8, 1 in 2
@@ -629,7 +628,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if not isinstance(self.engine.send(client, reqs[0], "stream", f"churn 1/{len(reqs)}"), Answer):
             return
         latency = max(time.monotonic() - began, 1e-4)
-        chunk = max(1, min(RUN_CHUNK, int(0.2 * self.plan.spec.idle_s / latency)))
+        chunk = self._chunk_size(latency)
         i = 1
         while i < len(reqs):
             if self.engine.budget_spent():
@@ -703,7 +702,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self.plan.spec.request(seq_id, value, start=restart, end=end and i == n - 1)
 
         latency = max(latency, 1e-4)
-        chunk = max(1, min(RUN_CHUNK, int(0.2 * self.plan.spec.idle_s / latency)))
+        chunk = self._chunk_size(latency)
         i = 0
         while i < n:
             if i and self.engine.budget_spent():
@@ -724,6 +723,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
                 self.engine.stats.coverage.situation(PIPELINED_RESTART)
             i += len(sent)
         event(f"{action}: {n} more requests pipelined")
+
+    def _chunk_size(self, latency: float) -> int:
+        """Requests pipelined on one stream before their answers are read: a fraction of the idle
+        timeout at `latency` (a slow model gets one at a time)."""
+        return max(1, min(RUN_CHUNK, int(0.2 * self.plan.spec.idle_s / latency)))
 
     def _next_of_live(self, data, *, end, start, action):
         """A request on a live sequence with these flags; steered, with the flags (coverage's

@@ -121,18 +121,26 @@ def campaign_first(open_items, goals, seen, gaps_only: bool = False) -> tuple:
     return tuple(wanted or (() if gaps_only else open_items))
 
 
+def _open_level(levels: tuple, campaign_only: tuple, goal: str, reached: int, current: int, seen,
+                gaps_only: bool = False) -> int | None:
+    """How far past `current` a steered choice must go to pass the smallest of `levels` the
+    campaign (`seen`, as "GOAL LEVEL") lacks, or else (not `gaps_only`) the smallest the example
+    (`reached` so far) lacks but one of `campaign_only`; None when none is open."""
+    for level in levels:
+        if reached < level and f"{goal} {level}" not in seen:
+            return max(1, level - current)
+    for level in levels:
+        if reached < level and level not in campaign_only and not gaps_only:
+            return max(1, level - current)
+    return None
+
+
 def open_churn(most: int, current: int, seen=frozenset(), gaps_only: bool = False) -> int | None:
     """How many new sequences must come and go beside a live one that has seen `current` start to
     pass the smallest churn goal the campaign (`seen`) lacks, or else (not `gaps_only`) the smallest
     the example (its most `most`) has not reached, but a CAMPAIGN_CHURNS one; None when none is
     open."""
-    for c in CHURNS:
-        if most < c and f"churn {c}" not in seen:
-            return max(1, c - current)
-    for c in CHURNS:
-        if most < c and c not in CAMPAIGN_CHURNS and not gaps_only:
-            return max(1, c - current)
-    return None
+    return _open_level(CHURNS, CAMPAIGN_CHURNS, "churn", most, current, seen, gaps_only)
 
 
 def open_depth(deepest: int, current: int, seen=frozenset()) -> int | None:
@@ -141,10 +149,4 @@ def open_depth(deepest: int, current: int, seen=frozenset()) -> int | None:
     `deepest` long) has not reached, but a CAMPAIGN_DEPTHS one; None when none is open. (Going
     through the example's shallower goals first, a 1024-deep run needed four steered runs in one
     example, and a campaign seldom had one.)"""
-    for d in DEPTHS:
-        if deepest < d and f"depth {d}" not in seen:
-            return max(1, d - current)
-    for d in DEPTHS:
-        if deepest < d and d not in CAMPAIGN_DEPTHS:
-            return max(1, d - current)
-    return None
+    return _open_level(DEPTHS, CAMPAIGN_DEPTHS, "depth", deepest, current, seen)
