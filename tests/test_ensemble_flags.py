@@ -148,7 +148,10 @@ def test_an_ensemble_step_takes_the_sequence_flags_its_previous_step_answered_wi
         assert answers == [[2, 4], [7, 10], [11, 12], [5, 10]], (server.version, answers)
     else:
         # START on both chunks of a START: each starts again from 0. END on the first chunk of an
-        # END: the second has no sequence left, and the request gets no answer at all (2.41, 2.44
-        # and 2.46 alike: it stays in flight until the server stops). A START+END: both chunks
-        # start and end a sequence of their own.
-        assert answers == [[2, 2], [5, 8], [], [5, 5]], (server.version, answers)
+        # END: the second has no sequence left. Mostly the request gets no answer at all (it stays
+        # in flight until the server stops); on CI's loaded machine 2.41 once answered the first
+        # chunk (8 + 1) and refused the second for want of START. A START+END: both chunks start
+        # and end a sequence of their own.
+        assert answers[:2] == [[2, 2], [5, 8]] and answers[3] == [5, 5], (server.version, answers)
+        ended = answers[2]
+        assert ended == [] or (ended[0] == 9 and "must specify the START flag" in ended[1]), (server.version, answers)

@@ -117,6 +117,9 @@ LONG_PAUSE_S = 0.5  # a pause longer than this is such a wait too (on the 2 s mo
 # Whether a pause goes on pausing until its sequence is kept alive (coverage.KEPT_ALIVE): now and
 # then, or where the campaign has not kept one alive yet (steered).
 KEEP_GOING = st.sampled_from([False, False, False, True])
+# A long life (LONG_LIFE_S) is steered only in a campaign with at least this many long lives of
+# time left (a campaign bounded by examples, not time, always has).
+SPARE_LIVES = 3
 KEEP_FRACTION = 0.6  # of what is left of the window, at least, between the requests that keep it going
 HUSH = st.sampled_from([False] * 7 + [True])  # a pause every client waits out, the model quiet
 HUSH_FRACTION = 0.9  # of what is left of the window: how long such a pause is, at least
@@ -1189,7 +1192,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # Kept going for LONG_LIFE_S, steered (outside the share of waits, as the first kept alive
         # is) once a campaign, once it has had a quiet model: the chain idles most of that, and
         # spent first, the share left the quiet pause none (the oracle table missed a bug so).
-        long_open = f"situation: {LONG_LIFE}" not in seen and f"situation: {QUIET}" in seen
+        # Not in a timed campaign with less than SPARE_LIVES lives left: 10 s of a 20 s one is
+        # half of it (a campaign of examples has no end in time).
+        long_open = f"situation: {LONG_LIFE}" not in seen and f"situation: {QUIET}" in seen \
+            and self.engine.stats.stop_at - now >= SPARE_LIVES * LONG_LIFE_S
         keep = (keep or (steer >= STEER_GAP_FROM and (lacking or long_open))) and self.plan.setup.expiry_ok \
             and (lacking or long_open or not self._waits_had_their_share(rationed=True))
         span = KEPT_WINDOWS * self.plan.spec.idle_s
