@@ -573,6 +573,45 @@ EIGHTH_BUGS = (
                 "        total = ((x * 0 if dup else x) + base).astype(self.dtype)\n", _CORRID,
         2, "START, then the next request pipelined right behind it: answered the START's sum"),
 )
+# A ninth (stop 62), written before anything was changed for it: kinds no rule, goal, promise or
+# earlier bug named (a leak only idle timeouts grow, a batch path crossed with a value edge, an
+# answer's shape, a response too many).
+_DECOUPLED_FINAL = ("            else:\n"
+                    "                request.get_response_sender().send(response, "
+                    "flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n")
+NINTH_BUGS = (
+    Bug("timeout_leaks_bounded_table", "the table of sums holds 6 ids and refuses a new one past that; END frees "
+                                       "an id, an idle timeout never does (the model is not told)",
+        _BASE, "        if start and key not in self.sums and len(self.sums) >= 6:\n"
+               "            raise pb_utils.TritonModelException(f'no room for sequence {key}: 6 sums held')\n" + _BASE,
+        _CORRID, 10, "START a, START b, both left to expire; c and d, e and f the same; then START g: refused"),
+    Bug("batched_rows_via_float32", "an execution with several live rows takes a vectorised path that sums in "
+                                    "float32 (alone, a row sums exactly)",
+        _TOTAL, "        wide = len(self.live) > 1\n"
+                "        total = ((x.astype(np.float32) + np.float32(base)) if wide else (x + base)).astype(self.dtype)\n",
+        _CORRID4, 3, "three STARTs at once, one of them 2**24 + 1, the last two in one execution (a crowd: three "
+                     "lines; " + FIRST_ALONE + "): answered 2**24", more=((_EXECUTE, _LIVE),)),
+    Bug("end_answer_carries_the_state_too", "an END answer carries the final state after the sum: two elements "
+                                            "where the config says one",
+        "        return [pb_utils.Tensor(\"OUTPUT\", total)]\n",
+        "        if end:\n            total = np.concatenate([total.reshape(-1), total.reshape(-1)]).reshape(-1)\n"
+        "        return [pb_utils.Tensor(\"OUTPUT\", total)]\n", _CORRID,
+        1, "one START with END: OUTPUT has two elements"),
+    Bug("decoupled_end_answered_twice", "a decoupled model sends an END request's answer, then the same answer "
+                                        "again as its final response",
+        _DECOUPLED_FINAL, "            else:\n"
+                          "                if _scalar(request, 'END', 0):\n"
+                          "                    request.get_response_sender().send(response)\n"
+                          "                request.get_response_sender().send(response, "
+                          "flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n", _DECOUPLED4,
+        1, "one START with END: two answers"),
+    Bug("load_shedding_forgets_starts", "an instance that ran over 100 executions in the last second sheds load: "
+                                        "a START is answered but its sum is not kept",
+        _STORE, "            if not (start and len(self.recent) > 100):\n    " + _STORE, _CORRID,
+        103, "a hundred requests of a sequence answered within a second, then START b and b's next: it starts from 0",
+        more=((_EXECUTE, "        now = time.monotonic()\n"
+                         "        self.recent = [t for t in getattr(self, 'recent', []) if now - t < 1.0] + [now]\n"
+                         + _EXECUTE),)),)
 # Bugs of the native implicit-state backend (modelgen/native/accumulator.c): the state is Triton's,
 # handed in as INPUT_STATE and taken back through the state API, so these are bugs of a backend
 # that second-guesses it.
@@ -603,7 +642,7 @@ NATIVE_BUGS = (
         attrs.evolve(_NATIVE, two_states=True), 2, "START a with 1, then a with 1: answered 3 (2 * 2 - 1)"),
 )
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
-            + EIGHTH_BUGS + NATIVE_BUGS)
+            + EIGHTH_BUGS + NINTH_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
