@@ -73,9 +73,10 @@ def encode(req, model, request_id=""):
 
 
 class Outcome:
-    def __init__(self, value=None, status="OK", message="", partials=()):
+    def __init__(self, value=None, status="OK", message="", partials=(), shape=None):
         # partials: the answers before the final one (an iterative sequence answers once per execution)
         self.value, self.status, self.message, self.partials = value, status, message, list(partials)
+        self.shape = None if shape is None else tuple(int(d) for d in shape)  # OUTPUT's, as it came
 
     @property
     def ok(self):
@@ -92,7 +93,7 @@ def decode(response):
         if out.name == "OUTPUT" and out.datatype in WIRE_DTYPE and i < len(response.raw_output_contents):
             arr = np.frombuffer(response.raw_output_contents[i], dtype=WIRE_DTYPE[out.datatype])
             if arr.size:
-                return Outcome(arr[0].item())
+                return Outcome(arr[0].item(), shape=out.shape)
     return Outcome(status="BAD_RESPONSE", message=f"no usable OUTPUT in {[o.name for o in response.outputs]}")
 
 
@@ -143,7 +144,7 @@ class Http:
             status = {"400": "INVALID_ARGUMENT", "503": "UNAVAILABLE"}.get(str(err.status()), str(err.status()))
             return Outcome(status=status, message=err.message())
         out = result.as_numpy("OUTPUT")
-        return Outcome(out.reshape(-1)[0].item()) if out is not None and out.size else Outcome(
+        return Outcome(out.reshape(-1)[0].item(), shape=out.shape) if out is not None and out.size else Outcome(
             status="BAD_RESPONSE", message="no OUTPUT")
 
 
@@ -179,13 +180,15 @@ class Stream:
                 rid, flag = response.infer_response.id, response.infer_response.parameters.get("triton_final_response")
                 with self.lock:
                     if not response.error_message and flag is not None and not flag.bool_param:
-                        self.partials.setdefault(rid, []).append(decode(response.infer_response).value)
+                        self.partials.setdefault(rid, []).append(decode(response.infer_response))
                         continue  # a decoupled model's answer before its final one
                     box, partials = self.pending.pop(rid, None), self.partials.pop(rid, [])
                 if box is not None:
                     got = (Outcome(status="ERROR", message=response.error_message) if response.error_message
                            else decode(response.infer_response))
-                    got.partials = partials
+                    # an answer before the final one shaped otherwise is the shape to tell
+                    got.shape = next((p.shape for p in partials if p.shape != got.shape), got.shape)
+                    got.partials = [p.value for p in partials]
                     box.put(got)
         except self.grpc.RpcError as err:
             self._fail_pending(err.code().name, err.details() or "stream ended")
@@ -270,6 +273,12 @@ def matches(expect, got, via):
     refusal = expect["refusal"]
     same_status = via != "grpc" or got.status == refusal["status"]
     return not got.ok and same_status and REQUEST_ID_PREFIX.sub("", got.message) == refusal["message"]
+
+
+def well_formed(req, got):
+    """An answer's OUTPUT has its INPUT's shape (the fuzzer's answers_well_formed): the contract
+    gives both the same dims. An error, or an answer whose shape was not read, is not judged."""
+    return not got.ok or got.shape is None or got.shape == shape_of(req)
 
 
 def reload_model(url, model):
@@ -375,6 +384,10 @@ class Player:
             print(f"       got      {got}   (no expectation recorded: not checked)")
             return
         ok = matches(step["expect"], got, via)
+        misshapen = step.get("request") and not well_formed(step["request"], got)
+        if ok and misshapen:
+            ok = False
+            print(f"       OUTPUT came back shaped {list(got.shape)}, INPUT was sent shaped {list(shape_of(step['request']))}")
         print(f"       expected {step['expected']}\n       got      {got}   {'ok' if ok else '<-- DIVERGES'}")
         if not ok:
             self.diverged.append(step["index"])

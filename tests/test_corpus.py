@@ -260,3 +260,19 @@ def test_a_deadlines_fault_round_trips_with_its_ids_and_the_reproducer_strikes_i
     assert corpus.load(tmp_path / f"{e.name}.json").steps[0].fault == fault
     script = render(e)
     assert "not replayed here" not in script and "give_up_in_flight" in runtime()
+
+
+def test_an_answers_shape_round_trips_and_the_reproducer_checks_it():
+    """answers_well_formed: the outcome keeps OUTPUT's shape (entries saved before have none, and
+    read and write as before), and the standalone reproducer judges it as the fuzzer does."""
+    from fuzz.corpus import _outcome_from_json, _outcome_to_json
+    from fuzz.corpus.reproducer_script import Outcome as ScriptOutcome, well_formed
+
+    got = Outcome(value=3, shape=(1, 2))
+    assert _outcome_to_json(got)["shape"] == [1, 2]
+    assert _outcome_from_json(json.loads(json.dumps(_outcome_to_json(got)))) == got
+    assert "shape" not in _outcome_to_json(Outcome(value=3)) and _outcome_from_json({"value": 3}).shape is None
+    req = corpus._request_to_json(Request("m", 5, 3, start=True))
+    assert well_formed(req, ScriptOutcome(3, shape=[1, 1])) and well_formed(req, ScriptOutcome(3))
+    assert not well_formed(req, ScriptOutcome(3, shape=[1, 2])) and not well_formed(req, ScriptOutcome(3, shape=[1]))
+    assert well_formed(req, ScriptOutcome(status="INVALID_ARGUMENT", message="x", shape=[9]))

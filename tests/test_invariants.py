@@ -38,3 +38,18 @@ def test_bad_registrations_are_refused_with_what_to_do():
         unregister("sums_match")
     with pytest.raises(AssertionError):
         InvariantViolation("unjudged", "not a promise")
+
+
+def test_an_answer_shaped_otherwise_than_its_input_is_not_well_formed():
+    batched, flat = Request("m", 5, 7, start=True), Request("m", 5, 7, start=True, batch_dim=False)
+    fine = [StepRecord(1, 0, "start", batched, outcome=Outcome(value=7, shape=(1, 1))),
+            StepRecord(2, 0, "start", flat, outcome=Outcome(value=7, shape=[1])),
+            StepRecord(3, 0, "start", batched, outcome=Outcome(value=7)),  # a client that read no shape
+            StepRecord(4, 0, "start", batched, outcome=Outcome(status="INVALID_ARGUMENT", message="no"))]
+    assert [judged(rec, SPEC) for rec in fine] == [None] * 4
+    for shape in ((2,), (1, 2), (1,), (1, 1, 1)):
+        violation = judged(StepRecord(5, 0, "start", batched, outcome=Outcome(value=7, shape=shape)), SPEC)
+        assert violation is not None and violation.invariant == "answers_well_formed", shape
+        assert f"shaped {list(shape)} where INPUT was sent shaped [1, 1]" in violation.detail
+    with pytest.raises(ValueError, match="built in"):
+        unregister("answers_well_formed")

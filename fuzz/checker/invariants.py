@@ -46,9 +46,20 @@ def register(invariant: Invariant) -> Invariant:
 
 
 def unregister(name: str) -> None:
-    if name in INVARIANTS and INVARIANTS[name].judge is None:
+    if name in BUILT_IN:
         raise ValueError(f"{name} is built in")
     INVARIANTS.pop(name, None)
+
+
+def misshapen(rec: StepRecord, spec: ModelSpec) -> str | None:
+    """An answer whose OUTPUT came back in a shape other than its INPUT's: the contract gives both
+    the same dims, so a row's OUTPUT is one element, whatever its value (the value alone is
+    read: a shape error would go unseen). Judged on every answer, whatever was expected of it."""
+    got, req = rec.outcome, rec.request
+    if got is None or not got.ok or got.shape is None or req is None or got.shape == req.shape:
+        return None
+    return (f"OUTPUT came back shaped {list(got.shape)} where INPUT was sent shaped {list(req.shape)} (the "
+            f"model's config gives OUTPUT the dims of INPUT: one element a row)")
 
 
 def judged(rec: StepRecord, spec: ModelSpec) -> InvariantViolation | None:
@@ -78,6 +89,9 @@ for _name, _promise in (
     ("batches_fill", "requests held for a full batch run as one batch per instance"),
 ):
     INVARIANTS[_name] = Invariant(_name, _promise)
+INVARIANTS["answers_well_formed"] = Invariant(
+    "answers_well_formed", "every answer's OUTPUT has its INPUT's shape (one element a row)", judge=misshapen)
+BUILT_IN = frozenset(INVARIANTS)
 
 
 class InvariantViolation(AssertionError):

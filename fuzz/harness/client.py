@@ -60,25 +60,25 @@ def decode(response, started: float) -> Outcome:
     if found is None:
         return Outcome(status="BAD_RESPONSE", message=f"no OUTPUT in response (got {[o.name for o in response.outputs]})",
                        **_took(started))
-    datatype, arr = found
+    datatype, arr, shape = found
     if arr is None:
         return Outcome(status="BAD_RESPONSE", message=f"OUTPUT came back as {datatype} without data",
                        **_took(started))
     if arr.size == 0:
         return Outcome(status="BAD_RESPONSE", message="OUTPUT came back empty", **_took(started))
     return Outcome(value=arr[0].item(), **_took(started), live_rows=_said(response, LIVE_ROWS_OUTPUT),
-                   row=_said(response, ROW_OUTPUT))
+                   row=_said(response, ROW_OUTPUT), shape=shape)
 
 
 def _output(response, name: str):
-    """(datatype, elements) of a ModelInferResponse's output `name`, elements None where its type is
-    none the fuzzer reads or its data is missing; None where the response has no such output."""
+    """(datatype, elements, shape) of a ModelInferResponse's output `name`, elements None where its
+    type is none the fuzzer reads or its data is missing; None where the response has no such output."""
     for i, out in enumerate(response.outputs):
         if out.name == name:
             dtype = _FROM_WIRE.get(out.datatype)
             if dtype is None or i >= len(response.raw_output_contents):
-                return out.datatype, None
-            return out.datatype, np.frombuffer(response.raw_output_contents[i], dtype=dtype)
+                return out.datatype, None, tuple(out.shape)
+            return out.datatype, np.frombuffer(response.raw_output_contents[i], dtype=dtype), tuple(out.shape)
     return None
 
 
@@ -244,7 +244,7 @@ class HttpClient:
         out = result.as_numpy("OUTPUT")
         if out is None or out.size == 0:
             return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", **_took(started))
-        return Outcome(value=out.reshape(-1)[0].item(), **_took(started),
+        return Outcome(value=out.reshape(-1)[0].item(), **_took(started), shape=out.shape,
                        live_rows=_first(result.as_numpy(LIVE_ROWS_OUTPUT)), row=_first(result.as_numpy(ROW_OUTPUT)))
 
     def close(self):
@@ -266,6 +266,7 @@ class StreamClient:
         self._lock = threading.Lock()
         self._pending: dict[str, tuple[float, Box]] = {}
         self._partials: dict[str, list] = {}  # answers before the final one, by request id
+        self._shapes: dict[str, list] = {}  # and their OUTPUT shapes, each once
         self._next = 0
         self._outbox: queue.Queue | None = None
         self._call = None
@@ -291,13 +292,17 @@ class StreamClient:
                 with self._lock:
                     started, box = self._pending.pop(rid, (None, None))
                     partials = self._partials.pop(rid, ())
+                    shapes = self._shapes.pop(rid, [])
                 if box is None:
                     continue
                 if response.error_message:
                     box.put(Outcome(status="ERROR", message=response.error_message,
                                     **_took(started), partials=partials))
                 else:
-                    box.put(attrs.evolve(decode(response.infer_response, started), partials=partials))
+                    got = decode(response.infer_response, started)
+                    # an answer before it shaped otherwise than the final one is the shape to tell
+                    other = next((s for s in shapes if s != got.shape), got.shape)
+                    box.put(attrs.evolve(got, partials=partials, shape=other))
         except grpc.RpcError as err:
             self._fail_pending(err.code().name, err.details() or "stream ended", ended=call)
         else:
@@ -309,11 +314,13 @@ class StreamClient:
             if rid in self._pending:
                 got = decode(response, self._pending[rid][0])
                 self._partials.setdefault(rid, []).append(got.value if got.ok else got.describe())
+                if got.shape is not None and got.shape not in self._shapes.setdefault(rid, []):
+                    self._shapes[rid].append(got.shape)
 
     def _fail_pending(self, status: str, message: str, ended=None) -> None:
         with self._lock:
             orphans, self._pending = self._pending, {}
-            self._partials = {}
+            self._partials, self._shapes = {}, {}
             if ended is not None:
                 # A request sent on this call from now on would wait for a reader that is gone.
                 self._ended = (ended, status, message)
