@@ -28,6 +28,7 @@ class Round:
     requests: int
     wall_s: float
     wait_s: float  # the fuzzer's waits for idle windows at the ends of examples (its report's wait_s)
+    stuck_s: float = 0.0  # and every client's mid-example, for windows to free slots (its stuck_s)
 
     @property
     def ratio(self) -> float:
@@ -40,7 +41,7 @@ class Round:
     def line(self) -> str:
         return (f"raw loop {self.raw_requests_per_s:6.0f} requests/s; fuzzer {self.requests / self.wall_s:6.0f} "
                 f"requests/s, ratio {self.ratio:.3f}; without its idle-window waits ({self.wait_s / self.wall_s:.0%} "
-                f"of its time) ratio {self.active_ratio:.3f}")
+                f"of its time) ratio {self.active_ratio:.3f}; every client waiting mid-example {self.stuck_s / self.wall_s:.0%}")
 
 
 def raw_elsewhere(grpc_url: str, seconds: float) -> float:
@@ -70,7 +71,8 @@ def fuzz_elsewhere(grpc_url: str, http_url: str, seconds: float, seed: int) -> d
 def measure(server, seconds: float, seed: int) -> Round:
     raw = raw_elsewhere(server.grpc_url, seconds)
     entry = fuzz_elsewhere(server.grpc_url, server.http_url, seconds, seed)
-    return Round(raw_requests_per_s=raw, requests=entry["requests"], wall_s=entry["wall_s"], wait_s=entry["wait_s"])
+    return Round(raw_requests_per_s=raw, requests=entry["requests"], wall_s=entry["wall_s"], wait_s=entry["wait_s"],
+                 stuck_s=entry.get("stuck_s", 0.0))
 
 
 def main(argv=None) -> int:
@@ -92,7 +94,7 @@ def main(argv=None) -> int:
         server.stop()
     total = Round(raw_requests_per_s=sum(r.raw_requests_per_s for r in rounds) / len(rounds),
                   requests=sum(r.requests for r in rounds), wall_s=sum(r.wall_s for r in rounds),
-                  wait_s=sum(r.wait_s for r in rounds))
+                  wait_s=sum(r.wait_s for r in rounds), stuck_s=sum(r.stuck_s for r in rounds))
     lines = [f"seed {seed}: {r.line()}" for seed, r in enumerate(rounds)] + [f"all:    {total.line()}"]
     head = f"Triton {server.version}, model {MODEL}, {args.seconds:g} s each, measured from outside"
     print(head + "\n" + "\n".join("  " + line for line in lines))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fuzz.harness.client import Request
-from fuzz.checker.model import (BATCH_MAX_ERROR, BATCH_ONE_ERROR, DTYPE_ERROR, LONG_ID_ERROR, SHAPE_ERROR,
+from fuzz.checker.model import (Window, BATCH_MAX_ERROR, BATCH_ONE_ERROR, DTYPE_ERROR, LONG_ID_ERROR, SHAPE_ERROR,
     START_ERROR, ZERO_ID_ERROR, Ambiguous, Answer, BatcherModel, OutsideContract, Queued, Refusal, key_of,
     normalize_message)
 from fuzz.spec import ContractError, ModelSpec, same_sum
@@ -320,6 +320,21 @@ def test_a_slot_freed_before_a_cancel_surely_arrived_may_have_let_the_start_in()
     assert isinstance(m.expect(R(2, 5), 0.5), Ambiguous)  # its sum depends on which
     m.settle(0.4 + m.spec.idle_s + 3.0)  # 2's window surely over: 3 is let in
     assert m.due(key_of(3)) is not None
+
+
+def test_a_start_that_may_have_run_is_ended_once_its_cancel_surely_came():
+    """The ends of examples waited out such a START's idle window (seconds a time); once its
+    cancel has surely come, an END tells whether it ran, and frees the slot either way."""
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.1)
+    m.cancelled(key_of(2), settles_at=1.3)
+    m.expect(R(1, 0, end=True), 0.4)  # the slot frees before the cancel surely came: 2 may have run
+    assert key_of(2) in m.maybe_ran and not m.free_slots()
+    assert m.settled_maybe_ran(1.0) == [] and m.settled_maybe_ran(1.3) == [key_of(2)]
+    m.end_maybe_ran(key_of(2), Window(1.4, 1.45))
+    assert key_of(2) not in m.maybe_ran and key_of(2) not in m.seqs and m.free_slots() == 1
+    assert m.settled_maybe_ran(2.0) == []
 
 
 @pytest.mark.parametrize("settles_at", [5.0, 0.5])

@@ -185,7 +185,8 @@ class BatcherModel:
         # Cancelled backlogged STARTs whose cancel may not have reached the server yet (a loaded
         # server took it in 0.1 s and more): until when a slot freeing may still let one in.
         self.unsettled: dict[Key, float] = {}
-        self.maybe_ran: set[Key] = set()  # such STARTs let into a slot that freed before their cancel surely came
+        # Such STARTs let into a slot that freed before their cancel surely came, with when it surely came.
+        self.maybe_ran: dict[Key, float] = {}
         self.ghosts: dict[Key, Ghost] = {}  # settled as expired, not yet seen refused
         self.revived: set[Key] = set()  # ghosts seen alive, whose other pipelined requests may follow
         # Slots freed by a START+END let in from the backlog, once its answer came, that went to no
@@ -286,10 +287,21 @@ class BatcherModel:
                     self.seqs.pop(key, None)
                     self.cancelled_waiting.add(key)
 
+    def settled_maybe_ran(self, now: float) -> list[Key]:
+        """STARTs that may have run (maybe_ran) whose cancel has surely reached the server by
+        `now`: each ran and holds its slot until its idle timeout, or never ran (or ran and was
+        ended by its cancel). An END tells which, and frees the slot either way."""
+        return [k for k, settles_at in self.maybe_ran.items() if settles_at <= now and self.seqs[k].running]
+
+    def end_maybe_ran(self, key: Key, freed: Window) -> None:
+        """The END of a settled maybe-ran START was answered or refused for want of START (`freed`:
+        when it went and came back): the slot is free by the answer, whichever it was."""
+        self._release(self.seqs[key], freed)
+
     def _release(self, seq: Seq, freed: Window, expired: bool = False) -> Key | None:
         """Ends `seq`; returns the backlogged START let into its slot, if any."""
         self.seqs.pop(seq.key, None)
-        self.maybe_ran.discard(seq.key)
+        self.maybe_ran.pop(seq.key, None)
         self.depth.ended(seq, expired)
         return self._admit_next(freed)
 
@@ -321,7 +333,7 @@ class BatcherModel:
             self.seqs.pop(seq.key, None)
             return self._admit_next(freed)
         self.spent.add(seq.key)
-        self.maybe_ran.add(seq.key)
+        self.maybe_ran[seq.key] = settles_at
         self.depth.slot_taken()
         seq.running, seq.admitted = True, freed
         seq.expiry = Window(freed.lo, self._expiry(seq.last_arrival, freed).hi)
@@ -490,7 +502,7 @@ class BatcherModel:
         if ghost is not None and ghost.slot_to in self.maybe_ran:
             # Its slot never freed: the cancelled START that may have taken it never ran.
             gone = self.seqs.pop(ghost.slot_to)
-            self.maybe_ran.discard(gone.key)
+            self.maybe_ran.pop(gone.key, None)
             self.depth.ended(gone)
             ghost = self.ghosts[key] = attrs.evolve(ghost, slot_to=None)
         if ghost is not None:

@@ -117,9 +117,6 @@ LONG_PAUSE_S = 0.5  # a pause longer than this is such a wait too (on the 2 s mo
 # Whether a pause goes on pausing until its sequence is kept alive (coverage.KEPT_ALIVE): now and
 # then, or where the campaign has not kept one alive yet (steered).
 KEEP_GOING = st.sampled_from([False, False, False, True])
-# A long life (LONG_LIFE_S) is steered only in a campaign with at least this many long lives of
-# time left (a campaign bounded by examples, not time, always has).
-SPARE_LIVES = 3
 KEEP_FRACTION = 0.6  # of what is left of the window, at least, between the requests that keep it going
 HUSH = st.sampled_from([False] * 7 + [True])  # a pause every client waits out, the model quiet
 HUSH_FRACTION = 0.9  # of what is left of the window: how long such a pause is, at least
@@ -483,6 +480,14 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         whether this wait counts as a long one (default: whether the model's idle window does)."""
         rationed = self.plan.setup.expiry_rationed if rationed is None else rationed
         return rationed and self.engine.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.engine.stats.started)
+
+    def _fits_the_campaign(self, wait_s: float) -> bool:
+        """Whether a wait steered outside the share of waits (the first sequence kept alive, a long
+        life: once a campaign each) fits in that share of the whole campaign: a timed campaign of
+        20 s spent 4 s keeping one alive and 10 s on a long life. A campaign bounded by examples,
+        not time, always has room."""
+        stats = self.engine.stats
+        return wait_s <= WAIT_SHARE * (stats.stop_at - stats.started)
 
     def _steered_start(self, seq_id, end: bool, index: int, gaps_only: bool) -> tuple:
         """(id, END or not) of a START steered onto a shape (START, START+END) and an id state
@@ -1188,17 +1193,15 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # Kept going: a wait of KEPT_WINDOWS windows at the example's end, taken within the share
         # of waits, and always while the campaign has kept no sequence alive yet.
         seen = self.engine.stats.coverage.seen
-        lacking = f"situation: {KEPT_ALIVE}" not in seen
+        span = KEPT_WINDOWS * self.plan.spec.idle_s
+        lacking = f"situation: {KEPT_ALIVE}" not in seen and self._fits_the_campaign(span)
         # Kept going for LONG_LIFE_S, steered (outside the share of waits, as the first kept alive
         # is) once a campaign, once it has had a quiet model: the chain idles most of that, and
         # spent first, the share left the quiet pause none (the oracle table missed a bug so).
-        # Not in a timed campaign with less than SPARE_LIVES lives left: 10 s of a 20 s one is
-        # half of it (a campaign of examples has no end in time).
         long_open = f"situation: {LONG_LIFE}" not in seen and f"situation: {QUIET}" in seen \
-            and self.engine.stats.stop_at - now >= SPARE_LIVES * LONG_LIFE_S
+            and self._fits_the_campaign(LONG_LIFE_S)
         keep = (keep or (steer >= STEER_GAP_FROM and (lacking or long_open))) and self.plan.setup.expiry_ok \
             and (lacking or long_open or not self._waits_had_their_share(rationed=True))
-        span = KEPT_WINDOWS * self.plan.spec.idle_s
         if keep and steer >= STEER_GAP_FROM and long_open:
             span = max(span, LONG_LIFE_S)
         # The value is fitted to the sum when the request is drawn; nothing else touches

@@ -26,14 +26,14 @@ from ..generator.coverage import KEPT_ALIVE, LONG_LIFE, QUIET, Coverage, full_ro
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
-from ..values import Cancelled, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
+from ..values import Cancelled, EndedOr, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..values import LOST_CONNECTION, UNSETTLED
 from ..checker.divergences import accepted, steered_around
 from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
 from ..checker.model import (DTYPE_ERROR, KEPT_WINDOWS, LONG_LIFE_S, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued,
-    Refusal, idle_margins, key_of, refused_for_start, too_long)
+    Refusal, Window, idle_margins, key_of, refused_for_start, too_long)
 from ..checker.server_stats import Lenience, Snapshot, Tally, judge
-from ..spec import ModelSpec
+from ..spec import ModelSpec, same_sum
 
 
 @attrs.frozen
@@ -1174,6 +1174,32 @@ class Engine(CancelSteps, SharedSteps):
         if fault.name != "reload":
             self.hooked = bool(fault.env)  # the server now runs with (or without) the scheduler hooks
 
+    def _end_maybe_ran(self, key) -> None:
+        """Ends a START that may have run (its cancel came after a slot freed) once the cancel has
+        surely come, instead of waiting out its idle window (the ends of examples spent seconds
+        so): it ran, and the END answers its sum; or it did not (or its cancel or its idle
+        timeout ended it), and the END is refused for want of START. Anything else breaks a promise."""
+        total = self.model.seqs[key].total
+        req = self.spec.request(key[1], self.as_value(0), end=True)
+        self.going_out(req)
+        sent = time.monotonic()
+        got = self.grpc.infer(req, timeout_s=self.answer_bound())
+        self.model.end_maybe_ran(key, Window(sent, time.monotonic()))
+        expected = f"OUTPUT={total!r} (its cancelled START ran), or the START-flag error (it did not)"
+        rec = self.record(client=self.teardown_client, action="end (teardown) a START that may have run",
+                          request=req, via="grpc", expected=expected, got=got.describe(),
+                          expect=EndedOr((total,)), outcome=got)
+        self.tally.saw(got)
+        violation = None
+        if got.status == "CLIENT_TIMEOUT":
+            violation = InvariantViolation("no_hangs", f"no answer: {got.message}")
+        elif got.ok and not same_sum(got.value, total):
+            violation = InvariantViolation("sums_match", "wrong running sum for a cancelled START that ran")
+        elif not got.ok and not refused_for_start(self.spec, got, req.seq_id):
+            violation = InvariantViolation("valid_is_accepted", "refused, but not for want of START")
+        if violation is not None:
+            self.fail(violation, rec, lost=got.status in LOST_CONNECTION)
+
     def _drain(self):
         """Sends what is parked, ends every live sequence (which lets the backlog in) once no
         request is held on it, checks every answer, and checks the server's statistics
@@ -1203,6 +1229,9 @@ class Engine(CancelSteps, SharedSteps):
                     break
                 req = self.spec.request(key[1], self.as_value(0), end=True)
                 self.send(self.teardown_client, req, "grpc", "end (teardown)")
+            if not (self.pending or self.parked):
+                for key in self.model.settled_maybe_ran(time.monotonic()):
+                    self._end_maybe_ran(key)
             if not (self.model.seqs or self.pending or self.parked):
                 break
             next_parked = min((p.until for p in self.parked.values()), default=float("inf"))
