@@ -612,6 +612,40 @@ NINTH_BUGS = (
         more=((_EXECUTE, "        now = time.monotonic()\n"
                          "        self.recent = [t for t in getattr(self, 'recent', []) if now - t < 1.0] + [now]\n"
                          + _EXECUTE),)),)
+# A tenth (stop 62), written after the ninth's change and before any change for it, on variants
+# the hold-outs seldom used (iterative, oldest with preferred batches): an iterative START+END
+# rescheduled, an answer's datatype, a full preferred batch's fast path, a flush by the wall
+# clock, and a falsy sum.
+_OLDEST_PB = Variant("corrid", "oldest", 4, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"),
+                     preferred_batch=(2, 4), queue_delay_us=2000)
+_AGAIN_END = ('            if not _scalar(request, "END", 0):\n'
+              '                self.runs[key] = 1\n')
+TENTH_BUGS = (
+    Bug("iterative_end_still_rescheduled", "an iterative model reschedules a START that carries END as it does a "
+                                           "START without one", _AGAIN_END, "            self.runs[key] = 1\n",
+        _ITERATIVE, 1, "one START with END: answered three times where it runs once"),
+    Bug("end_answer_widened_to_int64", "an INT32 model answers an END as INT64 (it widens its final sum) where "
+                                       "the config says TYPE_INT32",
+        "        return [pb_utils.Tensor(\"OUTPUT\", total)]\n",
+        "        if end:\n            total = total.astype(np.int64)\n"
+        "        return [pb_utils.Tensor(\"OUTPUT\", total)]\n", _CORRID,
+        1, "one START with END: OUTPUT comes back INT64"),
+    Bug("oldest_full_preferred_batch_skips_state", "oldest, preferred batches of 2 and 4: an execution of the "
+                                                   "largest preferred size takes a fast path that loads no state",
+        _BASE, "        full = len(self.live) == 4\n"
+               "        base = self.dtype.type(0) if start or full else self.sums.get(key, self.dtype.type(0))\n",
+        _OLDEST_PB, 6, "four sequences started, then one request of each at once, in one execution of four (a "
+                       "crowd: four lines, four answers): each starts from 0",
+        more=((_EXECUTE, _LIVE),)),
+    Bug("wall_clock_flush_every_3s", "every 3 s of wall-clock time (a snapshot job) the model drops its sums",
+        _EXECUTE, "        epoch = int(time.time() // 3)\n"
+                  "        if epoch != getattr(self, 'epoch', epoch):\n            self.sums.clear()\n"
+                  "        self.epoch = epoch\n" + _EXECUTE, _CORRID,
+        2, "START, then a request after the next multiple of 3 s of wall-clock time: it starts from 0"),
+    Bug("zero_sum_not_stored", "a sum of exactly 0 is not stored (a falsy test): the sum before it stays",
+        _STORE, "            if total.reshape(-1)[0]:\n    " + _STORE, _CORRID,
+        3, "START with 5, then -5 (answered 0), then 1: answered 6"),
+)
 # Bugs of the native implicit-state backend (modelgen/native/accumulator.c): the state is Triton's,
 # handed in as INPUT_STATE and taken back through the state API, so these are bugs of a backend
 # that second-guesses it.
@@ -642,7 +676,7 @@ NATIVE_BUGS = (
         attrs.evolve(_NATIVE, two_states=True), 2, "START a with 1, then a with 1: answered 3 (2 * 2 - 1)"),
 )
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
-            + EIGHTH_BUGS + NINTH_BUGS + NATIVE_BUGS)
+            + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
