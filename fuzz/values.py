@@ -71,6 +71,7 @@ class Outcome:
     # OUTPUT's shape as it came back: the final answer's, or the first answer before it shaped
     # otherwise (one wrong shape among several answers shows). None where no client read it.
     shape: tuple | None = attrs.field(default=None, converter=lambda s: None if s is None else tuple(int(d) for d in s))
+    datatype: str | None = None  # and its datatype (INT32, FP32, ...), alike
 
     @property
     def ok(self) -> bool:

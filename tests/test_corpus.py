@@ -273,6 +273,12 @@ def test_an_answers_shape_round_trips_and_the_reproducer_checks_it():
     assert _outcome_from_json(json.loads(json.dumps(_outcome_to_json(got)))) == got
     assert "shape" not in _outcome_to_json(Outcome(value=3)) and _outcome_from_json({"value": 3}).shape is None
     req = corpus._request_to_json(Request("m", 5, 3, start=True))
-    assert well_formed(req, ScriptOutcome(3, shape=[1, 1])) and well_formed(req, ScriptOutcome(3))
-    assert not well_formed(req, ScriptOutcome(3, shape=[1, 2])) and not well_formed(req, ScriptOutcome(3, shape=[1]))
-    assert well_formed(req, ScriptOutcome(status="INVALID_ARGUMENT", message="x", shape=[9]))
+    assert well_formed(req, ScriptOutcome(3, shape=[1, 1], datatype="INT32"), "INT32")
+    assert well_formed(req, ScriptOutcome(3), "INT32")
+    assert not well_formed(req, ScriptOutcome(3, shape=[1, 2]), "INT32")
+    assert not well_formed(req, ScriptOutcome(3, shape=[1]), "INT32")
+    assert not well_formed(req, ScriptOutcome(3, shape=[1, 1], datatype="INT64"), "INT32")
+    assert well_formed(req, ScriptOutcome(status="INVALID_ARGUMENT", message="x", shape=[9], datatype="FP64"), "INT32")
+    typed = Outcome(value=3, shape=(1, 1), datatype="INT64")
+    assert _outcome_from_json(json.loads(json.dumps(_outcome_to_json(typed)))) == typed
+    assert "datatype" not in _outcome_to_json(got)

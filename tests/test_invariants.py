@@ -1,5 +1,6 @@
 """The registry of promises, without a server: a user's invariant needs a name and a judge, and
 its judge's finding is a violation under its name (tests/test_campaign.py runs one live)."""
+import attrs
 import pytest
 
 from fuzz.checker.invariants import INVARIANTS, Invariant, InvariantViolation, judged, register, unregister
@@ -51,5 +52,8 @@ def test_an_answer_shaped_otherwise_than_its_input_is_not_well_formed():
         violation = judged(StepRecord(5, 0, "start", batched, outcome=Outcome(value=7, shape=shape)), SPEC)
         assert violation is not None and violation.invariant == "answers_well_formed", shape
         assert f"shaped {list(shape)} where INPUT was sent shaped [1, 1]" in violation.detail
+    typed = StepRecord(6, 0, "start", batched, outcome=Outcome(value=7, shape=(1, 1), datatype="INT64"))
+    assert "OUTPUT came back as INT64 where the model's config says TYPE_INT32" in judged(typed, SPEC).detail
+    assert judged(attrs.evolve(typed, outcome=Outcome(value=7, shape=(1, 1), datatype="INT32")), SPEC) is None
     with pytest.raises(ValueError, match="built in"):
         unregister("answers_well_formed")

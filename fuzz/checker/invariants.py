@@ -51,15 +51,21 @@ def unregister(name: str) -> None:
     INVARIANTS.pop(name, None)
 
 
-def misshapen(rec: StepRecord, spec: ModelSpec) -> str | None:
-    """An answer whose OUTPUT came back in a shape other than its INPUT's: the contract gives both
-    the same dims, so a row's OUTPUT is one element, whatever its value (the value alone is
-    read: a shape error would go unseen). Judged on every answer, whatever was expected of it."""
+def misshapen(rec: StepRecord, spec: ModelSpec | None) -> str | None:
+    """An answer whose OUTPUT came back in a shape other than its INPUT's, or of another datatype
+    than the model's: the contract gives both the same dims and datatype, so a row's OUTPUT is one
+    element of the model's type, whatever its value (the value alone is read: a shape or a type
+    error would go unseen). Judged on every answer, whatever was expected of it."""
     got, req = rec.outcome, rec.request
-    if got is None or not got.ok or got.shape is None or req is None or got.shape == req.shape:
+    if got is None or not got.ok or req is None:
         return None
-    return (f"OUTPUT came back shaped {list(got.shape)} where INPUT was sent shaped {list(req.shape)} (the "
-            f"model's config gives OUTPUT the dims of INPUT: one element a row)")
+    if got.shape is not None and got.shape != req.shape:
+        return (f"OUTPUT came back shaped {list(got.shape)} where INPUT was sent shaped {list(req.shape)} (the "
+                f"model's config gives OUTPUT the dims of INPUT: one element a row)")
+    dtype = spec.dtype if spec is not None else req.dtype
+    if got.datatype is not None and got.datatype != dtype:
+        return f"OUTPUT came back as {got.datatype} where the model's config says TYPE_{dtype}"
+    return None
 
 
 def judged(rec: StepRecord, spec: ModelSpec) -> InvariantViolation | None:
@@ -90,7 +96,8 @@ for _name, _promise in (
 ):
     INVARIANTS[_name] = Invariant(_name, _promise)
 INVARIANTS["answers_well_formed"] = Invariant(
-    "answers_well_formed", "every answer's OUTPUT has its INPUT's shape (one element a row)", judge=misshapen)
+    "answers_well_formed", "every answer's OUTPUT has its INPUT's shape (one element a row) and the model's "
+                           "datatype", judge=misshapen)
 BUILT_IN = frozenset(INVARIANTS)
 
 

@@ -223,8 +223,8 @@ def _outcome_to_json(o: Outcome) -> dict:
     del d["sent_at"]  # a clock reading of the run that saved it: the step keeps its times (`at`)
     if not o.partials:  # only an iterative sequence's answers have them: other entries read as before
         del d["partials"]
-    for said in ("live_rows", "row", "shape"):  # only a model that says its live rows (and rows) gives them;
-        if d[said] is None:                     # entries saved before shapes were read have none
+    for said in ("live_rows", "row", "shape", "datatype"):  # only a model that says its live rows (and rows)
+        if d[said] is None:                                 # gives them; entries saved before forms were read have none
             del d[said]
         elif said == "shape":
             d[said] = list(d[said])
@@ -283,7 +283,8 @@ def _outcome_from_json(d) -> Outcome | None:
     return Outcome(value=d.get("value"), status=str(d.get("status", "OK")), message=str(d.get("message", "")),
                    latency_s=float(d.get("latency_s", 0.0)), partials=d.get("partials", ()),
                    live_rows=None if d.get("live_rows") is None else int(d["live_rows"]),
-                   row=None if d.get("row") is None else int(d["row"]), shape=d.get("shape"))
+                   row=None if d.get("row") is None else int(d["row"]), shape=d.get("shape"),
+                   datatype=d.get("datatype"))
 
 
 def _fault_from_json(d) -> Fault | None:

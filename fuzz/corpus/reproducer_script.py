@@ -73,10 +73,11 @@ def encode(req, model, request_id=""):
 
 
 class Outcome:
-    def __init__(self, value=None, status="OK", message="", partials=(), shape=None):
+    def __init__(self, value=None, status="OK", message="", partials=(), shape=None, datatype=None):
         # partials: the answers before the final one (an iterative sequence answers once per execution)
         self.value, self.status, self.message, self.partials = value, status, message, list(partials)
         self.shape = None if shape is None else tuple(int(d) for d in shape)  # OUTPUT's, as it came
+        self.datatype = datatype
 
     @property
     def ok(self):
@@ -93,7 +94,7 @@ def decode(response):
         if out.name == "OUTPUT" and out.datatype in WIRE_DTYPE and i < len(response.raw_output_contents):
             arr = np.frombuffer(response.raw_output_contents[i], dtype=WIRE_DTYPE[out.datatype])
             if arr.size:
-                return Outcome(arr[0].item(), shape=out.shape)
+                return Outcome(arr[0].item(), shape=out.shape, datatype=out.datatype)
     return Outcome(status="BAD_RESPONSE", message=f"no usable OUTPUT in {[o.name for o in response.outputs]}")
 
 
@@ -144,7 +145,8 @@ class Http:
             status = {"400": "INVALID_ARGUMENT", "503": "UNAVAILABLE"}.get(str(err.status()), str(err.status()))
             return Outcome(status=status, message=err.message())
         out = result.as_numpy("OUTPUT")
-        return Outcome(out.reshape(-1)[0].item(), shape=out.shape) if out is not None and out.size else Outcome(
+        return Outcome(out.reshape(-1)[0].item(), shape=out.shape, datatype=result.get_output("OUTPUT")["datatype"]) \
+            if out is not None and out.size else Outcome(
             status="BAD_RESPONSE", message="no OUTPUT")
 
 
@@ -186,8 +188,10 @@ class Stream:
                 if box is not None:
                     got = (Outcome(status="ERROR", message=response.error_message) if response.error_message
                            else decode(response.infer_response))
-                    # an answer before the final one shaped otherwise is the shape to tell
-                    got.shape = next((p.shape for p in partials if p.shape != got.shape), got.shape)
+                    # an answer before the final one shaped or typed otherwise is the one to tell
+                    got.shape, got.datatype = next(((p.shape, p.datatype) for p in partials
+                                                    if (p.shape, p.datatype) != (got.shape, got.datatype)),
+                                                   (got.shape, got.datatype))
                     got.partials = [p.value for p in partials]
                     box.put(got)
         except self.grpc.RpcError as err:
@@ -275,10 +279,11 @@ def matches(expect, got, via):
     return not got.ok and same_status and REQUEST_ID_PREFIX.sub("", got.message) == refusal["message"]
 
 
-def well_formed(req, got):
-    """An answer's OUTPUT has its INPUT's shape (the fuzzer's answers_well_formed): the contract
-    gives both the same dims. An error, or an answer whose shape was not read, is not judged."""
-    return not got.ok or got.shape is None or got.shape == shape_of(req)
+def well_formed(req, got, dtype):
+    """An answer's OUTPUT has its INPUT's shape and the model's datatype `dtype` (the fuzzer's
+    answers_well_formed). An error, or what an answer did not say, is not judged."""
+    return not got.ok or ((got.shape is None or got.shape == shape_of(req))
+                          and (got.datatype is None or got.datatype == dtype))
 
 
 def reload_model(url, model):
@@ -384,10 +389,11 @@ class Player:
             print(f"       got      {got}   (no expectation recorded: not checked)")
             return
         ok = matches(step["expect"], got, via)
-        misshapen = step.get("request") and not well_formed(step["request"], got)
+        misshapen = step.get("request") and not well_formed(step["request"], got, self.spec["dtype"])
         if ok and misshapen:
             ok = False
-            print(f"       OUTPUT came back shaped {list(got.shape)}, INPUT was sent shaped {list(shape_of(step['request']))}")
+            print(f"       OUTPUT came back shaped {list(got.shape)} as {got.datatype}, INPUT was sent shaped "
+                  f"{list(shape_of(step['request']))}, the model's datatype is {self.spec['dtype']}")
         print(f"       expected {step['expected']}\n       got      {got}   {'ok' if ok else '<-- DIVERGES'}")
         if not ok:
             self.diverged.append(step["index"])

@@ -67,7 +67,7 @@ def decode(response, started: float) -> Outcome:
     if arr.size == 0:
         return Outcome(status="BAD_RESPONSE", message="OUTPUT came back empty", **_took(started))
     return Outcome(value=arr[0].item(), **_took(started), live_rows=_said(response, LIVE_ROWS_OUTPUT),
-                   row=_said(response, ROW_OUTPUT), shape=shape)
+                   row=_said(response, ROW_OUTPUT), shape=shape, datatype=datatype)
 
 
 def _output(response, name: str):
@@ -245,6 +245,7 @@ class HttpClient:
         if out is None or out.size == 0:
             return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", **_took(started))
         return Outcome(value=out.reshape(-1)[0].item(), **_took(started), shape=out.shape,
+                       datatype=result.get_output("OUTPUT")["datatype"],
                        live_rows=_first(result.as_numpy(LIVE_ROWS_OUTPUT)), row=_first(result.as_numpy(ROW_OUTPUT)))
 
     def close(self):
@@ -266,7 +267,7 @@ class StreamClient:
         self._lock = threading.Lock()
         self._pending: dict[str, tuple[float, Box]] = {}
         self._partials: dict[str, list] = {}  # answers before the final one, by request id
-        self._shapes: dict[str, list] = {}  # and their OUTPUT shapes, each once
+        self._forms: dict[str, list] = {}  # and their OUTPUT (shape, datatype), each once
         self._next = 0
         self._outbox: queue.Queue | None = None
         self._call = None
@@ -292,7 +293,7 @@ class StreamClient:
                 with self._lock:
                     started, box = self._pending.pop(rid, (None, None))
                     partials = self._partials.pop(rid, ())
-                    shapes = self._shapes.pop(rid, [])
+                    forms = self._forms.pop(rid, [])
                 if box is None:
                     continue
                 if response.error_message:
@@ -300,9 +301,10 @@ class StreamClient:
                                     **_took(started), partials=partials))
                 else:
                     got = decode(response.infer_response, started)
-                    # an answer before it shaped otherwise than the final one is the shape to tell
-                    other = next((s for s in shapes if s != got.shape), got.shape)
-                    box.put(attrs.evolve(got, partials=partials, shape=other))
+                    # an answer before it, shaped or typed otherwise than the final one, is the one to tell
+                    shape, datatype = next((f for f in forms if f != (got.shape, got.datatype)),
+                                           (got.shape, got.datatype))
+                    box.put(attrs.evolve(got, partials=partials, shape=shape, datatype=datatype))
         except grpc.RpcError as err:
             self._fail_pending(err.code().name, err.details() or "stream ended", ended=call)
         else:
@@ -314,13 +316,13 @@ class StreamClient:
             if rid in self._pending:
                 got = decode(response, self._pending[rid][0])
                 self._partials.setdefault(rid, []).append(got.value if got.ok else got.describe())
-                if got.shape is not None and got.shape not in self._shapes.setdefault(rid, []):
-                    self._shapes[rid].append(got.shape)
+                if got.ok and (got.shape, got.datatype) not in self._forms.setdefault(rid, []):
+                    self._forms[rid].append((got.shape, got.datatype))
 
     def _fail_pending(self, status: str, message: str, ended=None) -> None:
         with self._lock:
             orphans, self._pending = self._pending, {}
-            self._partials, self._shapes = {}, {}
+            self._partials, self._forms = {}, {}
             if ended is not None:
                 # A request sent on this call from now on would wait for a reader that is gone.
                 self._ended = (ended, status, message)
