@@ -2,9 +2,10 @@
 
 Each PATH is a corpus entry (.json) or a folder of them (default: corpus/). Every entry keeps the
 program it ran, what came back and when (fuzz/checker/history.py); the history checker
-(fuzz/checker/linearize.py) judges it per sequence as it stands today, so a newer checker can look again at
-what an older run saw. Exit status: 0 when every judged sequence is explained, 1 when one is not,
-2 when an entry cannot be read.
+(fuzz/checker/linearize.py) judges it per sequence as it stands today, and every judge of a step
+(invariants.judged: answers_well_formed, and any a conftest.py registered) looks at each step, so a
+newer checker can look again at what an older run saw. Exit status: 0 when every judged sequence
+is explained and no step breaks a judge's promise, 1 when one does, 2 when an entry cannot be read.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from .corpus import CorpusEntry, CorpusError, load
 from .checker.divergences import accepted
+from .checker.invariants import InvariantViolation, judged
 from .checker.history import History, history_of
 from .checker.linearize import Verdict, judge
 
@@ -23,13 +25,21 @@ def verdicts(entry: CorpusEntry, history: History) -> list[Verdict]:
     return judge(history, entry.spec, carries_state=not accepted(entry.accepts, "carries_no_state"))
 
 
-def summary(entry: CorpusEntry, history: History, found: list[Verdict]) -> str:
+def step_findings(entry: CorpusEntry) -> list[tuple[int, InvariantViolation]]:
+    """What the judges of single steps find in an entry's steps: (step index, violation)."""
+    found = ((s.index, judged(s, entry.spec)) for s in entry.steps)
+    return [(i, v) for i, v in found if v is not None]
+
+
+def summary(entry: CorpusEntry, history: History, found: list[Verdict],
+            steps: list[tuple[int, InvariantViolation]] = ()) -> str:
     broken = [v for v in found if v.verdict == "broken"]
     unknown = [v for v in found if v.verdict == "unknown"]
     timed = "" if history.timed else " (no saved times: placed by step order)"
     head = (f"{entry.name}: {len(found)} sequence(s) judged{timed}; {len(broken)} broken, {len(unknown)} unknown; "
-            f"the run that saved it found {entry.invariant}")
+            f"{len(steps)} step(s) breaking a judge's promise; the run that saved it found {entry.invariant}")
     return "\n".join([head, *(f"  [{v.invariant}] {v.describe()}" for v in broken),
+                      *(f"  [{v.invariant}] step {i}: {v.detail}" for i, v in steps),
                       *(f"  {v.describe()}" for v in unknown)])
 
 
@@ -61,9 +71,9 @@ def main(argv=None) -> int:
     any_broken = False
     for entry in entries:
         history = history_of(entry.steps)
-        found = verdicts(entry, history)
-        any_broken |= any(v.verdict == "broken" for v in found)
-        print(summary(entry, history, found))
+        found, steps = verdicts(entry, history), step_findings(entry)
+        any_broken |= any(v.verdict == "broken" for v in found) or bool(steps)
+        print(summary(entry, history, found, steps))
     return 1 if any_broken else 0
 
 

@@ -210,6 +210,19 @@ def test_the_corpus_keeps_step_times_and_rejudge_judges_them_without_a_server(tm
     assert bad.returncode == 2 and "no such file" in bad.stderr
 
 
+def test_rejudge_runs_the_judges_of_single_steps_too(tmp_path):
+    """An answer of the right sum but the wrong shape: the history checker explains every sum,
+    and answers_well_formed (a judge of each step) finds the step."""
+    p = Program().add(request=req(5, 1, start=True), outcome=attrs.evolve(ok(1), shape=(1, 2))) \
+        .add(request=req(5, 2), outcome=attrs.evolve(ok(3), shape=(1, 1), datatype="INT32"))
+    corpus.write(tmp_path, corpus.make_entry(SPEC, "2.51.0", "answers_well_formed", "shape", p.steps))
+    run = subprocess.run([sys.executable, "-m", "fuzz.rejudge", str(tmp_path)], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "0 broken" in run.stdout and "1 step(s) breaking a judge's promise" in run.stdout
+    assert "[answers_well_formed] step 1: OUTPUT came back shaped [1, 2]" in run.stdout
+
+
 def test_an_entry_saved_before_times_were_kept_loads_untimed(tmp_path):
     p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
     entry = corpus.make_entry(SPEC, "2.51.0", "sums_match", "x", p.steps)
