@@ -170,6 +170,31 @@ def test_a_program_is_first_cut_to_the_sequences_it_ended_with():
     assert focus(cut, try_, lambda v: v.program, SPEC, time.monotonic() + 10) is cut
 
 
+def test_a_program_is_cut_to_the_sequences_no_end_closed_when_the_last_alone_passes():
+    """Twelve sequences, every third left without END (to its idle timeout), with a wait step after
+    each: the stand-in fails while all four unended ones are there (a table that only idle
+    timeouts fill). The last alone passes; the unended ones, the waits and the last fail at once,
+    where the last 2, 4, 8 would not (their first tries were 1 and 4 sequences)."""
+    import time
+    from fuzz.corpus.shrink import focus
+
+    steps = []
+    for n in range(12):
+        ended = n % 3 != 0 or n == 11
+        steps += [req(0, 10 + n, 1, start=True), req(0, 10 + n, 1, end=ended)]
+        if not ended:
+            steps.append(StepRecord(index=0, client=None, action="leave 1 sequence(s) to expire", kind=Kind.LEAVE_TO_EXPIRE))
+    steps = [attrs.evolve(s, index=i + 1) for i, s in enumerate(steps)]
+    tries = []
+    try_ = failing_while(lambda kept: {10, 13, 16, 19, 21} <= {s.request.seq_id for s in kept if s.request},
+                         tries, lambda kept: sorted({s.request.seq_id for s in kept if s.request}))
+    found = try_(steps)
+    cut = focus(found, try_, lambda v: v.program, SPEC, time.monotonic() + 10)
+    assert sorted({s.request.seq_id for s in cut.program if s.request}) == [10, 13, 16, 19, 21]
+    assert sum(1 for s in cut.program if s.request is None) == 4  # the waits stay
+    assert tries[1:] == [[21], [10, 13, 16, 19, 21]]
+
+
 def test_a_cut_to_the_last_sequence_keeps_the_time_the_others_filled_where_the_bug_needs_it():
     """Sequence 5 starts, sequences 6 and 7 fill 0.8 s, then 5 goes on: a stand-in for a model
     whose sum lives 0.75 s from its START fails only when that request comes 0.75 s or more after
