@@ -28,7 +28,9 @@ import time
 import numpy as np
 
 NP_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64}
-WIRE_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64, "FP64": np.float64}
+WIRE_DTYPE = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "UINT8": np.uint8,
+              "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "FP16": np.float16,
+              "FP32": np.float32, "FP64": np.float64, "BOOL": np.bool_}
 REQUEST_ID_PREFIX = re.compile(r"^\[request id: [^\]]*\] ")
 
 
@@ -164,6 +166,7 @@ class Stream:
         self.lock = threading.Lock()
         self.pending, self.next, self.outbox, self.call, self.reader = {}, 0, None, None, None
         self.partials = {}  # request id -> the answers before its final one
+        self.sent_forms = {}  # request id -> its INPUT's (shape, datatype)
 
     def warm(self, timeout_s):
         """Connects now, not at the first send (which then goes out at once)."""
@@ -185,12 +188,13 @@ class Stream:
                         self.partials.setdefault(rid, []).append(decode(response.infer_response))
                         continue  # a decoupled model's answer before its final one
                     box, partials = self.pending.pop(rid, None), self.partials.pop(rid, [])
+                    sent = self.sent_forms.pop(rid, None)
                 if box is not None:
                     got = (Outcome(status="ERROR", message=response.error_message) if response.error_message
                            else decode(response.infer_response))
-                    # an answer before the final one shaped or typed otherwise is the one to tell
-                    got.shape, got.datatype = next(((p.shape, p.datatype) for p in partials
-                                                    if (p.shape, p.datatype) != (got.shape, got.datatype)),
+                    # of all its answers, the first shaped or typed otherwise than its INPUT is the one to tell
+                    got.shape, got.datatype = next(((a.shape, a.datatype) for a in [got, *partials]
+                                                    if a.ok and strayed((a.shape, a.datatype), sent)),
                                                    (got.shape, got.datatype))
                     got.partials = [p.value for p in partials]
                     box.put(got)
@@ -211,6 +215,7 @@ class Stream:
             rid = f"r{self.next}"
             self.next += 1
             self.pending[rid] = box
+            self.sent_forms[rid] = (shape_of(req), req["dtype"])
         if self.call is None:
             self.outbox = queue.Queue()
             self.call = self.stub.ModelStreamInfer(self._requests(self.outbox))
@@ -277,6 +282,11 @@ def matches(expect, got, via):
     refusal = expect["refusal"]
     same_status = via != "grpc" or got.status == refusal["status"]
     return not got.ok and same_status and REQUEST_ID_PREFIX.sub("", got.message) == refusal["message"]
+
+
+def strayed(form, sent):
+    """An answer's OUTPUT (shape, datatype) is not its INPUT's `sent` (what was not read is not judged)."""
+    return sent is not None and any(got is not None and got != want for got, want in zip(form, sent))
 
 
 def well_formed(req, got, dtype):

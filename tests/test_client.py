@@ -43,3 +43,38 @@ def test_a_response_decodes_to_its_output_and_the_live_rows_a_generated_model_sa
     response.raw_output_contents.append(np.array([[3]], np.int32).tobytes())
     got = decode(response, 0.0)
     assert (got.value, got.live_rows) == (42, 3)
+
+
+def _stream_answer(rid, shape, final, datatype="INT32", value=5):
+    from tritonclient.grpc import service_pb2
+
+    r = service_pb2.ModelStreamInferResponse()
+    ir = r.infer_response
+    ir.id = rid
+    ir.outputs.add(name="OUTPUT", datatype=datatype, shape=shape)
+    ir.raw_output_contents.append(np.full(shape, value, {"INT32": np.int32, "INT64": np.int64}[datatype]).tobytes())
+    ir.parameters["triton_final_response"].bool_param = final
+    return r
+
+
+@pytest.mark.parametrize("partial, final, told", [
+    (([1, 2], "INT32"), ([1, 1], "INT32"), ((1, 2), "INT32")),  # a wrong answer before the final one
+    (([1, 1], "INT32"), ([1, 2], "INT32"), ((1, 2), "INT32")),  # a wrong final answer after right ones
+    (([1, 1], "INT32"), ([1, 1], "INT64"), ((1, 1), "INT64")),
+    (([1, 1], "INT32"), ([1, 1], "INT32"), ((1, 1), "INT32")),
+])
+def test_a_streamed_request_tells_the_first_of_its_answers_shaped_or_typed_otherwise_than_its_input(partial, final, told):
+    """answers_well_formed on a decoupled model's answers: whichever of them strays from the
+    request's INPUT (shape, datatype) is the one its Outcome tells (a reviewer found a wrong final
+    answer hidden behind right partial ones)."""
+    import threading
+
+    from fuzz.harness.client import Box, StreamClient
+
+    c = StreamClient.__new__(StreamClient)
+    c._lock, box = threading.Lock(), Box()
+    c._pending, c._partials, c._forms, c._ended = {"r0": (0.0, box)}, {}, {}, None
+    c._sent_forms = {"r0": ((1, 1), "INT32")}
+    c._read([_stream_answer("r0", partial[0], False, partial[1]), _stream_answer("r0", final[0], True, final[1])])
+    got = box.get(timeout=1)
+    assert got.ok and got.partials == (5,) and (got.shape, got.datatype) == told

@@ -337,6 +337,29 @@ def test_a_start_that_may_have_run_is_ended_once_its_cancel_surely_came():
     assert m.settled_maybe_ran(2.0) == []
 
 
+def test_a_start_that_may_have_run_and_was_put_out_for_a_late_reaped_one_is_not_ended_again():
+    """A reviewer's case: A expires, its slot may go to M (cancelled, unsettled); G expires, its
+    slot to T; G answered after all puts out the earliest holder, M. M must leave maybe_ran too
+    (a KeyError at every drain of the example after). And a maybe-ran START whose slot came from a
+    sequence the model let expire is not ended while that ghost stands: the server may not have
+    freed the slot, and an END would join M in its backlog."""
+    m = BatcherModel(spec(capacity=2), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    m.expect(R(2, 2, start=True), 0.0)
+    m.expect(R(1, 1), 0.5)
+    m.expect(R(2, 1), 0.85)
+    m.expect(R(3, 3, start=True), 0.95)
+    m.expect(R(4, 4, start=True), 1.0)
+    m.cancelled(key_of(3), settles_at=2.02)
+    m.settle(1.65)  # A expired: its slot may have gone to M
+    assert key_of(3) in m.maybe_ran and m.settled_maybe_ran(2.03) == []  # A's ghost stands
+    m.settle(2.01)  # G expired: its slot to T
+    m.served(key_of(4), 2.015)
+    assert m.unreaped(key_of(2), 1, sent=1.99) is not None
+    assert key_of(3) not in m.maybe_ran and key_of(3) not in m.seqs
+    assert m.settled_maybe_ran(2.03) == []
+
+
 @pytest.mark.parametrize("settles_at", [5.0, 0.5])
 def test_a_start_behind_a_cancelled_one_is_served_whether_or_not_the_cancel_came_first(settles_at):
     """B waits behind A, whose cancel may be on its way (or came, unseen by settle): B answered

@@ -290,8 +290,12 @@ class BatcherModel:
     def settled_maybe_ran(self, now: float) -> list[Key]:
         """STARTs that may have run (maybe_ran) whose cancel has surely reached the server by
         `now`: each ran and holds its slot until its idle timeout, or never ran (or ran and was
-        ended by its cancel). An END tells which, and frees the slot either way."""
-        return [k for k, settles_at in self.maybe_ran.items() if settles_at <= now and self.seqs[k].running]
+        ended by its cancel). An END tells which, and frees the slot either way. Not one whose
+        slot came from a sequence the model let expire (a ghost): a reaper later than the margin
+        may not have freed it yet, and an END then joins the START in the server's backlog."""
+        from_ghosts = {g.slot_to for g in self.ghosts.values()}
+        return [k for k, settles_at in self.maybe_ran.items()
+                if settles_at <= now and k in self.seqs and self.seqs[k].running and k not in from_ghosts]
 
     def end_maybe_ran(self, key: Key, freed: Window) -> None:
         """The END of a settled maybe-ran START was answered or refused for want of START (`freed`:
@@ -545,6 +549,7 @@ class BatcherModel:
             return False
         gone = min(held, key=lambda s: s.expiry.lo)
         self.seqs.pop(gone.key)
+        self.maybe_ran.pop(gone.key, None)
         # Not a slot freed for a new sequence: the ghost keeps its own, the START already had this.
         self.depth.ended(gone)
         self.ghosts[gone.key] = Ghost(gone.total, gone.requests, ghost.slot_to)
@@ -696,6 +701,7 @@ class BatcherModel:
             self.depth.slot_taken()
             # The slot `gone` held went to the restart, not down the backlog.
             self.seqs.pop(gone.key)
+            self.maybe_ran.pop(gone.key, None)
             self.depth.ended(gone, not gone.end_on_admit)
             self.depth.slot_taken()
             if not gone.end_on_admit:
