@@ -68,8 +68,8 @@ class Outcome:
     # When its request was sent (time.monotonic(), taken just before the send): a step's history
     # interval starts there (fuzz/checker/history.py). None where no client timed it.
     sent_at: float | None = attrs.field(default=None, eq=False, repr=False)
-    # OUTPUT's shape as it came back: the final answer's, or the first answer before it shaped
-    # otherwise (one wrong shape among several answers shows). None where no client read it.
+    # OUTPUT's shape as it came back: the final answer's, or, where that is its INPUT's, the first
+    # answer before it shaped otherwise (one wrong shape among several shows). None where unread.
     shape: tuple | None = attrs.field(default=None, converter=lambda s: None if s is None else tuple(int(d) for d in s))
     datatype: str | None = None  # and its datatype (INT32, FP32, ...), alike
 

@@ -18,7 +18,7 @@ from hypothesis.errors import HypothesisException
 
 from .. import nemesis
 from . import server as server_module
-from .cancelling import CancelSteps, swept
+from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
@@ -1197,7 +1197,7 @@ class Engine(CancelSteps, SharedSteps):
             violation = InvariantViolation("no_hangs", f"no answer: {got.message}")
         elif got.ok and not same_sum(got.value, total):
             violation = InvariantViolation("sums_match", "wrong running sum for a cancelled START that ran")
-        elif not got.ok and not (refused_for_start(self.spec, got, req.seq_id) or swept(got)):
+        elif not got.ok and not self._refused_with_it(got, req):
             violation = InvariantViolation("valid_is_accepted", "refused, but neither for want of START nor cancelled")
         if violation is not None:
             self.fail(violation, rec, lost=got.status in LOST_CONNECTION)
