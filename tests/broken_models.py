@@ -675,8 +675,60 @@ NATIVE_BUGS = (
         '    err = write_state(request, "OUTPUT_STATE_B", &state, input.data);\n', "    err = NULL;\n",
         attrs.evolve(_NATIVE, two_states=True), 2, "START a with 1, then a with 1: answered 3 (2 * 2 - 1)"),
 )
+# An eleventh (stop 63), written before anything was changed for it, on variants the hold-outs
+# seldom used: a handle counter that wraps under churn, a cancel that fails its batch-mates, an
+# INT32 CORRID read as signed, and two native implicit-state backends (an INT64 sum through a
+# double, a batch's state read once from its first row).
+_CANCELLABLE4 = Variant("corrid", "direct", 4, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"), delay_ms=20)
+_INT32_CORRID = Variant("corrid", "direct", 2, 1, "int32", "int32", ("START", "END", "READY", "CORRID"))
+_NATIVE64 = Variant("implicit", "direct", 2, 1, "int64", controls=("START", "READY"), backend="native")
+_ADD64 = "      a = (int64_t)((uint64_t)a + (uint64_t)b);\n"
+_READ_STATE = '  if (err == NULL) err = read_input(request, "INPUT_STATE", &state);\n'
+ELEVENTH_BUGS = (
+    Bug("handle_wraps_at_256", "a START takes the next of 256 handles (a counter since load) and the sums are "
+                               "keyed by handle: a sequence live across 256 STARTs shares its handle",
+        _CORRID_KEY, '            corrid = _scalar(request, "CORRID")\n'
+                     "            handles = self.__dict__.setdefault('handles', {})\n"
+                     "            if start:\n"
+                     "                self.handle = (getattr(self, 'handle', -1) + 1) % 256\n"
+                     "                handles[corrid] = self.handle\n"
+                     "            key = handles.get(corrid, corrid)\n", _CORRID,
+        258, "START a, 255 STARTs of other ids, START b (the 256th after a: a's handle), then a's next: it sums "
+             "onto b's value (counted from a fresh model)"),
+    Bug("cancelled_row_fails_its_execution", "a request cancelled while its execution runs fails every request of "
+                                             "that execution (their sums still kept)",
+        _EXECUTE, _EXECUTE + "        if any(r.is_cancelled() for r in requests):\n"
+                             "            return [pb_utils.InferenceResponse(error=pb_utils.TritonError('execution "
+                             "cancelled')) for _ in requests]\n", _CANCELLABLE4,
+        4, "START a, START b, then a's next and b's next in one execution, b's cancelled while it runs: a's is "
+           "refused"),
+    attrs.evolve(_keyed_by("int32_corrid_magnitude", "an INT32 CORRID keyed by its magnitude: ids k and 2**32 - k "
+                                                     "(k and -k in the control) are one",
+                           'abs(int(_scalar(request, "CORRID")))', "2**32 - a, which the INT32 control reads as -a"),
+                 variant=_INT32_CORRID),
+    Bug("native_int64_sum_via_double", "a native INT64 backend adds through a double: a sum past 2**53 rounds",
+        _ADD64, "      a = (int64_t)((double)a + (double)b);\n", _NATIVE64,
+        2, "START with 2**53 + 1, then 1: answered 2**53"),
+    Bug("native_state_from_first_row", "a native backend reads INPUT_STATE once per execution, from its first "
+                                       "row, as if a batch's states were one buffer",
+        _READ_STATE, _READ_STATE + "  if (err == NULL && state.bytes == first_state_bytes) memcpy(state.data, "
+                                   "first_state, state.bytes);\n", _NATIVE,
+        3, "START a (slot 0), START b (slot 1), then b alone (slot 0 a padding row): b sums onto a's state",
+        more=((_RUN_ONE, "static unsigned char first_state[64];\nstatic uint64_t first_state_bytes;\n" + _RUN_ONE),
+              (_EXECUTE_START, _EXECUTE_START + "  first_state_bytes = 0;\n"
+                                                "  if (request_count > 0) {\n"
+                                                "    Tensor first = {0};\n"
+                                                "    TRITONSERVER_Error* e = read_input(requests[0], \"INPUT_STATE\", &first);\n"
+                                                "    if (e == NULL && first.bytes <= sizeof first_state) {\n"
+                                                "      memcpy(first_state, first.data, first.bytes);\n"
+                                                "      first_state_bytes = first.bytes;\n"
+                                                "    }\n"
+                                                "    log_error(e, \"reading the first row's state\");\n"
+                                                "    tensor_free(&first);\n"
+                                                "  }\n"))),
+)
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
-            + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + NATIVE_BUGS)
+            + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
