@@ -572,7 +572,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("run: no idle client")
         if deeper:  # as deep as the shallowest depth goal this example has not reached
             current = self.engine.model.seqs[key].requests if key is not None and not fresh else 0
-            k = open_depth(self._deepest(), current, self.engine.stats.coverage.seen) or k
+            k = open_depth(self._deepest(), current, self.engine.stats.coverage.seen,
+                           per_step_s=self.engine.stats.lag.typical()) or k
         if fresh or key is None:
             if self.engine.blocked(seq_id):
                 return self._skip("run: id busy")
@@ -613,7 +614,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("churn: no free slot beside the sequence that lives through it")
         if steer >= STEER_DEPTH_TOP // 2:  # as many as the smallest churn goal not reached takes: 1 in 8, 1 in 2
             n = open_churn(model.churn, model.churn_of(key) if key is not None else 0,  # for the campaign's
-                           self.engine.stats.coverage.seen, gaps_only=steer < STEER_DEPTH_TOP) or n
+                           self.engine.stats.coverage.seen, gaps_only=steer < STEER_DEPTH_TOP,
+                           per_step_s=self.engine.stats.lag.typical()) or n
         values = random.Random(seed)
         ids = self._churn_ids(raw, n + (key is None))
         if key is None and ids:  # a fresh sequence lives through it

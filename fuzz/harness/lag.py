@@ -35,6 +35,11 @@ class Lag:
             self.slow += 1
             self.slowest_s = max(self.slowest_s, latency_s)
 
+    def typical(self) -> float:
+        """The median of the latest prompt answers' latencies (0 before any came)."""
+        ordered = sorted(self.recent)
+        return ordered[len(ordered) // 2] if ordered else 0.0
+
     def grace(self) -> float:
         """How much longer than the prompt bound a missing answer is waited for now."""
         return min(GRACE_CAP_S, FACTOR * max(self.recent, default=0.0))
