@@ -311,42 +311,65 @@ def reload_model(url, model):
     print("       (reloaded through the repository API)")
 
 
-def give_up_in_flight(url, model, spec, fault) -> str:
+def spared(fault, i) -> bool:
+    """Whether the fault's i-th call is spared: sent with no deadline, it must be answered right."""
+    every = fault.get("spare_every", 0)
+    return every > 0 and i % every == every - 1
+
+
+def give_up_in_flight(url, model, spec, fault):
     """The deadlines fault: a START+END on each id over unary gRPC, at_once calls in flight
-    together (one channel each), each given up after deadline_us (0: cancelled as soon as sent).
-    A decoupled model's go on streams of their own instead (an iterative model's without END)."""
-    if spec.get("decoupled"):
-        return give_up_streams(url, model, spec, fault)
-    units = [Unary(url) for _ in range(max(1, fault["at_once"]))]
-    statuses = []
-    for first in range(0, len(fault["ids"]), len(units)):
-        boxes = []
-        for unit, seq_id in zip(units, fault["ids"][first:first + len(units)]):
-            req = whole_sequence(seq_id, spec, end=True)
-            box = queue.Queue(maxsize=1)
-            send = (lambda u, r: u.infer(r, model, fault["deadline_us"] / 1e6)) if fault["deadline_us"] else \
-                (lambda u, r: u.give_up(r, model))
-            threading.Thread(target=lambda u=unit, r=req, b=box: b.put(send(u, r)), daemon=True).start()
-            boxes.append(box)
-        statuses += [b.get(timeout=10).status for b in boxes]
-    return counted(statuses)
+    together (one channel each), each given up after deadline_us (0: cancelled as soon as sent)
+    but the spared ones. The give_up fault, and a decoupled model's deadlines, go on streams of
+    their own instead (an iterative model's without END). Returns (how the calls ended, the
+    spared calls not answered right)."""
+    if spec.get("decoupled") or fault["name"] == "give_up":
+        statuses = give_up_streams(url, model, spec, fault)
+    else:
+        units = [Unary(url) for _ in range(max(1, fault["at_once"]))]
+        statuses = []
+        for first in range(0, len(fault["ids"]), len(units)):
+            boxes = []
+            for i, (unit, seq_id) in enumerate(zip(units, fault["ids"][first:first + len(units)]), first):
+                req = whole_sequence(seq_id, spec, end=True)
+                box = queue.Queue(maxsize=1)
+                send = (lambda u, r: u.infer(r, model, 5.0)) if spared(fault, i) else \
+                    (lambda u, r: u.infer(r, model, fault["deadline_us"] / 1e6)) if fault["deadline_us"] else \
+                    (lambda u, r: u.give_up(r, model))
+                threading.Thread(target=lambda u=unit, r=req, b=box: b.put(send(u, r)), daemon=True).start()
+                boxes.append(box)
+            statuses += [b.get(timeout=10) for b in boxes]
+    return counted([o.status for o in statuses]), answered_wrong(spec, fault, statuses)
 
 
-def give_up_streams(url, model, spec, fault) -> str:
-    statuses, at_once = [], max(1, fault["at_once"])
+def answered_wrong(spec, fault, outcomes) -> list:
+    """'id N: what came' for each of the fault's calls that was spared or answered, and did not
+    come back its whole sequence's answer."""
+    want = whole_answer(spec)
+    return [f"id {seq_id}: {got}" for i, (seq_id, got) in enumerate(zip(fault["ids"], outcomes))
+            if (spared(fault, i) or got.ok) and not (got.ok and same(got.value, want))]
+
+
+def give_up_streams(url, model, spec, fault) -> list:
+    outcomes, at_once = [], max(1, fault["at_once"])
     for first in range(0, len(fault["ids"]), at_once):
         streams, boxes = [], []
         for seq_id in fault["ids"][first:first + at_once]:
             streams.append(Stream(url))
             boxes.append(streams[-1].send(whole_sequence(seq_id, spec, end=not spec.get("iterations")), model))
         time.sleep(fault["deadline_us"] / 1e6)
-        for s, box in zip(streams, boxes):
-            if box.empty():
+        for i, (s, box) in enumerate(zip(streams, boxes), first):
+            if box.empty() and not spared(fault, i):
                 s.close(cancel_requests=True, timeout_s=5.0)
-        statuses += [b.get(timeout=10).status for b in boxes]
+        outcomes += [b.get(timeout=10) for b in boxes]
         for s in streams:
             s.close(cancel_requests=True, timeout_s=5.0)
-    return counted(statuses)
+    return outcomes
+
+
+def whole_answer(spec):
+    """What a whole sequence of the deadlines fault answers last: its 1 added once per execution."""
+    return spec.get("initial_sum", 0) + (spec.get("iterations") or 1)
 
 
 def whole_sequence(seq_id, spec, end: bool) -> dict:
@@ -494,8 +517,13 @@ class Player:
             # an ensemble's state is its step's: the fresh copy is the step's
             model = self.args.model
             reload_model(self.url, self.spec.get("step") or model if model == self.entry["model"] else model)
-        elif name == "deadlines":
-            print(f"       {give_up_in_flight(self.url, self.args.model, self.spec, step['fault'])}")
+        elif name in ("deadlines", "give_up"):
+            counts, wrong = give_up_in_flight(self.url, self.args.model, self.spec, step["fault"])
+            print(f"       {counts}")
+            for line in wrong:
+                print(f"       answered wrong (expected {whole_answer(self.spec)}): {line}   <-- DIVERGES")
+            if wrong:
+                self.diverged.append(step["index"])
         else:
             print("       (a nemesis fault: not replayed here)")
 

@@ -514,7 +514,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line(f"      fuzzed on past {key}, taking it as built: {as_built_of(key)}")
         if r.faults:
             took = dict(r.fault_s)
-            tr.write_line("      nemesis: " + ", ".join(
+            tr.write_line("      faults struck (--nemesis, and give_up_beside's give_up): " + ", ".join(
                 f"{name} x{count}" + (f" ({took[name]:.1f} s)" if name in took else "") for name, count in r.faults)
                 + (f"; server faults took {sum(took.values()) / r.wall_s:.0%} of the wall time" if took and r.wall_s else ""))
         if r.wait_s >= 0.1 and r.wall_s:

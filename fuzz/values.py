@@ -203,6 +203,15 @@ class Fault:
     ids: tuple = attrs.field(default=(), converter=tuple)
     at_once: int = 0
     deadline_us: int = 0
+    # deadlines and give_up: every spare_every-th call (the k-th, 2k-th, ...) is spared: sent with
+    # no deadline beside the calls given up, it must be answered right (a cancel must not reach a
+    # request nobody cancelled, in its execution or anywhere); 0: none spared.
+    # give_up: the same calls on streams of their own, each stream cancelled at the deadline.
+    spare_every: int = 0
+
+    def spared(self, i: int) -> bool:
+        """Whether the fault's i-th call is spared."""
+        return self.spare_every > 0 and i % self.spare_every == self.spare_every - 1
 
 
 @attrs.frozen

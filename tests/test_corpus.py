@@ -262,6 +262,30 @@ def test_a_deadlines_fault_round_trips_with_its_ids_and_the_reproducer_strikes_i
     assert "not replayed here" not in script and "give_up_in_flight" in runtime()
 
 
+def test_a_give_up_fault_round_trips_with_its_spared_calls_and_the_reproducer_judges_them():
+    """The give_up fault (streams cancelled beside spared calls) keeps every k-th call spared; the
+    standalone reproducer spares the same calls and calls a spared one answered wrong, or not at
+    all, a divergence, as the fuzzer does (an answer that came is judged too)."""
+    from fuzz.corpus.reproducer_script import Outcome as ScriptOutcome, answered_wrong, spared
+    from fuzz.values import Fault
+
+    fault = Fault("give_up", ids=(9, 10, 11, 12, 13, 14), at_once=3, deadline_us=1000, spare_every=3)
+    assert [fault.spared(i) for i in range(6)] == [False, False, True, False, False, True]
+    assert not any(Fault("give_up", ids=(1, 2), at_once=2).spared(i) for i in range(2))
+    steps = (StepRecord(1, None, "6 calls given up", kind=Kind.FAULT, fault=fault, got="2 answered, 4 given up"),)
+    e = corpus.make_entry(SPEC, "2.51.0", "valid_is_accepted", "refused a request that must be accepted", steps)
+    d = json.loads(json.dumps(corpus._step_to_json(steps[0])))
+    assert corpus._fault_from_json(d["fault"]) == fault
+    assert [spared(d["fault"], i) for i in range(6)] == [fault.spared(i) for i in range(6)]
+    assert "not replayed here" not in render(e) and 'in ("deadlines", "give_up")' in runtime()
+    came = [ScriptOutcome(status="CANCELLED", message="x"), ScriptOutcome(1), ScriptOutcome(status="INTERNAL", message="x"),
+            ScriptOutcome(status="CANCELLED", message="x"), ScriptOutcome(2), ScriptOutcome(1)]
+    wrong = answered_wrong({"dtype": "INT32"}, d["fault"], came)
+    # the spared third came back an error, the fifth (not spared) answered 2 where 1 was due
+    assert [w.split(":")[0] for w in wrong] == ["id 11", "id 13"]
+    assert answered_wrong({"dtype": "INT32", "initial_sum": 7}, d["fault"], [ScriptOutcome(8)] * 6) == []
+
+
 def test_an_answers_shape_round_trips_and_the_reproducer_checks_it():
     """answers_well_formed: the outcome keeps OUTPUT's shape (entries saved before have none, and
     read and write as before), and the standalone reproducer judges it as the fuzzer does."""

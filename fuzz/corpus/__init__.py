@@ -211,7 +211,8 @@ def _step_to_json(s: StepRecord, origin: float | None = None) -> dict:
     if s.fault is not None:
         d["fault"] = {"name": s.fault.name, "graceful": s.fault.graceful, "env": dict(s.fault.env)}
         if s.fault.ids:
-            d["fault"].update(ids=list(s.fault.ids), at_once=s.fault.at_once, deadline_us=s.fault.deadline_us)
+            d["fault"].update(ids=list(s.fault.ids), at_once=s.fault.at_once, deadline_us=s.fault.deadline_us,
+                              spare_every=s.fault.spare_every)
     if origin is not None and s.sent_at is not None and s.done_at is not None:
         # Its history interval (fuzz/checker/history.py), in seconds from the program's first send, to the µs.
         d["at"] = [round(s.sent_at - origin, 6), round(s.done_at - origin, 6)]
@@ -292,7 +293,8 @@ def _fault_from_json(d) -> Fault | None:
         return None
     return Fault(str(d["name"]), graceful=bool(d.get("graceful", False)),
                  env=tuple(sorted((str(k), str(v)) for k, v in dict(d.get("env", {})).items())),
-                 ids=tuple(d.get("ids", ())), at_once=int(d.get("at_once", 0)), deadline_us=int(d.get("deadline_us", 0)))
+                 ids=tuple(d.get("ids", ())), at_once=int(d.get("at_once", 0)), deadline_us=int(d.get("deadline_us", 0)),
+                 spare_every=int(d.get("spare_every", 0)))
 
 
 def _step_from_json(d, i: int, version: int = FORMAT_VERSION) -> StepRecord:

@@ -30,7 +30,7 @@ class ReplayNeeds(ReplayDrift):
 
 
 # Faults a replay strikes again: all that a program records (a stall is a late request).
-REPLAYED_FAULTS = ("restart", "reload", "cut", "full_batch", "deadlines")
+REPLAYED_FAULTS = ("restart", "reload", "cut", "full_batch", "deadlines", "give_up")
 
 
 class CorpusMismatch(AssertionError):
@@ -267,7 +267,7 @@ def _fault(engine, step, spec, settings) -> None:
         raise _drift(step, f"a {step.fault.name if step.fault else 'nameless'} fault does not replay")
     if step.fault.name == "cut":
         struck = engine.cut(step.action)
-    elif step.fault.name == "deadlines":
+    elif step.fault.name in ("deadlines", "give_up"):
         struck = engine.hurry(step.fault, step.action)
     else:
         struck = engine.server_fault(step.fault, step.action)

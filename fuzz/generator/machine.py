@@ -65,6 +65,7 @@ SIBLING_STEPS = st.one_of(
 # Requests each client of a `crowd` pipelines: as many for every client, so that their queues
 # stay full together (executions then carry a row of each) and drain together.
 CROWD_DEPTHS = st.integers(2, 24)
+GIVE_UP_MAX_US = 100_000  # give_up_beside's longest deadline: a slow model's cancels land within it
 # The per-request `timeout` (microseconds) on a request of a running sequence: Triton checks it
 # only while a sequence waits in the backlog, so a sequence that holds a slot answers it however
 # short it is (core r24.10: the direct batcher never reads it, the oldest strategy's dynamic
@@ -1457,13 +1458,35 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """Clients give up on calls in flight (server issue 7368: a crash): whole sequences
         (START+END on fresh ids) over unary gRPC, as many at once as slots are free (at most
         8), in 4 to 64 rounds, each call with a deadline of 0.3 to 10 ms or cancelled as soon
-        as its round is sent (server PR 7325). What was answered must be right, the server
-        must live on, and unary gRPC must still answer. A decoupled model takes no unary call:
-        each goes on a stream of its own, cancelled at the deadline (an iterative model's whole
-        sequence is a START, cancelled while it iterates)."""
-        rounds = data.draw(st.sampled_from([4, 16, 64]), label="rounds")
-        deadline_us = data.draw(st.sampled_from([0, 300, 700, 1000, 1500, 2000, 4000, 10000]),
-                                label="deadline (us; 0: cancelled at once)")
+        as its round is sent (server PR 7325), some calls sometimes spared. What was answered
+        must be right, a spared call answered, the server must live on, and unary gRPC must
+        still answer. A decoupled model takes no unary call: each goes on a stream of its own,
+        cancelled at the deadline (an iterative model's whole sequence is a START, cancelled
+        while it iterates)."""
+        self._give_up(data, "deadlines", rounds=(4, 16, 64), deadlines_us=(0, 300, 700, 1000, 1500, 2000, 4000, 10000),
+                      spare=(0, 0, 2, 3))
+
+    # Cancelled streams of an iterative model kill every build from 2.41 (iterative-cancel-crash).
+    @when(lambda plan: not plan.spec.iterations)
+    @rule(data=st.data())
+    def give_up_beside(self, data):
+        """Clients cancel their streams in flight beside other clients' calls that run with them:
+        whole sequences (START+END on fresh ids), as many at once as slots are free (at most 8),
+        each on a stream of its own, every second or third spared and the rest cancelled at once
+        or after 0.25 to 2 times a typical answer's latency (so on a slow model too the cancels
+        land while their executions queue and run). A cancel must reach only what it cancels: a
+        spared call, which may share an execution with cancelled ones, must be answered right
+        (as must any call answered)."""
+        # mostly while a round's executions queue and run (the first alone, the rest behind it)
+        times = data.draw(st.sampled_from((0, 0.25, 0.5, 1, 1.25, 1.5, 2)), label="deadline (times a typical latency)")
+        typical = max(self.engine.stats.lag.typical(), 0.0005)
+        self._give_up(data, "give_up", rounds=(1, 2, 4), deadlines_us=(min(int(times * typical * 1e6), GIVE_UP_MAX_US),),
+                      spare=(2, 3))
+
+    def _give_up(self, data, name: str, rounds: tuple, deadlines_us: tuple, spare: tuple):
+        n_rounds = data.draw(st.sampled_from(rounds), label="rounds")
+        deadline_us = data.draw(st.sampled_from(deadlines_us), label="deadline (us; 0: cancelled at once)")
+        spare_every = data.draw(st.sampled_from(spare), label="every how many a call is spared (0: none)")
         # The ids from one seed: how many depends on the free slots, and a count of draws that
         # follows the server would make the same choices draw differently (see the rules' note).
         ids_seed = data.draw(st.integers(0, 2**32 - 1), label="ids seed")
@@ -1471,16 +1494,19 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         self.engine.model.settle(time.monotonic())
         at_once = min(8, self.engine.model.free_slots())
         if at_once == 0 or self.engine.pending or self.engine.parked:
-            return self._skip("deadlines: no free slot, or a START waits in the backlog")
+            return self._skip(f"{name}: no free slot, or a START waits in the backlog")
         rng = random.Random(ids_seed)
-        fresh = {self._fresh(rng.randint(3, 2**24)) for _ in range(at_once * rounds)}
+        fresh = {self._fresh(rng.randint(3, 2**24)) for _ in range(at_once * n_rounds)}
         ids = [i for i in fresh if not isinstance(i, str) and i not in self.engine.touched and not self.engine.model.is_live(key_of(i))]
-        fault = Fault("deadlines", ids=ids[:len(ids) - len(ids) % at_once], at_once=at_once, deadline_us=deadline_us)
+        fault = Fault(name, ids=ids[:len(ids) - len(ids) % at_once], at_once=at_once, deadline_us=deadline_us,
+                      spare_every=spare_every)
         if not fault.ids:
-            return self._skip("deadlines: no fresh ids")
+            return self._skip(f"{name}: no fresh ids")
         given_up = f"given up after {deadline_us} us" if deadline_us else "cancelled as soon as sent"
-        self.engine.hurry(fault, f"{len(fault.ids)} unary gRPC calls, {at_once} in flight together, each a whole "
-                          f"sequence {given_up}")
+        how = "unary gRPC calls" if name == "deadlines" else "calls, each on a stream of its own"
+        spared = f", one in every {spare_every} spared" if spare_every else ""
+        self.engine.hurry(fault, f"{len(fault.ids)} {how}, {at_once} in flight together, each a whole "
+                          f"sequence {given_up}{spared}")
 
     @when(lambda plan: "restart" in plan.faults)
     @rule(graceful=st.booleans())

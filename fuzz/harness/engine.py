@@ -448,7 +448,7 @@ class Engine(CancelSteps, SharedSteps):
 
     def struck(self, fault: str):
         self.stats.faults[fault] = self.stats.faults.get(fault, 0) + 1
-        event(f"nemesis: {fault}")
+        event(f"fault struck: {fault}")
 
     def statistics(self) -> Snapshot | None:
         """The model's statistics for stats_agree (None when it is not checked or they cannot be read)."""
@@ -1087,17 +1087,19 @@ class Engine(CancelSteps, SharedSteps):
         self.record(client=client, action="close its stream", kind=Kind.CLOSE_STREAM)
 
     def hurry(self, fault: Fault, action: str) -> bool:
-        """The deadlines fault: a START+END on each of the fault's ids, over unary gRPC, several at
-        once, each given up by its client (at its deadline, or cancelled). An answer that came must be right; a
-        call given up may or may not have run, and whole, so the model only learns the ids were
-        used. Not while a START waits in the backlog or fewer slots are free than calls in
-        flight: a call given up in the backlog would hold a slot later, unseen. A decoupled model
-        takes no unary call: each goes on a stream of its own, cancelled with it (an iterative
-        model's whole sequence is a START without END, which iterates until its last release)."""
+        """The deadlines and give_up faults: a START+END on each of the fault's ids, several at
+        once, each given up by its client (at its deadline, or cancelled) but the spared ones
+        (Fault.spared); deadlines over unary gRPC, give_up on streams of their own. An answer that
+        came must be right, and a spared call must be answered; a call given up may or may not
+        have run, and whole, so the model only learns the ids were used. Not while a START waits
+        in the backlog or fewer slots are free than calls in flight: a call given up in the
+        backlog would hold a slot later, unseen. A decoupled model takes no unary call: each goes
+        on a stream of its own, cancelled with it (an iterative model's whole sequence is a START
+        without END, which iterates until its last release)."""
         self.collect()
         self.model.settle(time.monotonic())
         if self.pending or self.parked or self.model.free_slots() < fault.at_once:
-            event("skipped: deadlines: too few free slots for the calls in flight together")
+            event(f"skipped: {fault.name}: too few free slots for the calls in flight together")
             return False
         reqs = [self.spec.request(i, self.as_value(1), start=True, end=not self.spec.iterations) for i in fault.ids]
         expected = []
@@ -1105,34 +1107,39 @@ class Engine(CancelSteps, SharedSteps):
             self.going_out(req, whole=True)  # hundreds of ids, each ended by its own request
             expected.append(self.expect(req, time.monotonic()))
         if not all(isinstance(e, Answer) for e in expected):
-            raise ValueError(f"generator error: a whole sequence of the deadlines fault expects {expected!r}")
-        got = self.nemesis.hurry(fault, reqs, streams=self.spec.decoupled)
+            raise ValueError(f"generator error: a whole sequence of the {fault.name} fault expects {expected!r}")
+        streams = self.spec.decoupled or fault.name == "give_up"
+        got = self.nemesis.hurry(fault, reqs, streams=streams)
         time.sleep(self.settings.wire_s)  # what was given up in flight finishes on the server meanwhile
         self.struck(fault.name)
-        timed_out = sum(o.status in GIVEN_UP for o in got)
-        if self.spec.decoupled:
+        given_up = [o.status in GIVEN_UP and not fault.spared(i) for i, o in enumerate(got)]
+        timed_out = sum(given_up)
+        if streams:
             self.server.streams_given_up += timed_out
             # an iterative START given up may have run any of its executions
             self.tally.cancel(timed_out * max(0, self.spec.iterations - 1))
         else:
             self.server.calls_given_up += timed_out
+        spared = sum(fault.spared(i) for i in range(len(got)))
         rec = self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
-                          expected="each answered with its value, or given up; the server lives on",
+                          expected="each answered with its value, or given up; the server lives on"
+                                   + (f"; the {spared} spared answered" if spared else ""),
                           got=f"{len(got) - timed_out} answered, {timed_out} given up")
-        self._check_given_up(rec, reqs, expected, got)
+        self._check_given_up(rec, reqs, expected, got, given_up, "stream" if streams else "grpc")
         self._unary_witness(rec, fault.ids[0])
         return True
 
-    def _check_given_up(self, rec: StepRecord, reqs, expected, got) -> None:
-        """The deadlines fault's answers: a death first (the answers it cut off are its symptoms:
-        issue 7368's crash, on 2.39-2.51), then each answer that came against its expectation."""
+    def _check_given_up(self, rec: StepRecord, reqs, expected, got, given_up, via: str) -> None:
+        """The given-up calls' answers: a death first (the answers it cut off are its symptoms:
+        issue 7368's crash, on 2.39-2.51), then each answer that came, and each spared call's
+        whatever came (a spared call cancelled is a cancel that reached it), against its
+        expectation."""
         died = self.death(DEATH_GRACE_S if any(o.status in LOST_CONNECTION for o in got) else 0.0)
         if died is not None:
             self.fail(died, rec)
-        via = "stream" if self.spec.decoupled else "grpc"
-        for req, exp, o in zip(reqs, expected, got):
+        for req, exp, o, gave_up in zip(reqs, expected, got, given_up):
             self.tally.saw(o)
-            if o.status in GIVEN_UP:
+            if gave_up:
                 continue
             check = check_prompt(req, exp, o, via)
             if check.violation:

@@ -103,19 +103,22 @@ class Nemesis:
     def hurry(self, fault: Fault, requests, streams: bool = False) -> list:
         """Sends `requests` (one per id of a deadlines Fault) over unary gRPC, `fault.at_once` in
         flight together on as many channels, each given up after `fault.deadline_us` (0: cancelled
-        as soon as its round is sent); returns their Outcomes in order (CLIENT_TIMEOUT or
-        CANCELLED where the client gave up). `streams`: each on a stream of its own instead (a
-        decoupled model), the stream cancelled at the deadline unless its answer came."""
+        as soon as its round is sent) but the spared ones (Fault.spared), which wait for their
+        answers; returns their Outcomes in order (CLIENT_TIMEOUT or CANCELLED where the client
+        gave up). `streams`: each on a stream of its own instead (a decoupled model, the give_up
+        fault), the stream cancelled at the deadline unless its answer came."""
         if streams:
             return self._hurry_streams(fault, requests)
         clients = [GrpcClient(self.server.grpc_url) for _ in range(max(1, fault.at_once))]
         outcomes = []
         try:
             for first in range(0, len(requests), len(clients)):
-                calls = [c.send(r, timeout_s=fault.deadline_us / 1e6 if fault.deadline_us else 5.0)
-                         for c, r in zip(clients, requests[first:first + len(clients)])]
-                for call in calls if not fault.deadline_us else ():
-                    call.cancel()
+                spared = [fault.spared(i) for i in range(first, min(len(requests), first + len(clients)))]
+                calls = [c.send(r, timeout_s=fault.deadline_us / 1e6 if fault.deadline_us and not keep else 5.0)
+                         for c, r, keep in zip(clients, requests[first:first + len(clients)], spared)]
+                for call, keep in zip(calls, spared):
+                    if not fault.deadline_us and not keep:
+                        call.cancel()
                 outcomes += [call.get(timeout=5.0) for call in calls]  # each ends by its deadline
         finally:
             for c in clients:
@@ -125,13 +128,14 @@ class Nemesis:
     def _hurry_streams(self, fault: Fault, requests) -> list:
         """What a stream cancelled in flight brings is the client's giving up, unless it is the
         whole answer: anything else (the error or the response without OUTPUT that races the
-        cancel) comes back CANCELLED, what it was in its message; a lost connection stays one."""
+        cancel) comes back CANCELLED, what it was in its message; a lost connection stays one. A
+        spared stream is not cancelled: what it brings is its answer, whatever it is."""
         outcomes = []
         for first in range(0, len(requests), max(1, fault.at_once)):
             streams = [StreamClient(self.server.grpc_url) for _ in requests[first:first + fault.at_once]]
             boxes = [s.send(r) for s, r in zip(streams, requests[first:first + fault.at_once])]
             time.sleep(fault.deadline_us / 1e6)
-            given_up = [box.empty() for box in boxes]
+            given_up = [box.empty() and not fault.spared(first + i) for i, box in enumerate(boxes)]
             for s, gave_up in zip(streams, given_up):
                 if gave_up:
                     s.close(cancel_requests=True, timeout_s=5.0)  # what was in flight ends CANCELLED
