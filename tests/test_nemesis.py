@@ -308,3 +308,31 @@ def test_the_deadlines_fault_cancels_a_decoupled_model_s_streams_and_meets_the_i
             assert death.expected_divergence == "iterative-cancel-crash", death
             assert "streamed calls cancelled in flight" in death.detail, death.detail
         print(result.verdict, server.streams_given_up, [f.detail for f in result.failures])
+
+
+def test_streams_cancelled_beside_spared_calls_reach_only_a_model_that_lets_them(tmp_path_factory):
+    """give_up_beside's fault, live: whole sequences on streams of their own, four at once on a
+    model 20 ms an execution, every second spared, the others cancelled while their executions
+    queue and run. On the correct model every spared call is answered its sum (the cancels reach
+    only what they cancel); on the eleventh hold-out's model, which fails a whole execution when
+    one of its requests was cancelled, a spared call is refused within a few rounds."""
+    from fuzz.values import Fault
+    from tests.broken_models import bug_named, model_name, write_broken_repository
+
+    bug = bug_named("cancelled_row_fails_its_execution")
+    repo = tmp_path_factory.mktemp("give-up-models")
+    write_model(bug.variant, repo)  # the same model, unbroken
+    write_broken_repository(repo, (bug,))
+    with EmbeddedTriton(repo, workdir=tmp_path_factory.mktemp("give-up-triton")) as server:
+        for model, broken, first_id in ((bug.variant.name, False, 1), (model_name(bug), True, 10_001)):
+            spec = ModelSpec.fetch(server, model)
+            strike, refused, rounds = nemesis.Nemesis(server, model), 0, 0
+            for rounds in range(1, 41):
+                fault = Fault("give_up", ids=[first_id + 4 * rounds + i for i in range(4)], at_once=4,
+                              deadline_us=(10_000, 20_000, 30_000)[rounds % 3], spare_every=2)
+                got = strike.hurry(fault, [spec.request(i, 1, start=True, end=True) for i in fault.ids], streams=True)
+                assert all(o.value == 1 for o in got if o.ok), got  # whatever was answered, right
+                refused += sum(fault.spared(i) and not o.ok for i, o in enumerate(got))
+                if broken and refused:
+                    break
+            assert (refused > 0) == broken, f"{model}: {refused} spared calls refused in {rounds} rounds"
