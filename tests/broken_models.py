@@ -727,8 +727,47 @@ ELEVENTH_BUGS = (
                                                 "    tensor_free(&first);\n"
                                                 "  }\n"))),
 )
+# A twelfth (stop 63), written after the eleventh's changes and before any change for it: an FP32
+# value class no goal names (subnormals), a state pool smaller than the batcher's slots, answers
+# put in another order than their requests, a decoupled END's answer after its final flag, and a
+# drain path taken by an execution of ENDs alone.
+_OLDEST4_SORTED = ("        order = sorted(range(len(requests)), key=lambda i: int(_scalar(requests[i], 'CORRID', 0) or 0))\n"
+                   "        responses = [self._answer(self._one(p, requests[p], ready[p]), live) for p in order]\n")
+TWELFTH_BUGS = (
+    Bug("fp32_subnormals_flushed", "an FP32 model flushes subnormal inputs and sums to zero (fast-math FTZ/DAZ)",
+        _TOTAL, "        tiny = np.finfo(np.float32).tiny\n"
+                "        x = np.where(np.abs(x) < tiny, 0, x).astype(self.dtype)\n"
+                "        total = (x + base).astype(self.dtype)\n"
+                "        total = np.where(np.abs(total) < tiny, 0, total).astype(self.dtype)\n", _FP32,
+        1, "one START of 1e-40: answered 0"),
+    Bug("live_pool_of_3", "a 4-slot model keeps its sums in a pool of 3, evicting the least recently used; END "
+                          "frees its entry", _BASE,
+        "        lru = self.__dict__.setdefault('lru', [])\n"
+        "        if key in lru:\n            lru.remove(key)\n"
+        "        if not end:\n            lru.append(key)\n"
+        "        while len(lru) > 3:\n            self.sums.pop(lru.pop(0), None)\n" + _BASE, _CORRID4,
+        5, "START a, b, c and d (four live at once), then a's next: it starts from 0"),
+    Bug("oldest_answers_in_corrid_order", "oldest: an execution's answers are put in the order of their CORRIDs, "
+                                          "not of their requests",
+        _EXECUTE, _OLDEST4_SORTED, _OLDEST4,
+        4, "START a, START b (a < b), then b's next and a's next in one execution in that order (a crowd: two "
+           "lines, two answers): each is answered the other's sum"),
+    Bug("decoupled_final_before_end_answer", "a decoupled model sends an END request's final flag first and its "
+                                             "answer after it (which the closed sender refuses)",
+        _DECOUPLED_FINAL, "            elif _scalar(request, 'END', 0):\n"
+                          "                request.get_response_sender().send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
+                          "                request.get_response_sender().send(response)\n" + _DECOUPLED_FINAL,
+        _DECOUPLED4, 1, "one START with END: a final response without OUTPUT"),
+    Bug("all_end_execution_clears_sums", "an execution of two or more live rows, all of them ENDs, takes a drain "
+                                         "path that clears every sum",
+        _EXECUTE, _LIVE + "        if len(self.live) >= 2 and all(_scalar(r, 'END', 0) for r in self.live):\n"
+                          "            self.sums.clear()\n", _CORRID4,
+        7, "START a, b and c, then a crowd of three: b's next, then b's END and c's END in one execution (three "
+           "lines, three answers; " + FIRST_ALONE + "), then a's next: it starts from 0"),
+)
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
-            + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + NATIVE_BUGS)
+            + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS
+            + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
