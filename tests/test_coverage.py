@@ -348,23 +348,25 @@ def test_every_steered_integer_step_makes_twins_of_its_family():
 
 def test_a_steered_run_goes_as_deep_as_the_deepest_campaign_gap_it_has_time_for():
     slow = 0.01  # s a request: 1024 take 10 s, past LEVEL_JUMP_S; 256 take 2.6 s
-    assert open_depth(deepest=0, current=0) == 1024  # a fast model: one run passes every depth
+    assert open_depth(deepest=0, current=0, per_step_s=0.001) == 1024  # a fast model: one run passes every depth
+    assert open_depth(deepest=0, current=0) == 8  # no pace measured yet: the shallowest
     assert open_depth(deepest=0, current=0, per_step_s=slow) == 256
     assert open_depth(deepest=0, current=0, per_step_s=1.0) == 8  # none fits: the shallowest
     assert open_depth(deepest=10, current=3, seen={"depth 8"}, per_step_s=1.0) == 61  # 3 + 61 = 64 requests
     assert open_depth(deepest=70, current=0, seen={"depth 8", "depth 64"}, per_step_s=1.0) == 256
-    assert open_depth(deepest=300, current=0) == 1024  # once a campaign: a 10-bit counter wraps there
+    assert open_depth(deepest=300, current=0, per_step_s=1.0) == 1024  # once a campaign: a 10-bit counter wraps there
     assert open_depth(deepest=300, current=0, seen={"depth 1024"}) is None
     assert open_depth(deepest=2000, current=0) is None
     assert open_depth(deepest=63, current=200, per_step_s=1.0) == 1  # already past it: one more request
     shallow = {"depth 8", "depth 64", "depth 256"}
-    assert open_depth(deepest=10, current=3, seen=shallow) == 1021  # the campaign's gap first
+    assert open_depth(deepest=10, current=3, seen=shallow, per_step_s=0.001) == 1021  # the campaign's gap first
     assert open_depth(deepest=10, current=3, seen=shallow | {"depth 1024"}) == 61  # then the example's, shallowest first
 
 
 def test_a_steered_churn_runs_as_many_sequences_as_the_largest_open_churn_goal_it_has_time_for():
     every = {"churn 16", "churn 128", "churn 1024"}
-    assert open_churn(most=0, current=0) == 1024  # a fast model: one churn passes every level
+    assert open_churn(most=0, current=0, per_step_s=0.001) == 1024  # a fast model: one churn passes every level
+    assert open_churn(most=0, current=0) == 16  # no pace measured yet: the smallest
     assert open_churn(most=0, current=0, per_step_s=1.0) == 16
     assert open_churn(most=20, current=5, seen={"churn 16"}, per_step_s=0.02) == 123  # 5 + 123 = 128 started beside it
     assert open_churn(most=200, current=0, seen={"churn 16", "churn 128"}, per_step_s=1.0) == 1024  # while the campaign lacks it

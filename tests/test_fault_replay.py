@@ -221,3 +221,19 @@ def test_a_failure_a_copy_shows_is_kept_only_as_the_model_itself_shows_it_after_
 def test_renamed_sends_every_request_to_the_named_model():
     steps = [RELOAD, _start_on("a", 2), _start_on("b", 3)]
     assert [s.request and s.request.model for s in renamed(steps, "c")] == [None, "c", "c"]
+
+
+def test_a_give_up_in_a_corpus_entry_is_struck_again_by_its_replay(server, tmp_path):
+    """give_up is no nemesis (the default rule give_up_beside strikes it): an entry with it is
+    replayed, not skipped as needing a fault the run lacks, and its calls go out again."""
+    spec = ModelSpec.fetch(server, MODEL)
+    fault = Fault("give_up", ids=(501, 502, 503, 504), at_once=2, deadline_us=500, spare_every=2)
+    steps = (StepRecord(1, None, "4 calls, each on a stream of its own", kind=Kind.FAULT, fault=fault),
+             StepRecord(2, 0, "start", Request(MODEL, 7, 15, start=True, end=True), via="stream",
+                        expected="OUTPUT=15", got="OUTPUT=15", expect=Answer(15)))
+    entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, "valid_is_accepted",
+                                                                 "refused a request that must be accepted", steps)))
+    warm(server)
+    program = replay(server, entry)
+    struck = [s for s in program if s.kind is Kind.FAULT and s.fault == fault]
+    assert struck and "given up" in struck[0].got, program

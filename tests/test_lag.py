@@ -28,3 +28,13 @@ def test_the_slowest_answer_ages_out():
     for _ in range(200):
         lag.saw(0.01, prompt_s=5.0)
     assert lag.grace() == pytest.approx(0.1)
+
+
+def test_the_typical_pace_is_the_median_of_answers_the_model_ran():
+    lag = Lag()
+    assert lag.typical() == 0.0  # none yet: unknown
+    for latency in (0.001, 0.002, 0.003):
+        lag.saw(latency, prompt_s=5.0, ran=True)
+    for _ in range(10):
+        lag.saw(0.0001, prompt_s=5.0)  # refusals: the model did not run
+    assert lag.typical() == 0.002

@@ -336,10 +336,18 @@ def give_up_in_flight(url, model, spec, fault):
                 send = (lambda u, r: u.infer(r, model, 5.0)) if spared(fault, i) else \
                     (lambda u, r: u.infer(r, model, fault["deadline_us"] / 1e6)) if fault["deadline_us"] else \
                     (lambda u, r: u.give_up(r, model))
-                threading.Thread(target=lambda u=unit, r=req, b=box: b.put(send(u, r)), daemon=True).start()
+                threading.Thread(target=lambda u=unit, r=req, b=box, f=send: b.put(f(u, r)), daemon=True).start()
                 boxes.append(box)
-            statuses += [b.get(timeout=10) for b in boxes]
+            statuses += [came(b, 10) for b in boxes]
     return counted([o.status for o in statuses]), answered_wrong(spec, fault, statuses)
+
+
+def came(box, timeout_s):
+    """What a call's box holds within `timeout_s`: a call that never ended is a hang."""
+    try:
+        return box.get(timeout=timeout_s)
+    except queue.Empty:
+        return Outcome(status="CLIENT_TIMEOUT", message=f"no answer within {timeout_s} s")
 
 
 def answered_wrong(spec, fault, outcomes) -> list:
@@ -361,7 +369,7 @@ def give_up_streams(url, model, spec, fault) -> list:
         for i, (s, box) in enumerate(zip(streams, boxes), first):
             if box.empty() and not spared(fault, i):
                 s.close(cancel_requests=True, timeout_s=5.0)
-        outcomes += [b.get(timeout=10) for b in boxes]
+        outcomes += [came(b, 10) for b in boxes]
         for s in streams:
             s.close(cancel_requests=True, timeout_s=5.0)
     return outcomes

@@ -131,11 +131,12 @@ def _open_level(levels: tuple, campaign_only: tuple, goal: str, reached: int, cu
                 gaps_only: bool = False, per_step_s: float = 0.0) -> int | None:
     """How far past `current` a steered choice must go to pass a level of `levels` the campaign
     (`seen`, as "GOAL LEVEL") lacks: the largest that takes at most LEVEL_JUMP_S at `per_step_s`
-    a step, else the smallest; or else (not `gaps_only`) the smallest the example (`reached` so
-    far) lacks but one of `campaign_only`; None when none is open."""
+    a step, else (or with no pace measured yet, `per_step_s` 0) the smallest; or else (not
+    `gaps_only`) the smallest the example (`reached` so far) lacks but one of `campaign_only`;
+    None when none is open."""
     gaps = [level for level in levels if reached < level and f"{goal} {level}" not in seen]
     if gaps:
-        fits = [level for level in gaps if (level - current) * per_step_s <= LEVEL_JUMP_S]
+        fits = [level for level in gaps if per_step_s > 0 and (level - current) * per_step_s <= LEVEL_JUMP_S]
         return max(1, (fits[-1] if fits else gaps[0]) - current)
     for level in levels:
         if reached < level and level not in campaign_only and not gaps_only:

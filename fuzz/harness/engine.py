@@ -334,13 +334,13 @@ class Engine(CancelSteps, SharedSteps):
             time.sleep(0.02)
 
     def _after_given_up(self) -> str:
-        """What a death came after, where the deadlines fault gave calls up on this server process:
-        the known crash (issue 7368) can show examples later, at any step."""
+        """What a death came after, where the deadlines or give_up fault gave calls up on this server
+        process: the known crash (issue 7368) can show examples later, at any step."""
         given_up, streamed = self.server.calls_given_up, self.server.streams_given_up
         return (f" (after {given_up} unary calls given up by their clients on this server process: the "
                 f"deadlines fault)" if given_up else "") + \
             (f" (after {streamed} streamed calls cancelled in flight by their clients on this server process: "
-             f"the deadlines fault)" if streamed else "")
+             f"the deadlines or give_up fault)" if streamed else "")
 
     def check_alive(self) -> None:
         """After every step: the server still runs, the run was not told to stop (a signal's
@@ -631,7 +631,7 @@ class Engine(CancelSteps, SharedSteps):
         else:
             got = self.grpc.infer(req, timeout_s=self.answer_bound())
         if got.status not in UNSETTLED:  # a lone request, held by nothing but the server
-            self.stats.lag.saw(got.latency_s, self.settings.prompt_s)
+            self.stats.lag.saw(got.latency_s, self.settings.prompt_s, ran=got.ok)
         self.check(client, req, exp, got, via, action, wait_s=waited, context=context)
         return exp
 
@@ -1109,7 +1109,7 @@ class Engine(CancelSteps, SharedSteps):
         if not all(isinstance(e, Answer) for e in expected):
             raise ValueError(f"generator error: a whole sequence of the {fault.name} fault expects {expected!r}")
         streams = self.spec.decoupled or fault.name == "give_up"
-        got = self.nemesis.hurry(fault, reqs, streams=streams)
+        got = self.nemesis.hurry(fault, reqs, streams=streams, spared_s=self.answer_bound())
         time.sleep(self.settings.wire_s)  # what was given up in flight finishes on the server meanwhile
         self.struck(fault.name)
         given_up = [o.status in GIVEN_UP and not fault.spared(i) for i, o in enumerate(got)]
@@ -1142,9 +1142,9 @@ class Engine(CancelSteps, SharedSteps):
             if gave_up:
                 continue
             check = check_prompt(req, exp, o, via)
-            if check.violation:
+            if check.violation:  # what came, beside the calls given up (a known crash's signature)
                 self.fail(check.violation, attrs.evolve(rec, request=req, via=via, expected=check.expected,
-                                                        got=check.got))
+                                                        got=f"{check.got} (of the calls: {rec.got})"))
 
     def _unary_witness(self, rec: StepRecord, seq_id) -> None:
         """After the deadlines fault (`rec`), a whole sequence on unary gRPC with no deadline: it must

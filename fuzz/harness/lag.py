@@ -25,19 +25,25 @@ GRACE_CAP_S = 25.0
 @attrs.define
 class Lag:
     recent: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=RECENT))
+    # and of those, the answers that ran the model (a refusal skips it: it says nothing of the pace)
+    ran: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=RECENT))
     slow: int = 0  # answers that came after the prompt bound, within the grace (not hangs)
     slowest_s: float = 0.0  # the slowest of those
 
-    def saw(self, latency_s: float, prompt_s: float) -> None:
-        """A prompt request was answered (or refused) by the server after `latency_s`."""
+    def saw(self, latency_s: float, prompt_s: float, ran: bool = False) -> None:
+        """A prompt request was answered (`ran`: its model ran it) or refused by the server after
+        `latency_s`."""
         self.recent.append(latency_s)
+        if ran:
+            self.ran.append(latency_s)
         if latency_s > prompt_s:
             self.slow += 1
             self.slowest_s = max(self.slowest_s, latency_s)
 
     def typical(self) -> float:
-        """The median of the latest prompt answers' latencies (0 before any came)."""
-        ordered = sorted(self.recent)
+        """The median latency of the latest prompt answers the model ran (0 before any came): the
+        model's pace."""
+        ordered = sorted(self.ran)
         return ordered[len(ordered) // 2] if ordered else 0.0
 
     def grace(self) -> float:

@@ -100,32 +100,34 @@ class Nemesis:
             self.server.env.clear()
             self.server.env.update(saved)
 
-    def hurry(self, fault: Fault, requests, streams: bool = False) -> list:
+    def hurry(self, fault: Fault, requests, streams: bool = False, spared_s: float = 5.0) -> list:
         """Sends `requests` (one per id of a deadlines Fault) over unary gRPC, `fault.at_once` in
         flight together on as many channels, each given up after `fault.deadline_us` (0: cancelled
         as soon as its round is sent) but the spared ones (Fault.spared), which wait for their
         answers; returns their Outcomes in order (CLIENT_TIMEOUT or CANCELLED where the client
         gave up). `streams`: each on a stream of its own instead (a decoupled model, the give_up
-        fault), the stream cancelled at the deadline unless its answer came."""
+        fault), the stream cancelled at the deadline unless its answer came. A spared call waits
+        `spared_s` (the engine's answer bound) for its answer."""
         if streams:
-            return self._hurry_streams(fault, requests)
+            return self._hurry_streams(fault, requests, spared_s)
         clients = [GrpcClient(self.server.grpc_url) for _ in range(max(1, fault.at_once))]
         outcomes = []
         try:
             for first in range(0, len(requests), len(clients)):
                 spared = [fault.spared(i) for i in range(first, min(len(requests), first + len(clients)))]
-                calls = [c.send(r, timeout_s=fault.deadline_us / 1e6 if fault.deadline_us and not keep else 5.0)
+                calls = [c.send(r, timeout_s=spared_s if keep else fault.deadline_us / 1e6 if fault.deadline_us else 5.0)
                          for c, r, keep in zip(clients, requests[first:first + len(clients)], spared)]
                 for call, keep in zip(calls, spared):
                     if not fault.deadline_us and not keep:
                         call.cancel()
-                outcomes += [call.get(timeout=5.0) for call in calls]  # each ends by its deadline
+                outcomes += [call.get(timeout=spared_s if keep else 5.0)  # each ends by its deadline
+                             for call, keep in zip(calls, spared)]
         finally:
             for c in clients:
                 c.close()
         return outcomes
 
-    def _hurry_streams(self, fault: Fault, requests) -> list:
+    def _hurry_streams(self, fault: Fault, requests, spared_s: float = 5.0) -> list:
         """What a stream cancelled in flight brings is the client's giving up, unless it is the
         whole answer: anything else (the error or the response without OUTPUT that races the
         cancel) comes back CANCELLED, what it was in its message; a lost connection stays one. A
@@ -139,8 +141,8 @@ class Nemesis:
             for s, gave_up in zip(streams, given_up):
                 if gave_up:
                     s.close(cancel_requests=True, timeout_s=5.0)  # what was in flight ends CANCELLED
-            for box, gave_up in zip(boxes, given_up):
-                got = StreamClient.wait(box, 5.0)
+            for i, (box, gave_up) in enumerate(zip(boxes, given_up), first):
+                got = StreamClient.wait(box, spared_s if fault.spared(i) else 5.0)
                 if gave_up and not got.ok and got.status not in LOST_CONNECTION | {"CANCELLED"}:
                     got = Outcome(status="CANCELLED", message=f"cancelled by the client ({got.describe()})",
                                   latency_s=got.latency_s)
