@@ -388,6 +388,10 @@ def test_churn_counts_new_sequences_started_during_a_life_that_then_went_on():
     assert m.churn == 0  # nothing went on yet
     m.expect(Request("m", 1, 1), 0.04)
     assert m.churn == 1 and m.churn_of(key_of(1)) == 1
+    for i in range(3):  # whole sequences given up by their clients (give_up): they may never have started
+        m.expect(Request("m", 300 + i, 1, start=True, end=True), 0.05)
+    m.given_up(3)
+    assert m.churn_of(key_of(1)) == 1
     c = Coverage()
     c.churned(130)
     assert "churn 128" in c.reached and "churn 1024" not in c.reached

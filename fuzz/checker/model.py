@@ -250,6 +250,11 @@ class BatcherModel:
         """New sequences started since `key`'s own START (its restart included)."""
         return self.starts - self.seqs[key].starts_before
 
+    def given_up(self, n: int) -> None:
+        """`n` whole sequences expected were given up by their clients: they may never have started,
+        so churn (coverage) does not count them."""
+        self.starts -= n
+
     def surely_backlogged_until(self, key: Key) -> float:
         """Until when `key` certainly stays in the backlog (no slot can free before then)."""
         if not self.is_backlogged(key):

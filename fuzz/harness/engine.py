@@ -1114,6 +1114,7 @@ class Engine(CancelSteps, SharedSteps):
         self.struck(fault.name)
         given_up = [o.status in GIVEN_UP and not fault.spared(i) for i, o in enumerate(got)]
         timed_out = sum(given_up)
+        self.model.given_up(timed_out)
         if streams:
             self.server.streams_given_up += timed_out
             # an iterative START given up may have run any of its executions
