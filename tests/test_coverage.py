@@ -347,7 +347,7 @@ def test_every_steered_integer_step_makes_twins_of_its_family():
 
 
 def test_a_steered_run_goes_as_deep_as_the_deepest_campaign_gap_it_has_time_for():
-    slow = 0.01  # s a request: 1024 take 10 s, past LEVEL_JUMP_S; 256 take 2.6 s
+    slow = 0.02  # s a request: 1024 take 20 s, past LEVEL_JUMP_S; 256 take 5 s
     assert open_depth(deepest=0, current=0, per_step_s=0.001) == 1024  # a fast model: one run passes every depth
     assert open_depth(deepest=0, current=0) == 8  # no pace measured yet: the shallowest
     assert open_depth(deepest=0, current=0, per_step_s=slow) == 256
@@ -368,7 +368,7 @@ def test_a_steered_churn_runs_as_many_sequences_as_the_largest_open_churn_goal_i
     assert open_churn(most=0, current=0, per_step_s=0.001) == 1024  # a fast model: one churn passes every level
     assert open_churn(most=0, current=0) == 16  # no pace measured yet: the smallest
     assert open_churn(most=0, current=0, per_step_s=1.0) == 16
-    assert open_churn(most=20, current=5, seen={"churn 16"}, per_step_s=0.02) == 123  # 5 + 123 = 128 started beside it
+    assert open_churn(most=20, current=5, seen={"churn 16"}, per_step_s=0.05) == 123  # 5 + 123 = 128 started beside it
     assert open_churn(most=200, current=0, seen={"churn 16", "churn 128"}, per_step_s=1.0) == 1024  # while the campaign lacks it
     assert open_churn(most=20, current=5, seen=every) == 123  # the example lacks it
     assert open_churn(most=20, current=5, seen=every, gaps_only=True) is None
