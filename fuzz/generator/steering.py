@@ -127,6 +127,9 @@ def campaign_first(open_items, goals, seen, gaps_only: bool = False) -> tuple:
 # The pace is a lone request's latency, which a run or a churn pipelining 32 at a time beats several
 # times over: at 4 s, a Python model's steered run stopped at 256 and a campaign missed depth 1024.
 LEVEL_JUMP_S = 10.0
+# A steered choice goes one past its level: a counter of 1024 states wraps at the 1025th request
+# (a campaign that steered to depth 1024 exactly reached the goal and missed count_wraps_at_1024).
+PAST = 1
 
 
 def _open_level(levels: tuple, campaign_only: tuple, goal: str, reached: int, current: int, seen,
@@ -139,10 +142,10 @@ def _open_level(levels: tuple, campaign_only: tuple, goal: str, reached: int, cu
     gaps = [level for level in levels if reached < level and f"{goal} {level}" not in seen]
     if gaps:
         fits = [level for level in gaps if per_step_s > 0 and (level - current) * per_step_s <= LEVEL_JUMP_S]
-        return max(1, (fits[-1] if fits else gaps[0]) - current)
+        return max(1, (fits[-1] if fits else gaps[0]) - current + PAST)
     for level in levels:
         if reached < level and level not in campaign_only and not gaps_only:
-            return max(1, level - current)
+            return max(1, level - current + PAST)
     return None
 
 
