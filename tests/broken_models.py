@@ -700,8 +700,8 @@ ELEVENTH_BUGS = (
         _EXECUTE, _EXECUTE + "        if any(r.is_cancelled() for r in requests):\n"
                              "            return [pb_utils.InferenceResponse(error=pb_utils.TritonError('execution "
                              "cancelled')) for _ in requests]\n", _CANCELLABLE4,
-        4, "START a, START b, then a's next and b's next in one execution, b's cancelled while it runs: a's is "
-           "refused"),
+        1, "one give_up round: whole sequences at once on streams of their own, one spared, the others "
+           "cancelled while they share its execution: the spared one is refused"),
     attrs.evolve(_keyed_by("int32_corrid_magnitude", "an INT32 CORRID keyed by its magnitude: ids k and 2**32 - k "
                                                      "(k and -k in the control) are one",
                            'abs(int(_scalar(request, "CORRID")))', "2**32 - a, which the INT32 control reads as -a"),
@@ -746,20 +746,21 @@ TWELFTH_BUGS = (
     Bug("oldest_answers_in_corrid_order", "oldest: an execution's answers are put in the order of their CORRIDs, "
                                           "not of their requests",
         _EXECUTE, _OLDEST4_SORTED, _OLDEST4,
-        4, "START a, START b (a < b), then b's next and a's next in one execution in that order (a crowd: two "
-           "lines, two answers): each is answered the other's sum"),
+        4, "a crowd of two STARTs of different values, b then a (a < b), in one execution (two lines, two "
+           "answers): each is answered the other's value"),
     Bug("decoupled_final_before_end_answer", "a decoupled model sends an END request's final flag first and its "
                                              "answer after it (which the closed sender refuses)",
         _DECOUPLED_FINAL, "            elif _scalar(request, 'END', 0):\n"
                           "                request.get_response_sender().send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
                           "                request.get_response_sender().send(response)\n" + _DECOUPLED_FINAL,
-        _DECOUPLED4, 1, "one START with END: a final response without OUTPUT"),
+        _DECOUPLED4, 1, "one START with END: no answer (a final flag without a response reaches no client that "
+                        "did not ask for empty final responses, and the answer after it is refused)"),
     Bug("all_end_execution_clears_sums", "an execution of two or more live rows, all of them ENDs, takes a drain "
                                          "path that clears every sum",
         _EXECUTE, _LIVE + "        if len(self.live) >= 2 and all(_scalar(r, 'END', 0) for r in self.live):\n"
                           "            self.sums.clear()\n", _CORRID4,
-        7, "START a, b and c, then a crowd of three: b's next, then b's END and c's END in one execution (three "
-           "lines, three answers; " + FIRST_ALONE + "), then a's next: it starts from 0"),
+        7, "a crowd of three: START a, then START+END b and START+END c in one execution (three lines, three "
+           "answers; " + FIRST_ALONE + "), then a's next: it starts from 0"),
 )
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS

@@ -571,10 +571,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         again = data.draw(AGAIN, label="a new sequence on its id right behind its END")
         if client is None:
             return self._skip("run: no idle client")
-        if deeper:  # as deep as the shallowest depth goal this example has not reached
+        if deeper:  # one past a depth goal not reached (steering.open_depth), in one life: no restart
             current = self.engine.model.seqs[key].requests if key is not None and not fresh else 0
             k = open_depth(self._deepest(), current, self.engine.stats.coverage.seen,
                            per_step_s=self.engine.stats.lag.typical()) or k
+            restart_at = None
         if fresh or key is None:
             if self.engine.blocked(seq_id):
                 return self._skip("run: id busy")
@@ -613,10 +614,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         model = self.engine.model
         if not self._make_room(client, "stream", key, self._small(seed % 201 - 100), 1 if key is not None else 2):
             return self._skip("churn: no free slot beside the sequence that lives through it")
-        if steer >= STEER_DEPTH_TOP // 2:  # as many as the smallest churn goal not reached takes: 1 in 8, 1 in 2
-            n = open_churn(model.churn, model.churn_of(key) if key is not None else 0,  # for the campaign's
+        if steer >= STEER_DEPTH_TOP // 2:  # past a churn goal not reached (steering.open_churn): 1 in 8, 1 in 2
+            per_sequence = self.engine.stats.lag.typical() * (1 if shape == "START+END" else 2)  # for the campaign's
+            n = open_churn(model.churn, model.churn_of(key) if key is not None else 0,
                            self.engine.stats.coverage.seen, gaps_only=steer < STEER_DEPTH_TOP,
-                           per_step_s=self.engine.stats.lag.typical()) or n
+                           per_step_s=per_sequence) or n
         values = random.Random(seed)
         ids = self._churn_ids(raw, n + (key is None))
         if key is None and ids:  # a fresh sequence lives through it

@@ -127,8 +127,9 @@ def campaign_first(open_items, goals, seen, gaps_only: bool = False) -> tuple:
 # The pace is a lone request's latency, which a run or a churn pipelining 32 at a time beats several
 # times over: at 4 s, a Python model's steered run stopped at 256 and a campaign missed depth 1024.
 LEVEL_JUMP_S = 10.0
-# A steered choice goes one past its level: a counter of 1024 states wraps at the 1025th request
-# (a campaign that steered to depth 1024 exactly reached the goal and missed count_wraps_at_1024).
+# A steered choice goes one past its level: at a depth, a counter of 1024 states wraps at the
+# 1025th request (a campaign that steered to depth 1024 exactly reached the goal and missed
+# count_wraps_at_1024); at a churn, the one more costs a sequence.
 PAST = 1
 
 
