@@ -1482,7 +1482,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # mostly while a round's executions queue and run (the first alone, the rest behind it)
         times = data.draw(st.sampled_from((0, 0.25, 0.5, 1, 1.25, 1.5, 2)), label="deadline (times a typical latency)")
         typical = max(self.engine.stats.lag.typical(), 0.0005)
-        self._give_up(data, "give_up", rounds=(1, 2, 4), deadlines_us=(min(int(times * typical * 1e6), GIVE_UP_MAX_US),),
+        self._give_up(data, "give_up", rounds=(1, 2), deadlines_us=(min(int(times * typical * 1e6), GIVE_UP_MAX_US),),
                       spare=(2, 3))
 
     def _give_up(self, data, name: str, rounds: tuple, deadlines_us: tuple, spare: tuple):

@@ -129,6 +129,11 @@ def _channel(url: str):
     return grpc.insecure_channel(url.removeprefix("grpc://"))
 
 
+def open_channel(url: str):
+    """A gRPC connection several streams may share (StreamClient's `channel`); close() it."""
+    return _channel(url)
+
+
 class GrpcClient:
     """Unary gRPC: one blocking call per request."""
 
@@ -272,10 +277,13 @@ class StreamClient:
     responses included) echoes it, so replies are matched exactly, whatever their order.
     """
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, channel=None):
+        """`channel`: a connection (open_channel) shared with other streams, which its owner
+        closes; else the stream has a connection of its own."""
         from tritonclient.grpc import service_pb2_grpc
 
-        self._channel = _channel(url)
+        self._owns_channel = channel is None
+        self._channel = _channel(url) if channel is None else channel
         self._stub = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)
         self._lock = threading.Lock()
         self._pending: dict[str, tuple[float, Box]] = {}
@@ -425,11 +433,13 @@ class StreamClient:
         grpc.channel_ready_future(self._channel).result(timeout=timeout_s)
 
     def close_channel(self) -> None:
-        """Drops the connection too (a stream whose connection was cut is not reused)."""
+        """Drops the connection too (a stream whose connection was cut is not reused), where it
+        is the stream's own."""
         try:
             self.close(cancel_requests=True, timeout_s=5.0)
         finally:
-            self._channel.close()
+            if self._owns_channel:
+                self._channel.close()
 
     @property
     def in_flight(self) -> int:
@@ -437,6 +447,8 @@ class StreamClient:
             return len(self._pending)
 
     def __del__(self):
+        if not getattr(self, "_owns_channel", True):
+            return  # a shared connection is its owner's to close (closing it here, inside gRPC, deadlocked)
         try:
             self._channel.close()
         except Exception:

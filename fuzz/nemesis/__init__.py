@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 
-from ..harness.client import GrpcClient, StreamClient
+from ..harness.client import GrpcClient, StreamClient, open_channel
 from .proxy import FaultProxy
 from ..values import LOST_CONNECTION, Fault, Outcome
 
@@ -133,8 +133,18 @@ class Nemesis:
         cancel) comes back CANCELLED, what it was in its message; a lost connection stays one. A
         spared stream is not cancelled: what it brings is its answer, whatever it is."""
         outcomes = []
+        # One connection for every stream (a stream cancelled ends that RPC alone): a connection
+        # per call cost give_up_beside a fifth of a campaign's rate.
+        shared = open_channel(self.server.grpc_url)
+        try:
+            self._hurry_rounds(fault, requests, spared_s, shared, outcomes)
+        finally:
+            shared.close()
+        return outcomes
+
+    def _hurry_rounds(self, fault: Fault, requests, spared_s: float, shared, outcomes: list) -> None:
         for first in range(0, len(requests), max(1, fault.at_once)):
-            streams = [StreamClient(self.server.grpc_url) for _ in requests[first:first + fault.at_once]]
+            streams = [StreamClient(self.server.grpc_url, shared) for _ in requests[first:first + fault.at_once]]
             boxes = [s.send(r) for s, r in zip(streams, requests[first:first + fault.at_once])]
             time.sleep(fault.deadline_us / 1e6)
             given_up = [box.empty() and not fault.spared(first + i) for i, box in enumerate(boxes)]
@@ -149,7 +159,6 @@ class Nemesis:
                 outcomes.append(got)
             for s in streams:
                 s.close_channel()
-        return outcomes
 
     @staticmethod
     def hold(proxy: FaultProxy, stream, req, until: float):
