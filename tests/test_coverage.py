@@ -346,34 +346,25 @@ def test_every_steered_integer_step_makes_twins_of_its_family():
         assert {sibling_family(s) for s in steps} == {family}
 
 
-def test_a_steered_run_goes_as_deep_as_the_deepest_campaign_gap_it_has_time_for():
-    slow = 0.02  # s a request: 1024 take 20 s, past LEVEL_JUMP_S; 256 take 5 s
-    assert open_depth(deepest=0, current=0, per_step_s=0.001) == 1025  # a fast model: one run passes every depth
-    assert open_depth(deepest=0, current=0) == 9  # no pace measured yet: the shallowest
-    assert open_depth(deepest=0, current=0, per_step_s=slow) == 257
-    assert open_depth(deepest=0, current=0, per_step_s=1.0) == 9  # none fits: the shallowest
-    assert open_depth(deepest=10, current=3, seen={"depth 8"}, per_step_s=1.0) == 62  # 3 + 62 = 65 requests: one past 64, where a 6-bit counter wraps
-    assert open_depth(deepest=70, current=0, seen={"depth 8", "depth 64"}, per_step_s=1.0) == 257
-    assert open_depth(deepest=300, current=0, per_step_s=1.0) == 1025  # once a campaign: a 10-bit counter wraps there
+def test_a_steered_run_goes_one_past_the_deepest_campaign_gap():
+    assert open_depth(deepest=0, current=0) == 1025  # one run passes every depth, and a 10-bit counter's wrap
+    assert open_depth(deepest=10, current=3, seen={"depth 8", "depth 1024"}) == 254  # 3 + 254 = 257 requests
+    assert open_depth(deepest=300, current=0) == 1025  # once a campaign
     assert open_depth(deepest=300, current=0, seen={"depth 1024"}) is None
     assert open_depth(deepest=2000, current=0) is None
-    assert open_depth(deepest=63, current=200, per_step_s=1.0) == 1  # already past it: one more request
-    shallow = {"depth 8", "depth 64", "depth 256"}
-    assert open_depth(deepest=10, current=3, seen=shallow, per_step_s=0.001) == 1022  # the campaign's gap first
-    assert open_depth(deepest=10, current=3, seen=shallow | {"depth 1024"}) == 62  # then the example's, shallowest first
+    assert open_depth(deepest=63, current=2000, seen={"depth 8"}) == 1  # already past it: one more request
+    every = {"depth 8", "depth 64", "depth 256", "depth 1024"}
+    assert open_depth(deepest=10, current=3, seen=every) == 62  # then the example's, shallowest first: one past 64
 
 
-def test_a_steered_churn_runs_as_many_sequences_as_the_largest_open_churn_goal_it_has_time_for():
+def test_a_steered_churn_runs_one_past_the_largest_open_churn_goal():
     every = {"churn 16", "churn 128", "churn 1024"}
-    assert open_churn(most=0, current=0, per_step_s=0.001) == 1025  # a fast model: one churn passes every level
-    assert open_churn(most=0, current=0) == 17  # no pace measured yet: the smallest
-    assert open_churn(most=0, current=0, per_step_s=1.0) == 17
-    assert open_churn(most=20, current=5, seen={"churn 16"}, per_step_s=0.05) == 124  # 5 + 124 = 129 started beside it: one past 128
-    assert open_churn(most=200, current=0, seen={"churn 16", "churn 128"}, per_step_s=1.0) == 1025  # while the campaign lacks it
+    assert open_churn(most=0, current=0) == 1025  # one churn passes every level
+    assert open_churn(most=20, current=5, seen={"churn 16", "churn 1024"}) == 124  # 5 + 124 = 129 started beside it
     assert open_churn(most=20, current=5, seen=every) == 124  # the example lacks it
     assert open_churn(most=20, current=5, seen=every, gaps_only=True) is None
     assert open_churn(most=200, current=0, seen=every) is None  # 1024 only once a campaign
-    assert open_churn(most=20, current=20, per_step_s=1.0) == 109  # the example has 16 already: the campaign lacks 128 next
+    assert open_churn(most=20, current=20, seen=every) == 109  # the example has 16 already
 
 
 def test_churn_counts_new_sequences_started_during_a_life_that_then_went_on():

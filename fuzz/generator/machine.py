@@ -24,7 +24,7 @@ from .edges import (FRACTION_LIMIT, STRING_FAMILIES, WIDE_TARGETS, WIDE_VALUES, 
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, end_in_row, flags_goal, full_rows, live_row_goals, sibling_family,
     twin_places)
-from .steering import (STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
+from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from ..checker.divergences import steered_around
 from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
@@ -573,8 +573,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("run: no idle client")
         if deeper:  # one past a depth goal not reached (steering.open_depth), in one life: no restart
             current = self.engine.model.seqs[key].requests if key is not None and not fresh else 0
-            k = open_depth(self._deepest(), current, self.engine.stats.coverage.seen,
-                           per_step_s=self.engine.stats.lag.typical()) or k
+            k = open_depth(self._deepest(), current, self.engine.stats.coverage.seen) or k
             restart_at = None
         if fresh or key is None:
             if self.engine.blocked(seq_id):
@@ -593,7 +592,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         exp = self.engine.send(client, first, "stream", f"run 1/{k}")
         if isinstance(exp, Answer):  # else queued in the backlog, parked, or refused: it stops here
             self._go_on(client, seq_id, exp.value, k - 1, values, scale, end, time.monotonic() - began,
-                        action="run", numbered=(1, k), restart_at=None if restart_at is None else int(restart_at * (k - 1)))
+                        action="run", numbered=(1, k), restart_at=None if restart_at is None else int(restart_at * (k - 1)),
+                        stop_after_s=LEVEL_JUMP_S if deeper else None)
 
     @when(lambda plan: not plan.spec.iterations and plan.spec.capacity > 1)
     @rule(data=st.data())
@@ -614,11 +614,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         model = self.engine.model
         if not self._make_room(client, "stream", key, self._small(seed % 201 - 100), 1 if key is not None else 2):
             return self._skip("churn: no free slot beside the sequence that lives through it")
-        if steer >= STEER_DEPTH_TOP // 2:  # past a churn goal not reached (steering.open_churn): 1 in 8, 1 in 2
-            per_sequence = self.engine.stats.lag.typical() * (1 if shape == "START+END" else 2)  # for the campaign's
-            n = open_churn(model.churn, model.churn_of(key) if key is not None else 0,
-                           self.engine.stats.coverage.seen, gaps_only=steer < STEER_DEPTH_TOP,
-                           per_step_s=per_sequence) or n
+        steered = steer >= STEER_DEPTH_TOP // 2
+        if steered:  # past a churn goal not reached (steering.open_churn): 1 in 8, 1 in 2
+            n = open_churn(model.churn, model.churn_of(key) if key is not None else 0,  # for the campaign's
+                           self.engine.stats.coverage.seen, gaps_only=steer < STEER_DEPTH_TOP) or n
         values = random.Random(seed)
         ids = self._churn_ids(raw, n + (key is None))
         if key is None and ids:  # a fresh sequence lives through it
@@ -646,6 +645,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         while i < len(reqs):
             if self.engine.budget_spent():
                 return event(f"churn: stopped after {i} of {len(reqs)}, the campaign's budget is spent")
+            if steered and time.monotonic() - began > LEVEL_JUMP_S:
+                return event(f"churn: a steered churn stopped after {i} of {len(reqs)}, at {LEVEL_JUMP_S:g} s")
             self.engine.collect()
             sent = []
             for j in range(i, min(len(reqs), i + chunk)):
@@ -695,7 +696,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         return max([*self.engine.model.depth.lengths, *(self.engine.model.seqs[k].requests for k in self.engine.live())], default=0)
 
     def _go_on(self, client, seq_id, total, n, values, scale, end, latency, action, numbered=(0, 0),
-               restart_at: int | None = None):
+               restart_at: int | None = None, stop_after_s: float | None = None):
         """Sends the next n requests of a sequence pipelined on the client's stream, a chunk at
         a time; the last one ENDs it if `end`, and the one at `restart_at` (0: the first) is a
         START on it, restarting the live sequence behind the requests queued before it. The
@@ -716,10 +717,12 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 
         latency = max(latency, 1e-4)
         chunk = self._chunk_size(latency)
-        i = 0
+        i, began = 0, time.monotonic()
         while i < n:
             if i and self.engine.budget_spent():
                 return event(f"{action}: stopped after {i} of {n}, the campaign's budget is spent")
+            if i and stop_after_s is not None and time.monotonic() - began > stop_after_s:
+                return event(f"{action}: a steered run stopped after {i} of {n}, at {stop_after_s:g} s")
             self.engine.collect()
             sent = []
             for j in range(i, min(n, i + chunk)):

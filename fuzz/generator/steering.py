@@ -122,10 +122,10 @@ def campaign_first(open_items, goals, seen, gaps_only: bool = False) -> tuple:
 
 
 # A steered depth or churn goes straight to the largest level the campaign lacks (on its way it
-# passes every smaller one) where that takes at most this long at the model's pace; on a slower
-# model, to the smallest. Level by level, a 10-example campaign reached churn 1024 in 3 of 4 runs.
-# The pace is a lone request's latency, which a run or a churn pipelining 32 at a time beats several
-# times over: at 4 s, a Python model's steered run stopped at 256 and a campaign missed depth 1024.
+# passes every smaller one). Level by level, a 10-example campaign reached churn 1024 in 3 of 4
+# runs. Its cost is bounded where it is sent: a steered run or churn stops after LEVEL_JUMP_S (a
+# deep run on a model of 100 ms an execution would take 100 s). Not chosen by the model's measured
+# pace: a choice that hangs on timing made a failing example another worker replayed pass.
 LEVEL_JUMP_S = 10.0
 # A steered choice goes one past its level: at a depth, a counter of 1024 states wraps at the
 # 1025th request (a campaign that steered to depth 1024 exactly reached the goal and missed
@@ -134,35 +134,31 @@ PAST = 1
 
 
 def _open_level(levels: tuple, campaign_only: tuple, goal: str, reached: int, current: int, seen,
-                gaps_only: bool = False, per_step_s: float = 0.0) -> int | None:
-    """How far past `current` a steered choice must go to pass a level of `levels` the campaign
-    (`seen`, as "GOAL LEVEL") lacks: the largest that takes at most LEVEL_JUMP_S at `per_step_s`
-    a step, else (or with no pace measured yet, `per_step_s` 0) the smallest; or else (not
-    `gaps_only`) the smallest the example (`reached` so far) lacks but one of `campaign_only`;
-    None when none is open."""
+                gaps_only: bool = False) -> int | None:
+    """How far past `current` a steered choice must go to pass the largest of `levels` the
+    campaign (`seen`, as "GOAL LEVEL") lacks, or else (not `gaps_only`) the smallest the example
+    (`reached` so far) lacks but one of `campaign_only`, and one past it; None when none is open."""
     gaps = [level for level in levels if reached < level and f"{goal} {level}" not in seen]
     if gaps:
-        fits = [level for level in gaps if per_step_s > 0 and (level - current) * per_step_s <= LEVEL_JUMP_S]
-        return max(1, (fits[-1] if fits else gaps[0]) - current + PAST)
+        return max(1, gaps[-1] - current + PAST)
     for level in levels:
         if reached < level and level not in campaign_only and not gaps_only:
             return max(1, level - current + PAST)
     return None
 
 
-def open_churn(most: int, current: int, seen=frozenset(), gaps_only: bool = False,
-               per_step_s: float = 0.0) -> int | None:
+def open_churn(most: int, current: int, seen=frozenset(), gaps_only: bool = False) -> int | None:
     """How many new sequences must come and go beside a live one that has seen `current` start to
-    pass a churn goal the campaign (`seen`) lacks (_open_level: the largest that fits
-    LEVEL_JUMP_S at `per_step_s` a sequence), or else (not `gaps_only`) the smallest the example
-    (its most `most`) has not reached, but a CAMPAIGN_CHURNS one; None when none is open."""
-    return _open_level(CHURNS, CAMPAIGN_CHURNS, "churn", most, current, seen, gaps_only, per_step_s)
+    pass the largest churn goal the campaign (`seen`) lacks, or else (not `gaps_only`) the
+    smallest the example (its most `most`) has not reached, but a CAMPAIGN_CHURNS one; None when
+    none is open."""
+    return _open_level(CHURNS, CAMPAIGN_CHURNS, "churn", most, current, seen, gaps_only)
 
 
-def open_depth(deepest: int, current: int, seen=frozenset(), per_step_s: float = 0.0) -> int | None:
-    """How many requests a run on a sequence `current` deep takes to pass a depth goal the campaign
-    (`seen`) lacks (_open_level: the deepest that fits LEVEL_JUMP_S at `per_step_s` a request),
-    or else the shallowest the example (its deepest sequence `deepest` long) has not reached, but
-    a CAMPAIGN_DEPTHS one; None when none is open. (Going through the example's shallower goals
-    first, a 1024-deep run needed four steered runs in one example, and a campaign seldom had one.)"""
-    return _open_level(DEPTHS, CAMPAIGN_DEPTHS, "depth", deepest, current, seen, per_step_s=per_step_s)
+def open_depth(deepest: int, current: int, seen=frozenset()) -> int | None:
+    """How many requests a run on a sequence `current` deep takes to pass the deepest depth goal
+    the campaign (`seen`) lacks, or else the shallowest the example (its deepest sequence
+    `deepest` long) has not reached, but a CAMPAIGN_DEPTHS one; None when none is open. (Going
+    through the example's shallower goals first, a 1024-deep run needed four steered runs in one
+    example, and a campaign seldom had one.)"""
+    return _open_level(DEPTHS, CAMPAIGN_DEPTHS, "depth", deepest, current, seen)
