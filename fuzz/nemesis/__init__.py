@@ -132,17 +132,16 @@ class Nemesis:
         whole answer: anything else (the error or the response without OUTPUT that races the
         cancel) comes back CANCELLED, what it was in its message; a lost connection stays one. A
         spared stream is not cancelled: what it brings is its answer, whatever it is."""
-        outcomes = []
         # One connection for every stream (a stream cancelled ends that RPC alone): a connection
         # per call cost give_up_beside a fifth of a campaign's rate.
         shared = open_channel(self.server.grpc_url)
         try:
-            self._hurry_rounds(fault, requests, spared_s, shared, outcomes)
+            return self._hurry_rounds(fault, requests, spared_s, shared)
         finally:
             shared.close()
-        return outcomes
 
-    def _hurry_rounds(self, fault: Fault, requests, spared_s: float, shared, outcomes: list) -> None:
+    def _hurry_rounds(self, fault: Fault, requests, spared_s: float, shared) -> list:
+        outcomes = []
         for first in range(0, len(requests), max(1, fault.at_once)):
             streams = [StreamClient(self.server.grpc_url, shared) for _ in requests[first:first + fault.at_once]]
             boxes = [s.send(r) for s, r in zip(streams, requests[first:first + fault.at_once])]
@@ -159,6 +158,7 @@ class Nemesis:
                 outcomes.append(got)
             for s in streams:
                 s.close_channel()
+        return outcomes
 
     @staticmethod
     def hold(proxy: FaultProxy, stream, req, until: float):
