@@ -443,3 +443,36 @@ def test_a_start_pipelined_behind_an_end_on_its_id_can_run_ahead_of_it_under_old
     assert 4 in pipelined, f"the START kept its state in all {len(pipelined)} pipelined tries"
     assert set(pipelined) <= {4, 7}, pipelined
     print(f"\npipelined: the START's state lost after {len(pipelined)} tries")
+
+
+@pytest.mark.parametrize("release", [None, "0.4.0"], ids=["2.51", "2.36"])
+def test_two_servers_started_at_once_each_get_their_own_stub_regions(tmp_path, release):
+    """Builds up to 2.36 name a stub's shared memory by a counter from 1: two servers started at
+    once (pytest -n 2 in CI) took the same names and both died in start-up, one with a
+    boost lock_exception, the other not ready after 60 s, until each server got a prefix of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fuzz import leftovers
+
+    from .release_installs import embedded_install
+
+    wide = Variant("corrid", "direct", 4, 2, controls=("START", "END", "READY", "CORRID"))
+    servers = []
+    for k in range(2):
+        write_model(wide, tmp_path / f"models{k}")
+        servers.append(EmbeddedTriton(tmp_path / f"models{k}", workdir=tmp_path / f"w{k}", **embedded_install(release)))
+    # A server dies with the thread that started it (PR_SET_PDEATHSIG): the pool outlives the test.
+    pool = ThreadPoolExecutor(2)
+    try:
+        list(pool.map(EmbeddedTriton.start, servers))
+        regions = [leftovers.stub_regions(s.process.pid) for s in servers]
+        assert all(len(r) == 2 for r in regions) and not set(regions[0]) & set(regions[1]), regions
+        for s in servers:
+            spec, client = ModelSpec.fetch(s, wide.name), GrpcClient(s.grpc_url)
+            answers = [client.infer(spec.request(7, value, start=value == 1, end=value == 3)) for value in (1, 2, 3)]
+            client.close()
+            assert [a.value for a in answers] == [1, 3, 6], answers
+    finally:
+        for s in servers:
+            s.stop()
+        pool.shutdown()

@@ -374,6 +374,8 @@ class EmbeddedTriton(_Base):
             cmd.append(f"--model-control-mode={self.model_control_mode}")
         cmd.extend(f"--load-model={name}" for name in self.load_models)
         cmd.extend(self.extra_args)
+        if not any("shm-region-prefix-name" in arg for arg in self.extra_args):
+            cmd.append(f"--backend-config=python,shm-region-prefix-name={self._region_prefix()}")
         env = os.environ.copy()
         env["LD_LIBRARY_PATH"] = os.pathsep.join(
             p for p in [str(self.install.libs), env.get("LD_LIBRARY_PATH", "")] if p)
@@ -396,6 +398,14 @@ class EmbeddedTriton(_Base):
         self.grpc_port, self.http_port, self.metrics_port = grpc_port, http_port, metrics_port
         self.grpc_url = f"127.0.0.1:{grpc_port}"
         self.http_url = f"127.0.0.1:{http_port}"
+
+    def _region_prefix(self) -> str:
+        """A shared-memory name prefix no other server uses. Builds up to 2.36 name a stub's region
+        by a counter from 1, so two servers at once (pytest -n 2) took the same names and one's
+        stub found its region unlinked by the other's ("Unable to initialize shared memory key
+        ... No such file or directory", then a double free). It starts with the default prefix,
+        so the stub clean-up still knows these regions."""
+        return f"{leftovers.REGION_PREFIX.decode()}{os.getpid()}_{id(self):x}_{self.restarts}_"
 
     def _wait_ready(self) -> None:
         import tritonclient.grpc as grpcclient
