@@ -15,11 +15,17 @@ from modelgen.variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT
 
 from .values import CONTROL_TIMEOUT_S, Request
 
-_DTYPES = {mc.TYPE_INT32: "INT32", mc.TYPE_FP32: "FP32", mc.TYPE_INT64: "INT64"}
+# The dtypes an accumulator's INPUT and OUTPUT may have: Triton's name and numpy's type. A model
+# for speech streams keeps INT16 samples, a KV cache FP16: each sums in its own width.
+NUMPY_DTYPES = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "UINT8": np.uint8,
+                "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "FP16": np.float16,
+                "FP32": np.float32, "FP64": np.float64}
+_DTYPES = {getattr(mc, f"TYPE_{name}"): name for name in NUMPY_DTYPES}
 _KIND = mc.ModelSequenceBatching.Control
 DEFAULT_IDLE_US = 1_000_000  # Triton's own default when the config leaves it out
 # Fractions an FP32 sum keeps exactly while it stays within FRACTION_LIMIT: multiples of a
-# quarter (two bits below the point) up to 2**21 use 23 of float32's 24 significant bits.
+# quarter (two bits below the point) up to 2**21 use 23 of float32's 24 significant bits (a float
+# dtype of d significant bits: up to 2**(d - 3); ModelSpec.fraction_limit).
 FRACTION_LIMIT = 2**21
 
 
@@ -36,10 +42,11 @@ def is_fraction(value: float) -> bool:
     return isinstance(value, float) and math.isfinite(value) and value != int(value)
 
 
-def exact_range(lo: float, hi: float, fractional: bool) -> tuple:
+def exact_range(lo: float, hi: float, fractional: bool, limit: float = FRACTION_LIMIT) -> tuple:
     """The range a running sum may be fitted to: the model's, or a narrower one once the sum
-    carries a fraction (an FP32 sum then keeps its quarters only up to FRACTION_LIMIT)."""
-    return (max(lo, -FRACTION_LIMIT), min(hi, FRACTION_LIMIT)) if fractional else (lo, hi)
+    carries a fraction (an FP32 sum then keeps its quarters only up to FRACTION_LIMIT; another
+    float dtype up to its own `limit`)."""
+    return (max(lo, -limit), min(hi, limit)) if fractional else (lo, hi)
 
 
 class ContractError(ValueError):
@@ -49,7 +56,7 @@ class ContractError(ValueError):
 @attrs.frozen
 class ModelSpec:
     name: str
-    dtype: str  # INT32, INT64 or FP32, of INPUT and OUTPUT
+    dtype: str  # of INPUT and OUTPUT, a key of NUMPY_DTYPES (INT32, FP16, UINT8 ...)
     strategy: str  # direct or oldest
     slots_per_instance: int
     instances: int
@@ -94,10 +101,28 @@ class ModelSpec:
         return 32 if self.corrid_type in ("INT32", "UINT32") and "CORRID" in self.controls else 64
 
     @property
+    def is_float(self) -> bool:
+        """FP16, FP32 or FP64: a sum rounds (IEEE 754) where an integer one is exact."""
+        return self.dtype.startswith("FP")
+
+    @property
+    def digits(self) -> int:
+        """A float dtype's significant bits (FP16 11, FP32 24, FP64 53): whole numbers up to
+        2**digits are exact."""
+        return np.finfo(NUMPY_DTYPES[self.dtype]).nmant + 1
+
+    @property
+    def fraction_limit(self) -> float:
+        """Up to where a sum keeps quarters exactly (FRACTION_LIMIT for FP32)."""
+        return 2 ** (self.digits - 3) if self.is_float else 0
+
+    @property
     def sum_range(self) -> tuple[int, int]:
         """Where a running sum of this dtype is exact (FP32: whole numbers to 2**24)."""
-        bits = {"INT32": 32, "INT64": 64}.get(self.dtype)
-        return (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if bits else (-(2**24), 2**24)
+        if self.is_float:
+            return (-(2**self.digits), 2**self.digits)
+        info = np.iinfo(NUMPY_DTYPES[self.dtype])
+        return (int(info.min), int(info.max))
 
     @property
     def value_range(self) -> tuple[int, int]:
@@ -111,12 +136,14 @@ class ModelSpec:
         return (-(-lo // self.iterations), hi // self.iterations) if self.iterations else (lo, hi)
 
     def add(self, total, value):
-        """`total` + `value` as the model sums: an FP32 sum is rounded to float32 at each request
-        (IEEE 754, the same on every backend: past 2**24 it rounds, past its largest it is inf,
-        inf - inf is NaN); an integer sum is exact (the generator keeps it in range)."""
-        if self.dtype == "FP32":
+        """`total` + `value` as the model sums: a float sum is rounded to its dtype at each
+        request (IEEE 754, the same on every backend: past 2**24 an FP32 sum rounds, past its
+        largest it is inf, inf - inf is NaN); an integer sum is exact (the generator keeps it in
+        range)."""
+        if self.is_float:
+            kind = NUMPY_DTYPES[self.dtype]
             with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are answers here
-                return float(np.float32(total) + np.float32(value))
+                return float(kind(total) + kind(value))
         return total + value
 
     def start_sums(self, value, end: bool) -> tuple:
@@ -158,7 +185,7 @@ class ModelSpec:
         if not problems:
             i, o = inputs["INPUT"], outputs["OUTPUT"]
             if i.data_type != o.data_type or i.data_type not in _DTYPES:
-                problems.append(f"INPUT and OUTPUT must share data type INT32, INT64 or FP32, got "
+                problems.append(f"INPUT and OUTPUT must share one data type of {', '.join(NUMPY_DTYPES)}, got "
                                 f"{mc.DataType.Name(i.data_type)} and {mc.DataType.Name(o.data_type)}")
             else:
                 dtype = _DTYPES[i.data_type]
@@ -239,7 +266,7 @@ def _initial_sum(cfg: mc.ModelConfig, dtype: str) -> float:
                             f"an integer; got {text or 'none'!r}") from None
     if abs(value) > 2**20:
         raise ContractError(f"model {cfg.name!r}: INITIAL_SUM {value} is past +-2**20, where sums from it stay exact")
-    return float(value) if dtype == "FP32" else value
+    return float(value) if dtype.startswith("FP") else value
 
 
 def _iterations(cfg: mc.ModelConfig) -> int:

@@ -11,9 +11,10 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from .native import BACKEND as NATIVE_BACKEND
-from .variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT, Variant
+from .variants import LIVE_ROWS_OUTPUT, PYTHON_DTYPES, ROW_OUTPUT, Variant
 
-_DTYPE = {"int32": mc.TYPE_INT32, "fp32": mc.TYPE_FP32, "int64": mc.TYPE_INT64}
+# modelgen's dtype names (variants.PYTHON_DTYPES) as Triton's
+_DTYPE = {name: getattr(mc, f"TYPE_{name.upper()}") for name in PYTHON_DTYPES}
 _CONTROL_KIND = {
     "START": mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_START,
     "END": mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_END,

@@ -21,6 +21,10 @@ STRATEGIES = ("direct", "oldest")
 DTYPES = ("int32", "fp32")
 # INT64 sums: the native backend's only (the framework graphs and the Python set stay 32-bit).
 NATIVE_DTYPES = DTYPES + ("int64",)
+# The Python model sums in whatever dtype its config declares (numpy's arithmetic, which rounds a
+# float sum to its width as IEEE does): the narrow and wide ones stateful models keep (INT16
+# audio samples, an FP16 cache) on that backend only.
+PYTHON_DTYPES = NATIVE_DTYPES + ("int8", "int16", "uint8", "uint16", "uint32", "uint64", "fp16", "fp64")
 # Every CORRID type Triton takes. int32 is also what TensorRT needs (it has no uint64 tensors:
 # Triton's own TRT QA models do the same). Triton writes an integer id into a 32-bit CORRID cut to
 # its low 32 bits, and into INT64 as its two's complement (ids from 2**63 arrive negative).
@@ -72,7 +76,7 @@ class Variant:
     strategy: str = attrs.field(validator=attrs.validators.in_(STRATEGIES))
     slots: int = attrs.field(validator=attrs.validators.in_((1, 2, 4)))
     instances: int = attrs.field(validator=attrs.validators.in_((1, 2)))
-    dtype: str = attrs.field(default="int32", validator=attrs.validators.in_(NATIVE_DTYPES))
+    dtype: str = attrs.field(default="int32", validator=attrs.validators.in_(PYTHON_DTYPES))
     corrid_type: str = attrs.field(default="uint64", validator=attrs.validators.in_(CORRID_TYPES))
     controls: tuple = attrs.field(default=("START", "READY"), converter=tuple, validator=_check_controls)
     idle_us: int = attrs.field(default=DEFAULT_IDLE_US)
@@ -151,8 +155,9 @@ class Variant:
             raise ValueError("ensemble: only python variants are written as an ensemble's step")
         if self.two_states and not (self.backend == "native" and self.flavour == "implicit"):
             raise ValueError("two_states: only the native backend's implicit-state models declare a second state")
-        if self.dtype not in DTYPES and self.backend != "native":
-            raise ValueError(f"dtype {self.dtype!r}: only the native backend sums it; {self.backend!r} takes {DTYPES}")
+        takes = {"python": PYTHON_DTYPES, "native": NATIVE_DTYPES}.get(self.backend, DTYPES)
+        if self.dtype not in takes:
+            raise ValueError(f"dtype {self.dtype!r}: the {self.backend!r} backend takes {takes}")
         if self.bool_controls and self.backend not in ("python", "native"):
             raise ValueError(f"bool_controls: the {self.backend!r} graphs take INT32 controls")
         self._check_state_options()
@@ -284,7 +289,8 @@ def loadable_on(variants, triton_version: str | None) -> list[Variant]:
 def python_variants(idle_us: int | None = None) -> list[Variant]:
     """A covering set rather than the full product (which would start ~200 stub processes).
 
-    Every flavour meets both strategies, every slot count, both instance counts and both dtypes;
+    Every flavour meets both strategies, every slot count, both instance counts and INT32 and
+    FP32 sums; three more models sum FP16, INT16 and UINT8;
     the corrid flavour meets every CORRID type Triton takes (UINT64, STRING, INT32, UINT32,
     INT64); END is declared by some models and not others; one model has no batch dimension
     (max_batch_size 0); one takes its START, END and READY controls as BOOL; one is served
@@ -327,6 +333,11 @@ def python_variants(idle_us: int | None = None) -> list[Variant]:
         # An iterative sequence (Triton 2.40+; older builds leave it out): each START runs three
         # times in its slot, answering each running sum, and ends its sequence.
         V("corrid", "direct", 2, 1, "int32", "uint64", full, decoupled=True, iterations=3),
+        # Narrow and half-precision sums: FP16 (a cache's), INT16 (audio samples), UINT8 (no
+        # negative sum, 255 at most).
+        V("corrid", "direct", 2, 1, "fp16", "uint64", full),
+        V("slot", "direct", 2, 1, "int16", controls=("START", "END", "READY")),
+        V("corrid", "oldest", 2, 1, "uint8", "uint64", full),
     ]
 
 

@@ -26,12 +26,12 @@ def spec(**kw):
 
 
 def test_targets_hold_the_ends_zero_and_powers_of_two_within_range():
-    core = core_targets(*INT32, fp32=False)
+    core = core_targets(*INT32, floating=False)
     assert {-(2**31), -(2**31) + 1, 0, 1, -1, 2**31 - 2, 2**31 - 1} == set(core)
     powers = power_targets(*INT32)
     assert {2**24 - 1, 2**24, 2**24 + 1, -(2**16), 2**30} <= set(powers)
     assert all(INT32[0] <= v <= INT32[1] for v in powers) and 2**31 not in powers
-    fp = core_targets(-(2**24), 2**24, fp32=True)
+    fp = core_targets(-(2**24), 2**24, floating=True)
     assert any(is_fraction(v) for v in fp) and all(abs(v) <= FRACTION_LIMIT for v in fp if is_fraction(v))
 
 
@@ -61,6 +61,23 @@ def test_value_edges_name_what_a_value_stands_on():
     assert value_edges(1000, lo, hi) == ()
     assert value_edges(2.5, -(2**24), 2**24) == ("fraction",)
     assert value_edges(-0.0, -(2**24), 2**24) == ("-0.0",)
+
+
+def test_a_narrow_float_has_its_own_edges():
+    """FP16: whole numbers exact to 2**11, quarters to 2**8; what passes 2**11 is labelled so,
+    and its goals and steered sums say the same."""
+    from fuzz.generator.coverage import goals_for
+    from fuzz.generator.edges import wide_targets, wide_values
+
+    assert value_edges(4096.0, -2048, 2048) == ("past 2^11",)
+    assert value_edges(2048.0, -2048, 2048) == ("max", "2^k")
+    assert set(core_targets(-2048, 2048, floating=True, limit=256)) >= {128.5, -128.25, 0.25}
+    assert 65504.0 in wide_values(11, 65504.0) and 2.0**11 + 2 in wide_targets(11, 65504.0)
+    spec = ModelSpec(name="m", dtype="FP16", strategy="direct", slots_per_instance=2, instances=1, idle_s=0.5,
+                     max_batch_size=2, controls=frozenset({"START", "END", "READY"}), corrid_type=None,
+                     implicit_state=False)
+    goals = goals_for(spec, strings=False, expiry=True)
+    assert {"input past 2^11", "sum past 2^11", "input fraction"} <= set(goals) and "input past 2^24" not in goals
 
 
 def test_id_edges_and_families():
@@ -167,7 +184,7 @@ def test_steering_chooses_among_what_is_open_and_nothing_when_all_is_reached():
 
 def test_open_sums_are_the_targets_whose_edges_the_example_has_not_reached():
     lo, hi = INT32
-    targets = core_targets(lo, hi, fp32=False)
+    targets = core_targets(lo, hi, floating=False)
     # every target on an edge is open at first (2**31 - 2, beside the max, stands on none)
     assert set(open_sums(targets, set(), lo, hi)) == {t for t in targets if value_edges(t, lo, hi)} != set()
     reached = {f"{where} {e}" for where in ("sum", "input") for e in ("min", "2^k", "0", "max", "2^k-1")}

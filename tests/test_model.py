@@ -10,6 +10,7 @@ from fuzz.checker.model import (Window, BATCH_MAX_ERROR, BATCH_ONE_ERROR, DTYPE_
     START_ERROR, ZERO_ID_ERROR, Ambiguous, Answer, BatcherModel, OutsideContract, Queued, Refusal, key_of,
     normalize_message)
 from fuzz.spec import ContractError, ModelSpec, same_sum
+from tritonclient.grpc import model_config_pb2 as mc
 from modelgen import Variant, model_config
 
 M = "acc"
@@ -61,6 +62,28 @@ def test_an_fp32_sum_past_its_exact_range_is_rounded_as_ieee_754_does():
     nan = fp32.expect(R(9, -math.inf, dtype="FP32"), 0.5).value
     assert math.isnan(nan) and same_sum(nan, math.nan) and not same_sum(nan, math.inf)
     assert fp32.expect(R(10, 0.1, start=True, dtype="FP32"), 0.6).value == float(np.float32(0.1))  # queued
+
+
+def test_each_dtype_sums_in_its_own_width():
+    """INT8 to UINT64 are exact within their own range (the generator stays there; past it is no
+    promise); FP16 and FP64 round as IEEE does at their own precision, as FP32 does at its."""
+    ranges = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (-(2**15), 2**15 - 1), "UINT16": (0, 2**16 - 1),
+              "UINT32": (0, 2**32 - 1), "UINT64": (0, 2**64 - 1), "FP16": (-2048, 2048), "FP64": (-(2**53), 2**53)}
+    for dtype, edges in ranges.items():
+        assert spec(dtype=dtype).sum_range == edges, dtype
+    fp16 = BatcherModel(spec(capacity=1, dtype="FP16"), margin_s=MARGIN, prompt_s=1.0)
+    assert fp16.expect(R(9, 2047.0, start=True, dtype="FP16"), 0.0) == Answer(2047.0)
+    assert fp16.expect(R(9, 2.0, dtype="FP16"), 0.1) == Answer(2048.0)  # 2049 rounds to even
+    assert fp16.expect(R(9, 65504.0, dtype="FP16"), 0.2) == Answer(math.inf)  # past FP16's largest
+    assert fp16.expect(R(10, 0.1, start=True, dtype="FP16"), 0.3).value == float(np.float16(0.1))
+    assert (spec(dtype="FP16").fraction_limit, spec(dtype="FP32").fraction_limit) == (256, 2**21)
+    fp64 = BatcherModel(spec(capacity=1, dtype="FP64"), margin_s=MARGIN, prompt_s=1.0)
+    assert fp64.expect(R(9, 2.0**53, start=True, dtype="FP64"), 0.0) == Answer(2.0**53)
+    assert fp64.expect(R(9, 1.0, dtype="FP64"), 0.1) == Answer(2.0**53)
+    int8 = BatcherModel(spec(capacity=1, dtype="INT8"), margin_s=MARGIN, prompt_s=1.0)
+    assert int8.expect(R(9, 100, start=True, dtype="INT8"), 0.0) == Answer(100)
+    with pytest.raises(OutsideContract, match="outside"):
+        int8.expect(R(9, 28, dtype="INT8"), 0.1)
 
 
 def test_a_build_taken_as_carrying_no_state_answers_each_value_on_the_initial_sum():
@@ -441,6 +464,8 @@ def test_spec_from_generated_configs():
     s = ModelSpec.from_config(model_config(Variant("corrid", "oldest", 4, 2, "fp32", "string",
                                                    ("START", "END", "READY", "CORRID"), idle_us=250_000)))
     assert (s.strategy, s.capacity, s.dtype, s.idle_s, s.corrid_type) == ("oldest", 8, "FP32", 0.25, "STRING")
+    for dtype in ("int8", "uint16", "uint64", "fp16", "fp64"):
+        assert ModelSpec.from_config(model_config(Variant("slot", "direct", 1, 1, dtype))).dtype == dtype.upper()
     s = ModelSpec.from_config(model_config(Variant("implicit", "direct", 2, 1)))
     assert s.implicit_state and s.capacity == 2 and s.controls == {"START", "READY"}
 
@@ -494,6 +519,10 @@ def test_spec_refuses_models_outside_the_contract():
     cfg = model_config(Variant("slot", "direct", 1, 1))
     cfg.output[0].name = "OUT"
     with pytest.raises(ContractError, match="no output named OUTPUT"):
+        ModelSpec.from_config(cfg)
+    cfg = model_config(Variant("slot", "direct", 1, 1))
+    cfg.input[0].data_type = cfg.output[0].data_type = mc.TYPE_BOOL
+    with pytest.raises(ContractError, match="one data type of INT8, INT16, .*FP64, got TYPE_BOOL and TYPE_BOOL"):
         ModelSpec.from_config(cfg)
     cfg = model_config(Variant("slot", "direct", 1, 1))
     cfg.ClearField("sequence_batching")

@@ -21,7 +21,7 @@ def test_variant_set_covers_every_dimension():
     assert {v.strategy for v in vs} == {"direct", "oldest"}
     assert {v.slots for v in vs} == {1, 2, 4}
     assert {v.instances for v in vs} == {1, 2}
-    assert {v.dtype for v in vs} == {"int32", "fp32"}
+    assert {v.dtype for v in vs} == {"int32", "fp32", "fp16", "int16", "uint8"}
     assert {v.corrid_type for v in vs if "CORRID" in v.controls} == {"uint64", "string", "int32", "uint32", "int64"}
     assert any(v.bool_controls for v in vs) and any(v.ensemble for v in vs) and any(v.decoupled for v in vs)
     assert any(v.iterations for v in vs)

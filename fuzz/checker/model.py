@@ -415,9 +415,9 @@ class BatcherModel:
 
     def _exact(self, req: Request, total: float) -> float:
         """`total`, where the model's dtype holds it exactly: past that, what the server answers
-        is not promised (a wrapped INT32), so no answer can be judged. An FP32 sum is judged
+        is not promised (a wrapped INT32), so no answer can be judged. A float sum is judged
         anywhere: its rounding is IEEE's (ModelSpec.add)."""
-        if self.spec.dtype == "FP32":
+        if self.spec.is_float:
             return total
         lo, hi = exact_range(*self.spec.sum_range, is_fraction(total))
         if not lo <= total <= hi:

@@ -27,7 +27,6 @@ import time
 
 import numpy as np
 
-NP_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64}
 WIRE_DTYPE = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "UINT8": np.uint8,
               "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "FP16": np.float16,
               "FP32": np.float32, "FP64": np.float64, "BOOL": np.bool_}
@@ -56,7 +55,7 @@ def encode(req, model, request_id=""):
     from tritonclient.grpc import service_pb2
 
     msg = service_pb2.ModelInferRequest(model_name=model, id=request_id)
-    arr = np.full(shape_of(req), req["value"], dtype=NP_DTYPE.get(req["dtype"], np.int64))
+    arr = np.full(shape_of(req), req["value"], dtype=WIRE_DTYPE.get(req["dtype"], np.int64))
     msg.inputs.add(name="INPUT", datatype=req["dtype"], shape=list(arr.shape))
     msg.raw_input_contents.append(arr.tobytes())
     seq_id = seq_id_of(req["id"])
@@ -136,7 +135,7 @@ class Http:
         self.client = httpclient.InferenceServerClient(url, network_timeout=60.0)
 
     def infer(self, req, model, timeout_s):
-        arr = np.full(shape_of(req), req["value"], dtype=NP_DTYPE.get(req["dtype"], np.int64))
+        arr = np.full(shape_of(req), req["value"], dtype=WIRE_DTYPE.get(req["dtype"], np.int64))
         tensor = self.mod.InferInput("INPUT", list(arr.shape), req["dtype"])
         tensor.set_data_from_numpy(arr)
         try:

@@ -13,8 +13,8 @@ import time
 
 import attrs
 
-from .edges import (ALIGNED_BITS, FP32_GOALS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALUE_GOALS, aligned_place,
-    band_of, id_bands, id_edges, shared_low_bits, string_twin, value_edges)
+from .edges import (ALIGNED_BITS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALUE_GOALS, aligned_place,
+    band_of, float_goals, id_bands, id_edges, shared_low_bits, string_twin, value_edges)
 
 DEPTHS = (8, 64, 256, 1024)  # requests in one sequence, from START to its end
 # Depths steered onto only while the campaign lacks them (a run of a thousand requests a campaign,
@@ -146,7 +146,9 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     """Every goal this model can reach, in report order: twins of the string `families` the
     generator may make where `strings` are taken, live rows only where the server's statistics
     can be read."""
-    edges = VALUE_GOALS + (FP32_GOALS if spec.dtype == "FP32" else ())
+    edges = VALUE_GOALS + (float_goals(spec.value_range[1]) if spec.is_float else ())
+    if spec.value_range[0] >= 0:  # an unsigned model: no sum or value below 0
+        edges = tuple(e for e in edges if e != "-1")
     goals = [f"input {e}" for e in edges]
     if not spec.iterations:  # an iterative START's sums are multiples of its value
         goals += [f"sum {e}" for e in edges]

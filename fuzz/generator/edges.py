@@ -35,22 +35,30 @@ class WideTarget(FloatTarget):
     """A sum target past where FP32 sums are exact (inf, NaN, past 2**24): brought there as it is."""
 
 
+def wide_values(digits: int, largest: float) -> tuple:
+    """Values a float model gets now and then, sent as they are (Wide): the non-finite ones, the
+    largest, one past 2**digits (rounded on the wire), an inexact decimal. No subnormal:
+    TensorFlow's CPU threads (and many GPU kernels) flush them to zero, which IEEE's default does not."""
+    return (math.inf, -math.inf, math.nan, largest, -largest, 2.0**digits + 1, 2.0**(digits + 1) + 2, 0.1)
+
+
+def wide_targets(digits: int, largest: float) -> tuple:
+    """Sums a float model's steering brings a sequence to (WideTarget): from there on small values round."""
+    return (math.inf, -math.inf, math.nan, 2.0**digits + 2, -(2.0**digits) - 2, 2.0**(digits + 2), largest)
+
+
 FLT_MAX = 3.4028234663852886e38
-# Values an FP32 model gets now and then, sent as they are (Wide): the non-finite ones, the
-# largest, one past 2**24 (rounded on the wire), an inexact decimal. No subnormal: TensorFlow's
-# CPU threads (and many GPU kernels) flush them to zero, which IEEE's default does not.
-WIDE_VALUES = (math.inf, -math.inf, math.nan, FLT_MAX, -FLT_MAX, 2.0**24 + 1, 2.0**25 + 2, 0.1)
-# Sums an FP32 model's steering brings a sequence to (WideTarget): from there on small values round.
-WIDE_TARGETS = (math.inf, -math.inf, math.nan, 2.0**24 + 2, -(2.0**24) - 2, 2.0**26, FLT_MAX)
+WIDE_VALUES = wide_values(24, FLT_MAX)  # FP32's
+WIDE_TARGETS = wide_targets(24, FLT_MAX)
 
 
-def core_targets(lo: float, hi: float, fp32: bool) -> tuple:
+def core_targets(lo: float, hi: float, floating: bool, limit: float = FRACTION_LIMIT) -> tuple:
     """Sums a running total should be brought to first: the range's ends and their neighbours,
-    0 and ±1 (where a sentinel or an off-by-one overflow check breaks); for FP32 also sums with
-    a fraction."""
+    0 and ±1 (where a sentinel or an off-by-one overflow check breaks); for a float dtype also
+    sums with a fraction, up to `limit` (the dtype's fraction limit; FP32's by default)."""
     out = {lo, lo + 1, hi - 1, hi, 0, 1, -1}
-    if fp32:
-        out.update((0.5, -0.5, 0.25, -0.75, 2**20 + 0.5, -(2**20) - 0.25))
+    if floating:
+        out.update((0.5, -0.5, 0.25, -0.75, limit / 2 + 0.5, -(limit / 2) - 0.25))
     return tuple(sorted(v for v in out if lo <= v <= hi))
 
 
@@ -70,8 +78,8 @@ def value_edges(value: float, lo: float, hi: float) -> tuple:
     labels = []
     if isinstance(value, float) and not math.isfinite(value):
         return ("nan",) if math.isnan(value) else ("inf",) if value > 0 else ("-inf",)
-    if not lo <= value <= hi:  # an FP32 sum past 2**24: rounded
-        return ("past 2^24",)
+    if not lo <= value <= hi:  # a float sum past its exact range (FP32: 2**24): rounded
+        return (past_exact(hi),)
     if isinstance(value, float) and value == 0 and math.copysign(1, value) < 0:
         return ("-0.0",)
     if value == lo:
@@ -93,8 +101,20 @@ def value_edges(value: float, lo: float, hi: float) -> tuple:
     return tuple(labels)
 
 
+def past_exact(hi: float) -> str:
+    """The label of a float value past where its dtype's whole numbers are exact ("past 2^24")."""
+    return f"past 2^{max(1, round(math.log2(max(abs(hi), 2))))}"
+
+
 VALUE_GOALS = ("min", "max", "0", "+1", "-1", "2^k", "2^k-1", "2^k+1")
-FP32_GOALS = ("fraction", "inf", "-inf", "nan", "past 2^24")
+
+
+def float_goals(hi: float) -> tuple:
+    """The value goals a float model has beside VALUE_GOALS."""
+    return ("fraction", "inf", "-inf", "nan", past_exact(hi))
+
+
+FP32_GOALS = float_goals(2**24)
 
 # -- ids ------------------------------------------------------------------------------------
 

@@ -15,11 +15,12 @@ import time
 
 import attrs
 import hypothesis.strategies as st
+import numpy as np
 from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from .. import nemesis
-from .edges import (FRACTION_LIMIT, STRING_FAMILIES, WIDE_TARGETS, WIDE_VALUES, FloatTarget, SumTarget, Wide,
+from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets, wide_values,
     WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin)
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, end_in_row, flags_goal, full_rows, live_row_goals, sibling_family,
@@ -30,7 +31,7 @@ from ..checker.divergences import steered_around
 from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..harness.engine import Engine, Fault, Setup, Stale, event
 from ..checker.model import KEPT_WINDOWS, LONG_LIFE_S, MAX_STRING_ID, Answer, clip_id, key_of, too_long
-from ..spec import ModelSpec
+from ..spec import NUMPY_DTYPES, ModelSpec
 
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
@@ -257,9 +258,16 @@ class Plan:
     faults = property(lambda self: self.settings.nemesis)
     lo_sum = property(lambda self: self.spec.value_range[0])
     hi_sum = property(lambda self: self.spec.value_range[1])
-    fp32 = property(lambda self: self.spec.dtype == "FP32")
-    # A drawn sum target: FP32 sums are floats
-    target = property(lambda self: FloatTarget if self.fp32 else SumTarget)
+    floating = property(lambda self: self.spec.is_float)
+    # A drawn sum target: FP16, FP32 and FP64 sums are floats
+    target = property(lambda self: FloatTarget if self.floating else SumTarget)
+
+    @property
+    def small(self) -> int:
+        """The bound of the small values sent where the server picks the order of requests (or
+        a cancel may leave some out): 100, less on a narrow dtype (INT8: 15), so that any sum
+        of a few of them from a sum 4 times that far from the dtype's edges stays exact."""
+        return max(1, min(100, (self.hi_sum - self.lo_sum) // 16))
     crowd_max = property(lambda self: max(2, self.spec.capacity))  # sequences in one crowd: up to every slot
 
     @property
@@ -281,18 +289,20 @@ class Plan:
         strings_ok = string_ids_allowed(spec, version, settings.find_known)
         families = ("other type", "other type") + twin_families(spec, version, settings.find_known)
         lo_sum, hi_sum = spec.value_range
-        fp32 = spec.dtype == "FP32"
-        target = FloatTarget if fp32 else SumTarget
+        floating = spec.is_float
+        target = FloatTarget if floating else SumTarget
         # Values: small ones, any in range, and ones that bring a running sum onto an edge of the
-        # dtype (edges.core_targets and power_targets: a START sent with one lands there); an FP32
-        # model also gets quarters, which every sum keeps exactly below edges.FRACTION_LIMIT.
+        # dtype (edges.core_targets and power_targets: a START sent with one lands there); a float
+        # model (FP16, FP32, FP64) also gets quarters, which every sum keeps exactly below its
+        # fraction limit (FP32: edges.FRACTION_LIMIT).
         # 0 and +-1 among the small ones: a value a careless model takes for "none" or a flag.
         values = [st.one_of(st.integers(-100, 100), st.sampled_from((0, 1, -1))), st.integers(lo_sum, hi_sum)] + [
             st.sampled_from(targets).map(lambda t: target(t - spec.initial_sum))
-            for targets in (core_targets(lo_sum, hi_sum, fp32), power_targets(lo_sum, hi_sum))]
-        if fp32:  # quarters, and now and then (1 in 40 draws) a value past where sums stay exact
+            for targets in (core_targets(lo_sum, hi_sum, floating, spec.fraction_limit), power_targets(lo_sum, hi_sum))]
+        largest = float(np.finfo(NUMPY_DTYPES[spec.dtype]).max) if floating else 0.0
+        if floating:  # quarters, and now and then (1 in 40 draws) a value past where sums stay exact
             quarters = st.integers(-400, 400).map(lambda q: q * 0.25)
-            values.append(st.one_of(*[quarters] * 7, st.sampled_from(WIDE_VALUES).map(Wide)))
+            values.append(st.one_of(*[quarters] * 7, st.sampled_from(wide_values(spec.digits, largest)).map(Wide)))
         ids = id_strategy(spec, version, settings.find_known)
         vias = ("stream", "stream", "grpc") + (("http",) if server.http_url and not spec.decoupled else ())
         return cls(
@@ -311,8 +321,8 @@ class Plan:
             # One draw where three would do: each data.draw saves and restores the global random
             # state (Hypothesis's check that strategies leave it alone), a tenth of the fuzzer's CPU.
             value_and_steer=st.tuples(st.one_of(*values), STEER, STEER_INDEX),
-            sum_targets=core_targets(lo_sum, hi_sum, fp32) + power_targets(lo_sum, hi_sum)
-            + (tuple(WideTarget(t) for t in WIDE_TARGETS) if fp32 else ()),
+            sum_targets=core_targets(lo_sum, hi_sum, floating, spec.fraction_limit) + power_targets(lo_sum, hi_sum)
+            + (tuple(WideTarget(t) for t in wide_targets(spec.digits, largest)) if floating else ()),
             twin_kinds=tuple((f, p) for f in TWIN_STEP_FAMILIES for p in twin_places(f, spec.id_bits)) +
             ((NEGATIVES, None),) + (tuple((f, None) for f in families) if strings_ok else ()))
 
@@ -356,7 +366,12 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             if steer == STEER_TOP else None
         if aim is not None:
             return (WideTarget if isinstance(aim, WideTarget) else self.plan.target)(aim - self.plan.spec.initial_sum)
-        return value if isinstance(value, (SumTarget, FloatTarget, Wide)) else self.plan.as_value(value)
+        if isinstance(value, (SumTarget, FloatTarget, Wide)):
+            return value
+        # An unsigned model's START must not be negative, and many rules send one as drawn: a
+        # small value comes unsigned (its sums still go down: _fit makes a sum target of a
+        # running sequence's next value a difference).
+        return self.plan.as_value(abs(value) if self.plan.lo_sum >= 0 else value)
 
     def _fit(self, value, total):
         """The value clamped so that it and total + value stay where the model's dtype is exact
@@ -366,9 +381,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             value = value + self.plan.spec.initial_sum - total
         if wide or not self.plan.lo_sum <= total <= self.plan.hi_sum:  # (a NaN sum is in no range)
             return self.plan.as_value(value)  # past the exact range on purpose: IEEE rounds it (ModelSpec.add)
-        if is_fraction(value) and not is_fraction(total) and abs(total) > FRACTION_LIMIT:
+        if is_fraction(value) and not is_fraction(total) and abs(total) > self.plan.spec.fraction_limit:
             value = float(round(value))  # the fraction would not survive on so large a sum
-        lo, hi = exact_range(self.plan.lo_sum, self.plan.hi_sum, is_fraction(value) or is_fraction(total))
+        lo, hi = exact_range(self.plan.lo_sum, self.plan.hi_sum, is_fraction(value) or is_fraction(total),
+                             self.plan.spec.fraction_limit)
         return self.plan.as_value(min(max(value, lo, lo - total), hi, hi - total))
 
     def _next_of(self, key, value, **flags):
@@ -376,20 +392,25 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         return self.plan.spec.request(key[1], self._fit(value, self.engine.model.total(key)), **flags)
 
     # Requests whose order the server picks (or which a cancel may leave out) can make any sum
-    # of a few of them: small values (|v| <= 100), on a sum at least 400 from the dtype's
-    # edges, keep every such sum exact.
+    # of a few of them: small values (|v| <= Plan.small, 100 on most dtypes; none below 0 on
+    # an unsigned one), on a sum at least 4 times that from the dtype's edges, keep every such
+    # sum exact.
     def _small(self, value):
         value = value if math.isfinite(value) else 0
-        return self.plan.as_value(max(-100, min(100, int(value))))  # whole: exact on any sum an FP32 model holds
+        small = self.plan.small
+        lowest = 0 if self.plan.lo_sum >= 0 else -small
+        return self.plan.as_value(max(lowest, min(small, int(value))))  # whole: exact on any sum a float model holds
 
     def _near_edge(self, key) -> bool:
-        """Within 400 of where the sum stops being exact: the dtype's edge, or for a sum with a
-        fraction the narrower one (FRACTION_LIMIT) where it still keeps it."""
+        """Within 4 small values (_small) of where the sum stops being exact: the dtype's edge,
+        or for a sum with a fraction the narrower one (ModelSpec.fraction_limit) where it still
+        keeps it."""
         total = self.engine.model.total(key)
-        if self.plan.fp32 and math.isfinite(total) and total * 4 != math.floor(total * 4):
+        if self.plan.floating and math.isfinite(total) and total * 4 != math.floor(total * 4):
             return True  # (a Wide value's: sums rebuilt from an answer by subtraction would not be exact)
-        lo, hi = exact_range(self.plan.lo_sum, self.plan.hi_sum, is_fraction(total))
-        return not lo + 400 <= total <= hi - 400
+        lo, hi = exact_range(self.plan.lo_sum, self.plan.hi_sum, is_fraction(total), self.plan.spec.fraction_limit)
+        margin = 4 * self.plan.small
+        return not lo + margin <= total <= hi - margin
 
     # -- rules: what clients do -------------------------------------------------------------
     # Which sequences are live, and which clients wait on the backlog, depends on timing. So

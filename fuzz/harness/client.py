@@ -16,7 +16,12 @@ from modelgen.variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT
 
 from ..values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the client's values
 
-NP_DTYPE = {"INT32": np.int32, "FP32": np.float32, "INT64": np.int64}
+# Every numeric datatype a request is sent in (the model's, or another a rule sends on purpose)
+# and an answer can come back as: one not the model's is read all the same, and
+# answers_well_formed says so (as HTTP's client reads it), not a refusal.
+NP_DTYPE = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "UINT8": np.uint8,
+            "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "FP16": np.float16,
+            "FP32": np.float32, "FP64": np.float64, "BOOL": np.bool_}
 
 
 def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest":
@@ -45,11 +50,6 @@ def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest
     return msg
 
 
-# Every numeric datatype an answer can come back as: one not the model's is read all the same, and
-# answers_well_formed says so (as HTTP's client reads it), not a refusal.
-_FROM_WIRE = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "UINT8": np.uint8,
-              "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "FP16": np.float16,
-              "FP32": np.float32, "FP64": np.float64, "BOOL": np.bool_}
 
 
 def _took(started: float) -> dict:
@@ -83,7 +83,7 @@ def _output(response, name: str):
     8,000 streams where it died after 600)."""
     for i, out in enumerate(response.outputs):
         if out.name == name:
-            dtype = _FROM_WIRE.get(out.datatype)
+            dtype = NP_DTYPE.get(out.datatype)
             if dtype is None or i >= len(response.raw_output_contents):
                 return out.datatype, None, out
             return out.datatype, np.frombuffer(response.raw_output_contents[i], dtype=dtype), out

@@ -219,7 +219,7 @@ class Setup:
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
         return cls(server, spec, settings, stats, margin, late,
-                   n_clients, proxied, float if spec.dtype == "FP32" else int)
+                   n_clients, proxied, float if spec.is_float else int)
 
     @property
     def lingering_guard(self) -> bool:
