@@ -762,8 +762,37 @@ TWELFTH_BUGS = (
         7, "a crowd of three: START a, then START+END b and START+END c in one execution (three lines, three "
            "answers; " + FIRST_ALONE + "), then a's next: it starts from 0"),
 )
+# The thirteenth hold-out, written before any campaign met a model of these dtypes (the fuzzer
+# had just learnt to take them): what narrow, half and double widths get wrong in a model's code.
+_FULL = ("START", "END", "READY", "CORRID")
+THIRTEENTH_BUGS = (
+    Bug("fp16_state_kept_in_float32", "an FP16 running sum is kept in float32 and only its answer is rounded "
+                                      "(a cache accumulated at a higher precision than it is served)",
+        _TOTAL, "        wide = self.__dict__.setdefault('wide', {})\n"
+                "        exact = x.astype(np.float32) + (np.float32(0) if start else wide.get(key, np.float32(0)))\n"
+                "        wide[key] = exact.reshape(-1)[0]\n"
+                "        total = exact.astype(self.dtype)\n", Variant("corrid", "direct", 2, 1, "fp16", "uint64", _FULL),
+        3, "START with 2^11, then 1, then 1: answered 2^11 + 2 (float16 stays at 2^11)"),
+    Bug("int16_input_read_as_int8", "an INT16 model reads its INPUT through an 8-bit view: a sample past +-127 wraps",
+        _X, '        x = pb_utils.get_input_tensor_by_name(request, "INPUT").as_numpy().astype(np.int8).astype(self.dtype)\n',
+        Variant("slot", "direct", 2, 1, "int16", controls=("START", "END", "READY")), 1, "one START of 128: answered -128"),
+    Bug("int8_symmetric_clamp", "an INT8 sum is clamped to -127..127, the symmetric range of int8 quantization: "
+                                "a sum of exactly -128 comes back -127",
+        _TOTAL, _TOTAL + "        total = np.clip(total, -127, 127).astype(self.dtype)\n",
+        Variant("corrid", "oldest", 2, 1, "int8", "uint64", _FULL), 1, "one START of -128: answered -127"),
+    Bug("uint16_sum_checked_as_signed", "a UINT16 model's sanity check reads its sum as signed 16 bits and takes a "
+                                        "sum of 2^15 or more for a corrupt one: it starts over from the input",
+        _TOTAL, _TOTAL + "        total = np.where(total.astype(np.int16) < 0, x, total).astype(self.dtype)\n",
+        Variant("corrid", "direct", 2, 1, "uint16", "uint64", _FULL), 2, "START 2^15 - 1, then 1: answered 1"),
+    Bug("fp64_state_stored_in_float32", "an FP64 model stores each running sum in a float32 table (its answers are "
+                                        "float64): a sum past 2^24 loses its low bits between requests",
+        _STORE, "            self.sums[key] = np.float32(total.reshape(-1)[0])\n",
+        Variant("slot", "oldest", 1, 2, "fp64", controls=("START", "END", "READY")), 2,
+        "START 2^24 + 1, then 0: answered 2^24"),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
-            + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS
+            + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
