@@ -377,9 +377,17 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """The value clamped so that it and total + value stay where the model's dtype is exact
         (a sum with a fraction: narrower); a drawn sum target becomes what brings total there."""
         wide = isinstance(value, (Wide, WideTarget))
-        if isinstance(value, (SumTarget, FloatTarget)):
+        aimed = isinstance(value, (SumTarget, FloatTarget))
+        if aimed:
             value = value + self.plan.spec.initial_sum - total
         if wide or not self.plan.lo_sum <= total <= self.plan.hi_sum:  # (a NaN sum is in no range)
+            if not (wide or aimed) and math.isfinite(total):
+                # Past the exact range a plain value keeps the sum there, by a small odd step away
+                # from 0: each such sum rounds (IEEE: ModelSpec.add), and a model that keeps its
+                # state at another precision, or rounds another way, drifts from the right answer
+                # only over several of them (an FP16 sum kept in float32: the third). A sum target
+                # still brings it back.
+                value = math.copysign(2 * (abs(int(value)) % 8) + 1, total)
             return self.plan.as_value(value)  # past the exact range on purpose: IEEE rounds it (ModelSpec.add)
         if is_fraction(value) and not is_fraction(total) and abs(total) > self.plan.spec.fraction_limit:
             value = float(round(value))  # the fraction would not survive on so large a sum
