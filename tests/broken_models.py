@@ -791,8 +791,30 @@ THIRTEENTH_BUGS = (
         "START 2^24 + 1, then 0: answered 2^24"),
 )
 
+# The fourteenth hold-out, written before any campaign met it: where a model's bug depends on
+# which of its instances runs the sequence, and on which flags an execution's rows carry together.
+FOURTEENTH_BUGS = (
+    Bug("second_instance_keeps_one_sum", "the model's second instance keeps its sums in a cache of one entry: two "
+                                         "sequences live on it at once evict each other",
+        _SUMS, _SUMS + "        self.one_entry = args['model_instance_name'].endswith('_1')\n",
+        Variant("corrid", "direct", 2, 2, "int32", "uint64", ("START", "END", "READY", "CORRID")),
+        4, "sequences until two live ones run on the second instance (with the first instance's two slots "
+           "held: START a, b, c, d), then c's next: it starts from 0",
+        more=((_STORE, "            if self.one_entry:\n"
+                       "                self.sums = {k: v for k, v in self.sums.items() if k == key}\n" + _STORE),)),
+    Bug("start_beside_end_clears_sums", "an execution with a START row and an END row of another sequence takes "
+                                        "a new-epoch path that clears every sum before it runs",
+        _EXECUTE, _LIVE + "", _CORRID4, 3,
+        "START b, then END b and START c in one execution (a crowd or a burst: two lines): b's END answers its value alone",
+        more=((_LIVE, "        self.live = [r for r in requests if _scalar(r, 'READY', 1)]\n"
+                      "        starts = [r for r in self.live if _scalar(r, 'START', 0)]\n"
+                      "        if starts and any(_scalar(r, 'END', 0) and r not in starts for r in self.live):\n"
+                      "            self.sums.clear()\n" + _EXECUTE),)),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
+            + FOURTEENTH_BUGS
             + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
