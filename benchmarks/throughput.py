@@ -27,6 +27,7 @@ from fuzz.campaign import fuzz_model
 from fuzz.harness.engine import FuzzSettings
 from fuzz.generator.machine import id_strategy
 from fuzz.harness.server import EmbeddedTriton
+from fuzz.harness.client import NP_DTYPE
 from fuzz.spec import ModelSpec
 from fuzz.stress import DEFAULT_MODEL as STRESS_MODEL
 from fuzz.stress import StressSettings, run_stress
@@ -95,7 +96,7 @@ def raw_loop(server, model: str, seconds: float, length: int = 16) -> float:
     import tritonclient.grpc as grpcclient
 
     spec = ModelSpec.fetch(server, model)
-    dtype = np.int32 if spec.dtype == "INT32" else np.float32
+    dtype = NP_DTYPE[spec.dtype]
     client = grpcclient.InferenceServerClient(server.grpc_url)
     inp = grpcclient.InferInput("INPUT", [1, 1], spec.dtype)
     inp.set_data_from_numpy(np.ones((1, 1), dtype=dtype))

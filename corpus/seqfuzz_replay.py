@@ -254,7 +254,10 @@ def ended(got):
 
 
 def same(a, b):
-    """Two sums agree: equal, or both NaN (an FP32 sum past inf - inf)."""
+    """Two sums agree: equal (integers exactly: a UINT64 sum past 2**53 is not a float), or both
+    NaN (a float sum past inf - inf)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
     a, b = float(a), float(b)
     return a == b or (a != a and b != b)
 

@@ -11,7 +11,7 @@ import attrs
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelgen.variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT
+from modelgen.variants import EXECUTION_OUTPUT, LIVE_ROWS_OUTPUT, ROW_OUTPUT
 
 from .values import CONTROL_TIMEOUT_S, Request
 
@@ -82,6 +82,7 @@ class ModelSpec:
     # A diagnostic, not behaviour: a corpus entry recorded before the model said it still replays.
     says_live_rows: bool = attrs.field(default=False, eq=False)
     says_row: bool = attrs.field(default=False, eq=False)  # and ROW_OUTPUT, each request's row in it
+    says_execution: bool = attrs.field(default=False, eq=False)  # and EXECUTION_OUTPUT, its execution's serial
 
     @property
     def batcher(self) -> str:
@@ -221,6 +222,7 @@ class ModelSpec:
                    implicit_state=len(sb.state) > 0, flavour=flavour, backend=cfg.backend or cfg.platform,
                    decoupled=cfg.model_transaction_policy.decoupled, initial_sum=_initial_sum(cfg, dtype),
                    says_live_rows=LIVE_ROWS_OUTPUT in outputs, says_row=ROW_OUTPUT in outputs,
+                   says_execution=EXECUTION_OUTPUT in outputs,
                    iterations=_iterations(cfg))
 
     @classmethod
@@ -264,8 +266,17 @@ def _initial_sum(cfg: mc.ModelConfig, dtype: str) -> float:
         raise ContractError(f"model {cfg.name!r} starts its state from data file {files[0]!r}: the fuzzer needs "
                             f"the value it holds (one number, each element alike) as parameter INITIAL_SUM, "
                             f"an integer; got {text or 'none'!r}") from None
-    if abs(value) > 2**20:
-        raise ContractError(f"model {cfg.name!r}: INITIAL_SUM {value} is past +-2**20, where sums from it stay exact")
+    kind = NUMPY_DTYPES[dtype]
+    if np.issubdtype(kind, np.unsignedinteger) and value:
+        # the range every sum and value keeps to is narrowed by the initial sum on both sides
+        # (ModelSpec.value_range): an unsigned one would lose its 0 and every value below the sum
+        raise ContractError(f"model {cfg.name!r}: INITIAL_SUM {value} on a {dtype} state: the fuzzer takes an "
+                            f"unsigned state that starts from 0 only")
+    top = 2 ** (np.finfo(kind).nmant + 1) if dtype.startswith("FP") else int(np.iinfo(kind).max)
+    limit = min(2**20, top // 8)  # a range at least three quarters as wide as the dtype's is left
+    if abs(value) > limit:
+        raise ContractError(f"model {cfg.name!r}: INITIAL_SUM {value} is past +-{limit}, where sums from it stay "
+                            f"exact in {dtype}")
     return float(value) if dtype.startswith("FP") else value
 
 

@@ -65,6 +65,9 @@ class Outcome:
     # Coverage only: no verdict reads it.
     live_rows: int | None = None
     row: int | None = None  # and the request's row in it (modelgen.variants.ROW_OUTPUT); coverage only too
+    # and the execution's serial (modelgen.variants.EXECUTION_OUTPUT): answers with one serial ran
+    # together. A reading of the run, as sent_at is: coverage only, not kept in a corpus entry.
+    execution: int | None = attrs.field(default=None, eq=False, repr=False)
     # When its request was sent (time.monotonic(), taken just before the send): a step's history
     # interval starts there (fuzz/checker/history.py). None where no client timed it.
     sent_at: float | None = attrs.field(default=None, eq=False, repr=False)

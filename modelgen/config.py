@@ -11,7 +11,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from .native import BACKEND as NATIVE_BACKEND
-from .variants import LIVE_ROWS_OUTPUT, PYTHON_DTYPES, ROW_OUTPUT, Variant
+from .variants import EXECUTION_OUTPUT, LIVE_ROWS_OUTPUT, PYTHON_DTYPES, ROW_OUTPUT, Variant
 
 # modelgen's dtype names (variants.PYTHON_DTYPES) as Triton's
 _DTYPE = {name: getattr(mc, f"TYPE_{name.upper()}") for name in PYTHON_DTYPES}
@@ -69,6 +69,8 @@ def model_config(variant: Variant) -> mc.ModelConfig:
         # answered, which the server's statistics only bound (they count padding rows, or mean).
         cfg.output.add(name=LIVE_ROWS_OUTPUT, data_type=mc.TYPE_INT32, dims=dims)
         cfg.output.add(name=ROW_OUTPUT, data_type=mc.TYPE_INT32, dims=dims)  # and the request's row in it
+    if variant.says_execution:  # and the execution's serial
+        cfg.output.add(name=EXECUTION_OUTPUT, data_type=mc.TYPE_INT32, dims=dims)
     # TensorRT engines only run on a GPU; the other backends here run on CPU.
     kind = mc.ModelInstanceGroup.KIND_GPU if variant.backend == "tensorrt" else mc.ModelInstanceGroup.KIND_CPU
     cfg.instance_group.add(count=variant.instances, kind=kind)
@@ -111,7 +113,7 @@ def model_config(variant: Variant) -> mc.ModelConfig:
 def initial_state_bytes(variant: Variant) -> bytes:
     """The initial_state data file of a variant with an initial sum: every element of the state
     (dims without the batch dim), row-major, in the state's dtype (Triton copies it as it is)."""
-    np_type = {"int32": np.dtype("<i4"), "fp32": np.dtype("<f4"), "int64": np.dtype("<i8")}[variant.dtype]
+    np_type = np.dtype(variant.dtype.replace("fp", "float")).newbyteorder("<")
     return np.full(variant.shape, variant.initial_sum, np_type).tobytes()
 
 

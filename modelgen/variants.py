@@ -17,6 +17,9 @@ LIVE_ROWS_OUTPUT = "SEQFUZZ_LIVE_ROWS"
 # Beside it: the row the request had in that execution (0: the first), which the fuzzer's
 # coverage reads too (an END in each row of a full execution).
 ROW_OUTPUT = "SEQFUZZ_ROW"
+# And the execution's serial (Python models): requests answered with one serial ran in one
+# execution, so the coverage sees which flags an execution's rows carried together.
+EXECUTION_OUTPUT = "SEQFUZZ_EXECUTION"
 STRATEGIES = ("direct", "oldest")
 DTYPES = ("int32", "fp32")
 # INT64 sums: the native backend's only (the framework graphs and the Python set stay 32-bit).
@@ -191,6 +194,11 @@ class Variant:
         """The model answers LIVE_ROWS_OUTPUT: the Python and native models, where every row it
         is given is live or READY says which are not (direct pads a batch with empty rows)."""
         return self.backend in ("python", "native") and (self.strategy == "oldest" or "READY" in self.controls)
+
+    @property
+    def says_execution(self) -> bool:
+        """The model answers EXECUTION_OUTPUT too (the Python models that say their rows)."""
+        return self.says_live_rows and self.backend == "python"
 
     @property
     def name(self) -> str:

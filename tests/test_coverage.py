@@ -458,3 +458,25 @@ def test_an_end_in_each_row_of_a_full_execution_is_a_goal_where_the_model_says_e
     assert not [g for g in cover.reached if "END in row" in g] and f"situation: {FULL_END}" in cover.reached
     cover.rows_said(4, start=False, end=True, row=2)
     assert [g for g in cover.reached if "END in row" in g] == [f"situation: {end_in_row(2)}"]
+
+
+def test_flags_together_are_what_one_execution_answered_for_two_sequences():
+    """Answers with one execution serial ran together: each pair of sequences in it reaches the
+    goal of their two flag shapes; a sequence beside itself, or answers of other executions, none."""
+    from fuzz.generator.coverage import Coverage, together_goal, together_goals
+
+    cov = Coverage()
+    cov.ran_in(7, "a", "START")
+    cov.ran_in(8, "b", "END")  # another execution
+    assert not any(g.startswith("flags together") for g in cov.reached)
+    cov.ran_in(7, "b", "END")
+    cov.ran_in(7, "c", "END")
+    assert {g for g in cov.reached if g.startswith("flags together")} == \
+        {together_goal("END", "START"), together_goal("END", "END")} == \
+        {"flags together: START beside END", "flags together: END beside END"}
+    spec = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1, idle_s=0.5,
+                     max_batch_size=2, controls=frozenset({"START", "END", "READY"}), corrid_type=None,
+                     implicit_state=False, says_execution=True)
+    assert len(together_goals(spec)) == 10
+    assert together_goals(attrs.evolve(spec, max_batch_size=0)) == ()  # one request an execution
+    assert together_goals(attrs.evolve(spec, says_execution=False)) == ()

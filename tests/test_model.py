@@ -513,6 +513,17 @@ def test_spec_reads_an_initial_state_from_data_and_sums_start_there():
     cfg.parameters["INITIAL_SUM"].string_value = "seven"
     with pytest.raises(ContractError, match="got 'seven'"):
         ModelSpec.from_config(cfg)
+    # within an eighth of the dtype's range (FP16: 256), and none on an unsigned state
+    cfg = model_config(Variant("implicit", "oldest", 2, 1, "fp16", "uint64", ("START", "END", "READY", "CORRID"),
+                               initial_sum=300))
+    with pytest.raises(ContractError, match=r"INITIAL_SUM 300 is past \+-256, where sums from it stay exact in FP16"):
+        ModelSpec.from_config(cfg)
+    cfg.parameters["INITIAL_SUM"].string_value = "200"
+    assert ModelSpec.from_config(cfg).value_range == (-1848.0, 1848.0)
+    cfg = model_config(Variant("implicit", "oldest", 2, 1, "uint8", "uint64", ("START", "END", "READY", "CORRID"),
+                               initial_sum=7))
+    with pytest.raises(ContractError, match="INITIAL_SUM 7 on a UINT8 state: .* starts from 0 only"):
+        ModelSpec.from_config(cfg)
 
 
 def test_spec_refuses_models_outside_the_contract():

@@ -97,7 +97,7 @@ def test_bool_controls_and_every_corrid_type():
 
 def test_an_ensemble_variant_is_an_ensemble_over_its_stateful_step():
     from modelgen.config import configs
-    from modelgen.variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT
+    from modelgen.variants import EXECUTION_OUTPUT, LIVE_ROWS_OUTPUT, ROW_OUTPUT
 
     v = Variant("slot", "oldest", 1, 1, "int32", controls=("START", "END", "READY"), ensemble=True)
     ensemble, step = configs(v).values()
@@ -105,7 +105,8 @@ def test_an_ensemble_variant_is_an_ensemble_over_its_stateful_step():
     assert ensemble.platform == "ensemble" and not ensemble.HasField("sequence_batching")
     (one,) = ensemble.ensemble_scheduling.step
     assert (one.model_name, dict(one.input_map), dict(one.output_map)) == \
-        (step.name, {"INPUT": "INPUT"}, {"OUTPUT": "OUTPUT", LIVE_ROWS_OUTPUT: LIVE_ROWS_OUTPUT, ROW_OUTPUT: ROW_OUTPUT})
+        (step.name, {"INPUT": "INPUT"}, {"OUTPUT": "OUTPUT", LIVE_ROWS_OUTPUT: LIVE_ROWS_OUTPUT, ROW_OUTPUT: ROW_OUTPUT,
+                                                   EXECUTION_OUTPUT: EXECUTION_OUTPUT})
     # an ensemble may not take larger batches than its step
     assert ensemble.max_batch_size == step.max_batch_size and step.HasField("sequence_batching")
     assert parse(render(ensemble)) == ensemble

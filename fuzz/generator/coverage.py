@@ -72,6 +72,31 @@ LONG_LIFE = "long life"  # a sequence went on LONG_LIFE_S (10 s) after its START
 QUIET = "quiet model"
 
 
+def together_goal(a: str, b: str) -> str:
+    """Requests of two sequences, of flag shapes `a` and `b` (FLAG_SHAPES), ran in one execution:
+    a model reads each row's flags beside the others' (a batch-level reset, a drain path taken
+    when a START meets an END), which no single request shows."""
+    a, b = sorted((a, b), key=FLAG_SHAPES.index)
+    return f"flags together: {a} beside {b}"
+
+
+TOGETHER = {together_goal(a, b): (a, b) for i, a in enumerate(FLAG_SHAPES) for b in FLAG_SHAPES[i:]}
+
+
+def together_goals(spec) -> tuple:
+    """The flag pairs an execution of this model can carry, where it says its executions (a
+    generated Python model) and an execution carries two live rows; an iterative sequence is its
+    START alone, so none there."""
+    if not spec.says_execution or live_row_goals(spec) < 2 or spec.iterations:
+        return ()
+    return tuple(TOGETHER)
+
+
+# How many executions' rows the tracker keeps while their answers come in: an execution's rows
+# answer within moments of each other, and the rest are forgotten.
+RECENT_EXECUTIONS = 64
+
+
 def end_in_row(row: int) -> str:
     """An END ran in row `row` of a full execution (0: the first), where the model says its rows:
     rows after it go on in the same execution, rows before it ran first."""
@@ -171,6 +196,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         # an iterative sequence is its START: no START comes while it runs, so none throws a sum away
         situations += ([] if spec.iterations else [FULL_START]) + [FULL_END]
         situations += [end_in_row(k) for k in range(rows)] if spec.says_row else []
+    goals += together_goals(spec)
     # an iterative sequence ends itself: none is left to idle out, or kept going
     # (a quiet model stops every client for most of a window: not where a window is too long to wait)
     waited = ["expiry reuse", KEPT_ALIVE, LONG_LIFE, QUIET] if expiry and not spec.iterations else []
@@ -195,6 +221,8 @@ class Coverage:
     # instead of each drawing from all of them again. Kept from the first failure on, so that the
     # shrinker's replays of the failing example steer as it did.
     seen: frozenset = frozenset()
+    # The rows of the executions answering lately, by serial (ran_in): what ran together.
+    executions: dict = attrs.Factory(dict)
 
     def new_example(self, shrinking: bool = False) -> None:
         self.here = set()
@@ -256,6 +284,17 @@ class Coverage:
                     self.situation(goal)
             if end and row is not None and 0 <= row < self.full_rows:
                 self.situation(end_in_row(row))
+
+    def ran_in(self, execution: int, key, shape: str) -> None:
+        """A request of sequence `key`, of flag shape `shape`, was answered by the execution with
+        this serial: with each other sequence's request answered by it, a flag pair together."""
+        rows = self.executions.setdefault(execution, [])
+        for other, their in rows:
+            if other != key:
+                self.hit(together_goal(shape, their))
+        rows.append((key, shape))
+        while len(self.executions) > RECENT_EXECUTIONS:
+            del self.executions[next(iter(self.executions))]
 
     def batch_sizes(self, rows, padded: bool) -> None:
         """The server's batch_stats over the campaign: (batch size, executions). A batch size is

@@ -39,7 +39,9 @@ def wide_values(digits: int, largest: float) -> tuple:
     """Values a float model gets now and then, sent as they are (Wide): the non-finite ones, the
     largest, one past 2**digits (rounded on the wire), an inexact decimal. No subnormal:
     TensorFlow's CPU threads (and many GPU kernels) flush them to zero, which IEEE's default does not."""
-    return (math.inf, -math.inf, math.nan, largest, -largest, 2.0**digits + 1, 2.0**(digits + 1) + 2, 0.1)
+    # (2**53 + 1 is no float64: FP64's one past is 2**53 + 2, sent as it is)
+    past = 2.0**digits + (1 if digits < 53 else 2)
+    return (math.inf, -math.inf, math.nan, largest, -largest, past, 2.0**(digits + 1) + 2, 0.1)
 
 
 def wide_targets(digits: int, largest: float) -> tuple:

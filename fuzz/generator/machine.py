@@ -23,8 +23,8 @@ from .. import nemesis
 from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets, wide_values,
     WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin)
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
-    MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, end_in_row, flags_goal, full_rows, live_row_goals, sibling_family,
-    twin_places)
+    MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
+    sibling_family, together_goals, twin_places)
 from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from ..checker.divergences import steered_around
@@ -368,10 +368,12 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return (WideTarget if isinstance(aim, WideTarget) else self.plan.target)(aim - self.plan.spec.initial_sum)
         if isinstance(value, (SumTarget, FloatTarget, Wide)):
             return value
-        # An unsigned model's START must not be negative, and many rules send one as drawn: a
-        # small value comes unsigned (its sums still go down: _fit makes a sum target of a
-        # running sequence's next value a difference).
-        return self.plan.as_value(abs(value) if self.plan.lo_sum >= 0 else value)
+        # Many rules send a START as drawn: a plain value stays in the model's value range, where
+        # a START's sum stays exact too (INT8 iterating 3 times: -42..42), and comes unsigned on an
+        # unsigned model (its sums still go down: _fit makes a sum target of a running
+        # sequence's next value a difference).
+        value = abs(value) if self.plan.lo_sum >= 0 else value
+        return self.plan.as_value(min(max(value, self.plan.lo_sum), self.plan.hi_sum))
 
     def _fit(self, value, total):
         """The value clamped so that it and total + value stay where the model's dtype is exact
@@ -381,7 +383,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if aimed:
             value = value + self.plan.spec.initial_sum - total
         if wide or not self.plan.lo_sum <= total <= self.plan.hi_sum:  # (a NaN sum is in no range)
-            if not (wide or aimed) and math.isfinite(total):
+            if self.plan.floating and not (wide or aimed) and math.isfinite(total):
                 # Past the exact range a plain value keeps the sum there, by a small odd step away
                 # from 0: each such sum rounds (IEEE: ModelSpec.add), and a model that keeps its
                 # state at another precision, or rounds another way, drifts from the right answer
@@ -1188,7 +1190,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if key is None:
             return self._skip("let expire: no live sequence")
         if self._waits_had_their_share():
-            return self._skip("let expire: waits for long idle windows took their share of the campaign")
+            return self._skip("let expire: waits for idle windows took their share of the campaign")
         keys = [key] + [k for k in self.engine.live() if k != key and everyone]
         if self.plan.spec.capacity > 1:
             # An idle timeout outlasts an example's steps: sequences left to expire hold their
@@ -1290,7 +1292,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if len(idle) <= self.plan.spec.capacity:
             return self._skip("refill: fewer idle clients than slots + 1")
         if self._waits_had_their_share():
-            return self._skip("refill: waits for long idle windows took their share of the campaign")
+            return self._skip("refill: waits for idle windows took their share of the campaign")
         keys = self.engine.live()
         self.engine.leave_to_expire(keys)
         until = max([self.engine.model.seqs[k].expiry.hi for k in keys] + [time.monotonic()]) + 0.005
@@ -1396,6 +1398,21 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             end_at = [depth] * len(end_at)  # no other sequence leaves the crowd before its end
             if full_n and missing[0] != f"situation: {FULL_START}":  # which row the END takes is the batcher's
                 early = ends_early
+        pair = None
+        if not steering and steer == STEER_TOP and not self.crowd_steered:
+            # A pair of flags no execution of this example carried together (a START beside an
+            # END, ...), the campaign's gaps first: the first two sequences take them in the
+            # same layer, in the middle of a layered crowd, where the layers run together.
+            cov = self.engine.stats.coverage
+            pairs = [g for g in together_goals(self.plan.spec) if g not in cov.here]
+            pair = choose(campaign_first(pairs, lambda g: (g,), cov.seen), ends_early)
+        if pair is not None:
+            steering, layered = True, True
+            depth = max(depth, 4)
+            for i, shape in enumerate(TOGETHER[pair]):
+                starts, ending = FLAGS[shape]
+                restart_at[i] = depth // 2 if starts else -1
+                ends[i], end_at[i] = ending, depth // 2 if ending else depth
         self.engine.collect()
         now = time.monotonic()
         self.engine.model.settle(now)
@@ -1421,7 +1438,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         before = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
         if not self._sent_together(reqs, "crowd"):
             return
-        self.crowd_steered = self.crowd_steered or (steering and len(plans) == self.plan.crowd_max)
+        self.crowd_steered = self.crowd_steered or (steering and (pair is not None or len(plans) == self.plan.crowd_max))
         after = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
         if before and after:
             rows = self.engine.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])

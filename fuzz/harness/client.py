@@ -12,7 +12,7 @@ import time
 import attrs
 import numpy as np
 
-from modelgen.variants import LIVE_ROWS_OUTPUT, ROW_OUTPUT
+from modelgen.variants import EXECUTION_OUTPUT, LIVE_ROWS_OUTPUT, ROW_OUTPUT
 
 from ..values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the client's values
 
@@ -71,7 +71,8 @@ def decode(response, started: float) -> Outcome:
     if arr.size == 0:
         return Outcome(status="BAD_RESPONSE", message="OUTPUT came back empty", **_took(started))
     return Outcome(value=arr[0].item(), **_took(started), live_rows=_said(response, LIVE_ROWS_OUTPUT),
-                   row=_said(response, ROW_OUTPUT), shape=out.shape, datatype=datatype)
+                   row=_said(response, ROW_OUTPUT), execution=_said(response, EXECUTION_OUTPUT), shape=out.shape,
+                   datatype=datatype)
 
 
 def _output(response, name: str):
@@ -264,7 +265,8 @@ class HttpClient:
             return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", **_took(started))
         return Outcome(value=out.reshape(-1)[0].item(), **_took(started), shape=out.shape,
                        datatype=result.get_output("OUTPUT")["datatype"],
-                       live_rows=_first(result.as_numpy(LIVE_ROWS_OUTPUT)), row=_first(result.as_numpy(ROW_OUTPUT)))
+                       live_rows=_first(result.as_numpy(LIVE_ROWS_OUTPUT)), row=_first(result.as_numpy(ROW_OUTPUT)),
+                       execution=_first(result.as_numpy(EXECUTION_OUTPUT)))
 
     def close(self):
         for client in self._clients.values():

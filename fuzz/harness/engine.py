@@ -22,7 +22,7 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from ..generator.coverage import KEPT_ALIVE, LONG_LIFE, QUIET, Coverage, full_rows
+from ..generator.coverage import KEPT_ALIVE, LONG_LIFE, QUIET, Coverage, flag_shape, full_rows
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
@@ -491,6 +491,8 @@ class Engine(CancelSteps, SharedSteps):
         if got is not None and got.ok and req is not None and req.start and not req.end:
             cover.started_beside(req.seq_id, [s.key[1] for s in self.model.running if s.key != key_of(req.seq_id)],
                                  self.spec.id_bits)
+        if got is not None and got.ok and got.execution is not None and req is not None:
+            cover.ran_in(got.execution, key_of(req.seq_id), flag_shape(req.start, req.end))
         if got is not None and got.live_rows:  # the model's own count, exact where statistics guess
             cover.rows_said(got.live_rows, self.discarding.pop(id(req), None) is not None, req is not None and req.end,
                             got.row)

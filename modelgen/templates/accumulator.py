@@ -40,6 +40,12 @@ class TritonPythonModel:
         # Whether to answer SEQFUZZ_LIVE_ROWS (modelgen.variants.LIVE_ROWS_OUTPUT): where the config has it.
         self.says_live_rows = any(o["name"] == "SEQFUZZ_LIVE_ROWS" for o in config["output"])
         self.says_row = any(o["name"] == "SEQFUZZ_ROW" for o in config["output"])  # and SEQFUZZ_ROW
+        # and SEQFUZZ_EXECUTION: a serial per execution, its instance's in the top bits, counted from
+        # the clock so that a reloaded model does not repeat the serials it answered before
+        self.says_execution = any(o["name"] == "SEQFUZZ_EXECUTION" for o in config["output"])
+        group, index = args["model_instance_name"].rsplit("_", 2)[1:]
+        self.instance_bits = ((int(group) * 8 + int(index)) % 127 + 1) << 24
+        self.execution = int(time.time() * 1000)
         # A slow model (the nemesis's slow execution): every execution takes this long.
         self.delay_s = int(params.get("EXEC_DELAY_MS", {}).get("string_value", "0")) / 1000
         # A decoupled model answers through each request's response sender, and returns nothing.
@@ -50,6 +56,7 @@ class TritonPythonModel:
         self.runs = {}  # an iterating START's executions so far, by CORRID
 
     def execute(self, requests):
+        self.execution += 1
         if self.delay_s:
             time.sleep(self.delay_s)
         ready = [bool(_scalar(r, "READY", 1)) for r in requests]  # read once: each row's, and their count
@@ -74,6 +81,9 @@ class TritonPythonModel:
         if self.says_row:
             row = np.full(outputs[0].as_numpy().shape, next(self.rows, -1), np.int32)
             outputs = [*outputs, pb_utils.Tensor("SEQFUZZ_ROW", row)]
+        if self.says_execution:
+            serial = self.instance_bits + self.execution % (1 << 24)
+            outputs = [*outputs, pb_utils.Tensor("SEQFUZZ_EXECUTION", np.full(outputs[0].as_numpy().shape, serial, np.int32))]
         return pb_utils.InferenceResponse(outputs)
 
     def _again(self, request):
