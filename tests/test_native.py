@@ -116,13 +116,17 @@ def test_older_builds_get_only_the_native_models_they_load():
     assert loadable_on(native_variants(), "2.41.0") == native_variants()
 
 
-def test_int64_sums_are_the_native_backends_only():
+def test_int64_sums_are_the_native_and_python_backends_only():
+    """The framework graphs stay 32-bit; the native backend sums INT64 too, and the Python model
+    any dtype its config declares (but the native backend none narrower)."""
     from modelgen import Variant
 
     assert Variant("implicit", "direct", 1, 1, "int64", backend="native").dtype == "int64"
-    for backend in ("python", "onnx"):
-        with pytest.raises(ValueError, match="only the native backend sums it"):
-            Variant("implicit", "direct", 1, 1, "int64", backend=backend)
+    assert Variant("implicit", "direct", 1, 1, "int64", backend="python").dtype == "int64"
+    with pytest.raises(ValueError, match="dtype 'int64': the 'onnx' backend takes"):
+        Variant("implicit", "direct", 1, 1, "int64", backend="onnx")
+    with pytest.raises(ValueError, match="dtype 'fp16': the 'native' backend takes"):
+        Variant("implicit", "direct", 1, 1, "fp16", backend="native")
 
 
 def test_a_second_state_is_declared_beside_the_first_and_only_natively():

@@ -226,6 +226,7 @@ class Coverage:
 
     def new_example(self, shrinking: bool = False) -> None:
         self.here = set()
+        self.executions = {}  # (a reload in the example may count serials again)
         if not shrinking:
             self.seen = frozenset(self.reached)
 

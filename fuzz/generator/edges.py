@@ -41,7 +41,7 @@ def wide_values(digits: int, largest: float) -> tuple:
     TensorFlow's CPU threads (and many GPU kernels) flush them to zero, which IEEE's default does not."""
     # (2**53 + 1 is no float64: FP64's one past is 2**53 + 2, sent as it is)
     past = 2.0**digits + (1 if digits < 53 else 2)
-    return (math.inf, -math.inf, math.nan, largest, -largest, past, 2.0**(digits + 1) + 2, 0.1)
+    return (math.inf, -math.inf, math.nan, largest, -largest, past, 2.0**(digits + 1) + 2 * (past - 2.0**digits), 0.1)
 
 
 def wide_targets(digits: int, largest: float) -> tuple:

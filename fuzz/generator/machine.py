@@ -110,12 +110,6 @@ FAULT_SHARE = 0.25
 # Waits for idle windows longer than FuzzSettings.max_wait_s end their examples with seconds of
 # idling: they are taken while such ends took at most this share of the campaign's wall time.
 WAIT_SHARE = 0.1
-# Waits for short idle windows (within max_wait_s) cost an example a fraction of a second at its
-# end each, but a campaign of 500 ms windows spent 40% of its wall time so (the rate from outside
-# fell to 0.46): an example parks requests for windows only while such ends took at most this
-# share. Decided as the example begins, and kept once a failure is found: its shrink's replays
-# must park as it did.
-SHORT_WAIT_SHARE = 0.2
 # Waits of every client mid-example for sequences left to expire to free slots, where only time
 # can (no slot free and nothing live, so rules could only skip; or an alias needs two slots):
 # at most this many per example, and only where a window is short (not rationed). Counted per
@@ -350,7 +344,6 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         self.engine = Engine(self.plan.setup, salt=stats.examples)
         if stats.first_failure_s is None:
             stats.waits_spent = self._waits_had_their_share(rationed=True)
-            stats.short_waits_spent = stats.wait_s > SHORT_WAIT_SHARE * (time.monotonic() - stats.started)
         self.twin_steps: set = set()  # integer twin steps steering took in this example
         self.crowd_steered = False  # a crowd of this example was steered onto every slot
         self.stuck_waits = 0  # waits of every client for windows to free slots (STUCK_WAITS)
@@ -382,8 +375,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         aimed = isinstance(value, (SumTarget, FloatTarget))
         if aimed:
             value = value + self.plan.spec.initial_sum - total
-        if wide or not self.plan.lo_sum <= total <= self.plan.hi_sum:  # (a NaN sum is in no range)
-            if self.plan.floating and not (wide or aimed) and math.isfinite(total):
+        # Past the range on a float model on purpose (a NaN sum is in no range); an integer sum
+        # past it (a START of the range's top on a model whose initial sum narrows the range)
+        # is clamped back below
+        if wide or (self.plan.floating and not self.plan.lo_sum <= total <= self.plan.hi_sum):
+            if not (wide or aimed) and math.isfinite(total):
                 # Past the exact range a plain value keeps the sum there, by a small odd step away
                 # from 0: each such sum rounds (IEEE: ModelSpec.add), and a model that keeps its
                 # state at another precision, or rounds another way, drifts from the right answer
@@ -519,9 +515,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """A long wait is waited out at the example's end (the others have finished); `rationed`:
         whether this wait counts as a long one (default: whether the model's idle window does)."""
         rationed = self.plan.setup.expiry_rationed if rationed is None else rationed
-        if not rationed:
-            return self.plan.stats.short_waits_spent
-        return self.engine.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.engine.stats.started)
+        return rationed and self.engine.stats.wait_s > WAIT_SHARE * (time.monotonic() - self.engine.stats.started)
 
     def _fits_the_campaign(self, wait_s: float) -> bool:
         """Whether a wait steered outside the share of waits (the first sequence kept alive, a long
@@ -1190,7 +1184,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if key is None:
             return self._skip("let expire: no live sequence")
         if self._waits_had_their_share():
-            return self._skip("let expire: waits for idle windows took their share of the campaign")
+            return self._skip("let expire: waits for long idle windows took their share of the campaign")
         keys = [key] + [k for k in self.engine.live() if k != key and everyone]
         if self.plan.spec.capacity > 1:
             # An idle timeout outlasts an example's steps: sequences left to expire hold their
@@ -1292,7 +1286,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if len(idle) <= self.plan.spec.capacity:
             return self._skip("refill: fewer idle clients than slots + 1")
         if self._waits_had_their_share():
-            return self._skip("refill: waits for idle windows took their share of the campaign")
+            return self._skip("refill: waits for long idle windows took their share of the campaign")
         keys = self.engine.live()
         self.engine.leave_to_expire(keys)
         until = max([self.engine.model.seqs[k].expiry.hi for k in keys] + [time.monotonic()]) + 0.005
@@ -1410,7 +1404,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             # A pair of flags no execution of this example carried together (a START beside an
             # END, ...), the campaign's gaps first: the first two sequences take them in the
             # same layer, in the middle of a layered crowd, where the layers run together.
-            pair = choose(campaign_first(pairs, lambda g: (g,), cov.seen), ends_early)
+            pair = choose(campaign_first(pairs, lambda g: (g,), cov.seen), seed)
         if pair is not None:
             steering, layered = True, True
             depth = max(depth, 4)

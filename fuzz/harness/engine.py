@@ -146,7 +146,6 @@ class RunStats:
     # Whether those waits had their share of the campaign when the example began, kept from the
     # first failure on: what a rule decides by it, a replay of the example decides alike.
     waits_spent: bool = False
-    short_waits_spent: bool = False  # (SHORT_WAIT_SHARE) as this example began
     stuck_s: float = 0.0  # seconds every client waited mid-example for windows to free slots (Engine.wait_*)
     # How many sequences had each length (requests), over every example (fuzz/generator/depth.py): a
     # tally, not a list, so that a campaign of hours keeps it as small as one of seconds.

@@ -43,8 +43,11 @@ class TritonPythonModel:
         # and SEQFUZZ_EXECUTION: a serial per execution, its instance's in the top bits, counted from
         # the clock so that a reloaded model does not repeat the serials it answered before
         self.says_execution = any(o["name"] == "SEQFUZZ_EXECUTION" for o in config["output"])
-        group, index = args["model_instance_name"].rsplit("_", 2)[1:]
-        self.instance_bits = ((int(group) * 8 + int(index)) % 127 + 1) << 24
+        name = args.get("model_instance_name", "")
+        tail = name.rsplit("_", 2)[1:]  # Triton's <model>_<group>_<index>, else any name's own
+        mark = int(tail[0]) * 8 + int(tail[1]) if len(tail) == 2 and all(t.isdigit() for t in tail) \
+            else sum(map(ord, name))
+        self.instance_bits = (mark % 127 + 1) << 24
         self.execution = int(time.time() * 1000)
         # A slow model (the nemesis's slow execution): every execution takes this long.
         self.delay_s = int(params.get("EXEC_DELAY_MS", {}).get("string_value", "0")) / 1000
