@@ -21,6 +21,17 @@ NUMPY_DTYPES = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": 
                 "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "FP16": np.float16,
                 "FP32": np.float32, "FP64": np.float64}
 _DTYPES = {getattr(mc, f"TYPE_{name}"): name for name in NUMPY_DTYPES}
+
+
+def dtype_range(dtype: str) -> tuple[int, int]:
+    """Where a running sum of `dtype` (a key of NUMPY_DTYPES) is exact: an integer type's own
+    range, a float type's whole numbers (FP32: to 2**24)."""
+    kind = NUMPY_DTYPES[dtype]
+    if dtype.startswith("FP"):
+        top = 2 ** (np.finfo(kind).nmant + 1)
+        return (-top, top)
+    info = np.iinfo(kind)
+    return (int(info.min), int(info.max))
 _KIND = mc.ModelSequenceBatching.Control
 DEFAULT_IDLE_US = 1_000_000  # Triton's own default when the config leaves it out
 # Fractions an FP32 sum keeps exactly while it stays within FRACTION_LIMIT: multiples of a
@@ -118,12 +129,14 @@ class ModelSpec:
         return 2 ** (self.digits - 3) if self.is_float else 0
 
     @property
+    def largest(self) -> float:
+        """A float dtype's largest finite value (FP16 65504)."""
+        return float(np.finfo(NUMPY_DTYPES[self.dtype]).max)
+
+    @property
     def sum_range(self) -> tuple[int, int]:
         """Where a running sum of this dtype is exact (FP32: whole numbers to 2**24)."""
-        if self.is_float:
-            return (-(2**self.digits), 2**self.digits)
-        info = np.iinfo(NUMPY_DTYPES[self.dtype])
-        return (int(info.min), int(info.max))
+        return dtype_range(self.dtype)
 
     @property
     def value_range(self) -> tuple[int, int]:
@@ -272,8 +285,7 @@ def _initial_sum(cfg: mc.ModelConfig, dtype: str) -> float:
         # (ModelSpec.value_range): an unsigned one would lose its 0 and every value below the sum
         raise ContractError(f"model {cfg.name!r}: INITIAL_SUM {value} on a {dtype} state: the fuzzer takes an "
                             f"unsigned state that starts from 0 only")
-    top = 2 ** (np.finfo(kind).nmant + 1) if dtype.startswith("FP") else int(np.iinfo(kind).max)
-    limit = min(2**20, top // 8)  # a range at least three quarters as wide as the dtype's is left
+    limit = min(2**20, dtype_range(dtype)[1] // 8)  # a range at least three quarters as wide as the dtype's is left
     if abs(value) > limit:
         raise ContractError(f"model {cfg.name!r}: INITIAL_SUM {value} is past +-{limit}, where sums from it stay "
                             f"exact in {dtype}")

@@ -15,7 +15,6 @@ import time
 
 import attrs
 import hypothesis.strategies as st
-import numpy as np
 from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -31,7 +30,7 @@ from ..checker.divergences import steered_around
 from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..harness.engine import Engine, Fault, Setup, Stale, event
 from ..checker.model import KEPT_WINDOWS, LONG_LIFE_S, MAX_STRING_ID, Answer, clip_id, key_of, too_long
-from ..spec import NUMPY_DTYPES, ModelSpec
+from ..spec import ModelSpec
 
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
@@ -293,10 +292,9 @@ class Plan:
         values = [st.one_of(st.integers(-100, 100), st.sampled_from((0, 1, -1))), st.integers(lo_sum, hi_sum)] + [
             st.sampled_from(targets).map(lambda t: target(t - spec.initial_sum))
             for targets in (core_targets(lo_sum, hi_sum, floating, spec.fraction_limit), power_targets(lo_sum, hi_sum))]
-        largest = float(np.finfo(NUMPY_DTYPES[spec.dtype]).max) if floating else 0.0
         if floating:  # quarters, and now and then (1 in 40 draws) a value past where sums stay exact
             quarters = st.integers(-400, 400).map(lambda q: q * 0.25)
-            values.append(st.one_of(*[quarters] * 7, st.sampled_from(wide_values(spec.digits, largest)).map(Wide)))
+            values.append(st.one_of(*[quarters] * 7, st.sampled_from(wide_values(spec.digits, spec.largest)).map(Wide)))
         ids = id_strategy(spec, version, settings.find_known)
         vias = ("stream", "stream", "grpc") + (("http",) if server.http_url and not spec.decoupled else ())
         return cls(
@@ -316,7 +314,7 @@ class Plan:
             # state (Hypothesis's check that strategies leave it alone), a tenth of the fuzzer's CPU.
             value_and_steer=st.tuples(st.one_of(*values), STEER, STEER_INDEX),
             sum_targets=core_targets(lo_sum, hi_sum, floating, spec.fraction_limit) + power_targets(lo_sum, hi_sum)
-            + (tuple(WideTarget(t) for t in wide_targets(spec.digits, largest)) if floating else ()),
+            + (tuple(WideTarget(t) for t in wide_targets(spec.digits, spec.largest)) if floating else ()),
             twin_kinds=tuple((f, p) for f in TWIN_STEP_FAMILIES for p in twin_places(f, spec.id_bits)) +
             ((NEGATIVES, None),) + (tuple((f, None) for f in families) if strings_ok else ()))
 

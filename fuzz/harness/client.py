@@ -14,14 +14,13 @@ import numpy as np
 
 from modelgen.variants import EXECUTION_OUTPUT, LIVE_ROWS_OUTPUT, ROW_OUTPUT
 
+from ..spec import NUMPY_DTYPES
 from ..values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the client's values
 
 # Every numeric datatype a request is sent in (the model's, or another a rule sends on purpose)
 # and an answer can come back as: one not the model's is read all the same, and
 # answers_well_formed says so (as HTTP's client reads it), not a refusal.
-NP_DTYPE = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "UINT8": np.uint8,
-            "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "FP16": np.float16,
-            "FP32": np.float32, "FP64": np.float64, "BOOL": np.bool_}
+NP_DTYPE = {**NUMPY_DTYPES, "BOOL": np.bool_}
 
 
 def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest":
@@ -48,8 +47,6 @@ def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest
     if req.timeout_us is not None:
         params["timeout"].int64_param = req.timeout_us
     return msg
-
-
 
 
 def _took(started: float) -> dict:
