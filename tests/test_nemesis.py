@@ -305,8 +305,11 @@ def test_the_deadlines_fault_cancels_a_decoupled_model_s_streams_and_meets_the_i
         assert server.streams_given_up or result.failures, "no stream was cancelled in flight"
         assert not server.calls_given_up, "a unary call went to a decoupled model"
         for death in result.failures:
-            assert death.expected_divergence == "iterative-cancel-crash", death
-            assert "streamed calls cancelled in flight" in death.detail, death.detail
+            # A death seen before the fault's step names its cancels is the other known crash of
+            # this model on 2.46-2.51 (CI met that once); either is known, neither is new.
+            assert death.expected_divergence in ("iterative-cancel-crash", "iterative-beside-backlog-crash"), death
+            if death.expected_divergence == "iterative-cancel-crash":
+                assert "streamed calls cancelled in flight" in death.detail, death.detail
         print(result.verdict, server.streams_given_up, [f.detail for f in result.failures])
 
 

@@ -326,6 +326,39 @@ def test_killing_the_fuzzer_with_sigkill_takes_the_server_down(one_model_repo, t
     assert wait_gone(pids, timeout=15) == set(), "tritonserver or its stubs outlived a SIGKILLed parent"
 
 
+def test_sigterm_stops_a_run_whose_main_thread_is_polling_its_server(one_model_repo, tmp_path):
+    """The SIGTERM handler runs between two bytecodes of the main thread, which may be inside the
+    server's Popen.poll() (every liveness check) holding its waitpid lock: a handler that waited
+    on that process blocked forever. Here the main thread does nothing but poll."""
+    script = textwrap.dedent(f"""
+        import sys
+        from fuzz.harness.server import EmbeddedTriton, Terminated
+        s = EmbeddedTriton({str(one_model_repo)!r}, workdir={str(tmp_path / 'w')!r}).start()
+        print(s.process.pid, flush=True)
+        try:
+            while s.running:
+                pass
+        except Terminated:
+            print("terminated", flush=True)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid = int(child.stdout.readline())
+        pids = group_pids(server_pid)
+        time.sleep(0.5)
+        child.send_signal(signal.SIGTERM)  # a handler that can deadlock here does so nine times in ten
+        out, _ = child.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        pytest.fail("a SIGTERM'ed run polling its server did not stop within 30 s")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert "terminated" in out, out
+    assert wait_gone(pids, timeout=15) == set(), "tritonserver or its stubs outlived the SIGTERM'ed run"
+
+
 def test_a_server_s_own_work_folder_goes_when_the_process_ends(one_model_repo):
     """A server given no workdir makes one (its log, its backends); it outlives stop() (a restart
     reuses it, a report reads the log) and goes when the process exits, stopped or not."""

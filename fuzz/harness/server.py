@@ -456,9 +456,24 @@ class EmbeddedTriton(_Base):
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        proc.wait()
+        _reap(proc)
         leftovers.unlink_regions(regions)
         leftovers.unregister(proc.pid)
+
+    def kill_from_signal_handler(self) -> None:
+        """SIGKILL to the server's process group and its stubs' regions unlinked, without reaping
+        it: a signal handler runs between two bytecodes of the main thread, which may be inside
+        this Popen's poll() holding its waitpid lock, and a wait() here would then block forever
+        (a SIGTERM'ed run once hung so in CI). stop(), later and outside the handler, reaps it."""
+        proc = self.process
+        if proc is None:
+            return
+        regions = leftovers.stub_regions(proc.pid)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        leftovers.unlink_regions(regions)
 
     def restart(self, *, graceful: bool = True, port_wait: float = 10.0) -> "EmbeddedTriton":
         """Stop the server and start it again on the same repository (and, under explicit model
@@ -626,6 +641,20 @@ STARTED_GROUPS: list = []
 _LIVE: "weakref.WeakSet[EmbeddedTriton]" = weakref.WeakSet()
 
 
+def _reap(proc: subprocess.Popen, timeout_s: float = 2.0) -> None:
+    """Waits for a killed server. A stop (SIGTERM, Ctrl-C) raised between two bytecodes of a
+    Popen.poll() can leave the Popen's waitpid lock taken for good, and its plain wait() would
+    then block forever: a wait with a timeout only tries the lock, and waitpid itself reaps it."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            _, status = os.waitpid(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        except ChildProcessError:  # reaped meanwhile
+            pass
+
+
 def _stop_all(*_):
     for server in list(_LIVE):
         server.stop()
@@ -648,7 +677,8 @@ _STOP_REASON = [""]  # "" until this process is told to stop
 
 def _on_sigterm(signum, frame):
     mark_stopped(f"terminated by signal {signum}")  # before the servers go: a worker must know their end is not a finding
-    _stop_all()
+    for server in list(_LIVE):  # killed now, reaped by stop() when the stop unwinds (or at exit)
+        server.kill_from_signal_handler()
     previous = _PREVIOUS_SIGTERM
     if callable(previous):
         previous(signum, frame)
