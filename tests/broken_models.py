@@ -812,9 +812,43 @@ FOURTEENTH_BUGS = (
                       "            self.sums.clear()\n" + _EXECUTE),)),
 )
 
+# The fifteenth hold-out, written before any campaign met it: a sum's course in time (a run of
+# silent frames), which updates reach the store, a path by magnitude, an id packed beside other
+# fields, and a count of STARTs across sequences.
+_KEY = '            key = _scalar(request, "CORRID")\n'
+FIFTEENTH_BUGS = (
+    Bug("silence_of_3_resets_state", "a speech model's end-of-utterance detector: the third zero input in a row "
+                                     "of a sequence resets its state (and that request is answered 0)",
+        _TOTAL, _TOTAL + "        quiet = self.__dict__.setdefault('quiet', {})\n"
+                         "        quiet[key] = 0 if start or x.reshape(-1)[0] != 0 else quiet.get(key, 0) + 1\n"
+                         "        if quiet[key] >= 3:\n"
+                         "            total = np.zeros_like(total)\n",
+        _SLOT, 4, "START 1, then 0, 0, 0: the last is answered 0"),
+    Bug("small_updates_not_stored", "a store that skips writes it takes for noise: an update by -1, 0 or 1 of a "
+                                    "sum already stored is answered but not written",
+        _STORE, "            if abs(int(x.reshape(-1)[0])) > 1 or key not in self.sums:\n"
+                "                self.sums[key] = total.reshape(-1)[0]\n",
+        _CORRID, 3, "START 5, then 1, then 0: answered 5"),
+    Bug("wide_input_restarts_sum", "an INT64 model's fast path for inputs in the int16 range; a wider input takes "
+                                   "a slow path that starts from 0, not from the stored sum",
+        _BASE, "        base = self.dtype.type(0) if start or abs(int(x.reshape(-1)[0])) > 32767 \\\n"
+               "            else self.sums.get(key, self.dtype.type(0))\n",
+        Variant("corrid", "oldest", 2, 1, "int64", "uint64", _FULL), 2, "START 1, then 2^15: answered 2^15"),
+    Bug("corrid_packed_in_48_bits", "the CORRID is packed beside a 16-bit field: the store keys it by its low 48 "
+                                    "bits, and ids 2^48 apart share a sum",
+        _KEY, '            key = int(_scalar(request, "CORRID")) & ((1 << 48) - 1)\n',
+        _CORRID, 3, "START a with 5, START a + 2^48 with 1, then a's next 0: answered 1"),
+    Bug("tenth_start_not_reset", "a count of STARTs across sequences, off by one in a ring of ten: every tenth "
+                                 "START adds its slot's last sum",
+        _BASE, "        self.starts = getattr(self, 'starts', 0) + bool(start)\n"
+               "        base = self.dtype.type(0) if start and self.starts % 10 \\\n"
+               "            else self.sums.get(key, self.dtype.type(0))\n",
+        _SLOT, 10, "ten START+ENDs of 1 on one slot: the tenth is answered 2"),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
-            + FOURTEENTH_BUGS
+            + FOURTEENTH_BUGS + FIFTEENTH_BUGS
             + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
