@@ -108,7 +108,8 @@ def measure_bug(server, bug) -> Row:
 def start_server() -> EmbeddedTriton:
     repo = tempfile.mkdtemp(prefix="seqfuzz-bench-broken-")
     write_broken_repository(repo)
-    return EmbeddedTriton(repo, **explicit_control(repo)).start()
+    # every broken model is loaded at start: over a hundred Python models take a minute and more
+    return EmbeddedTriton(repo, startup_timeout=300, **explicit_control(repo)).start()
 
 
 def measure(server, bugs=ALL_BUGS) -> list[Row]:
