@@ -202,6 +202,17 @@ def test_open_twins_are_the_kinds_not_yet_live_at_once_each_once():
     assert open_twins(kinds, {"twins live: other type", "twins live: 2^k apart, past 2^53"}) == (kinds[1], kinds[4])
 
 
+def test_ids_2k_apart_are_steered_widest_first():
+    """Ids that share their low 63 bits are one key to a cut of any width (8, 16, 32, or a width
+    no goal names, e.g. a CORRID packed in 48 bits): the first steered pair is the widest open."""
+    widths = tuple(("2^k apart", p) for p in twin_places("2^k apart", 64))
+    kinds = widths + (("neighbours", "below 2^32"),)
+    assert open_twins(kinds, set()) == (("2^k apart", "by 2^63"), ("neighbours", "below 2^32"))
+    assert open_twins(kinds, {"twins live: 2^k apart, by 2^63"}) == (("2^k apart", "by 2^32"), ("neighbours", "below 2^32"))
+    # the campaign's gaps first: with 2^63 reached there, the widest the campaign lacks
+    assert open_twins(widths, set(), frozenset({"twins live: 2^k apart, by 2^63"})) == (("2^k apart", "by 2^32"),)
+
+
 def test_steering_takes_what_the_campaign_lacks_first_among_what_the_example_lacks():
     kinds = (("2^k apart", "past 2^53"), ("neighbours", "below 2^32"), ("case", None))
     campaign = {"twins live: 2^k apart, past 2^53", "twins live: case"}
@@ -281,7 +292,8 @@ def test_integer_twins_are_goals_once_per_band_the_corrid_can_hold():
     wide = [g for g in goals_for(spec(), strings=False, expiry=True) if g.startswith("twins")]
     assert len(wide) == 4 + 2 * 3 + 4 + 3 + 1 and "twins live: neighbours, past 2^53" in wide  # + negatives
     narrow = [g for g in goals_for(spec(corrid_type="INT32"), strings=False, expiry=True) if g.startswith("twins")]
-    assert narrow == ["twins live: 2^k apart, by 2^8", "twins live: 2^k apart, by 2^16",
+    # a 32-bit CORRID's widest: all but its top bit (ids 2^31 apart), one key to a cut of any width
+    assert narrow == ["twins live: 2^k apart, by 2^8", "twins live: 2^k apart, by 2^16", "twins live: 2^k apart, by 2^31",
                       "twins live: neighbours, below 2^32", "twins live: 10^k apart, below 2^32",
                       "twins live: 2^k-1 apart, by 2^16-1", "twins live: 2^k-1 apart, by 2^31-1",
                       "twins live: aligned, to 2^8", "twins live: aligned, to 2^16", "twins live: negatives"]
@@ -303,12 +315,17 @@ def test_aligned_ids_are_twins_at_the_alignment_both_have():
     for place in twin_places("aligned", 64):
         k = place.removeprefix("to 2^")
         assert aligned_twin(("2^k apart", f"by 2^{k}"), here=set()) == place
-        assert aligned_twin(("2^k apart", f"by 2^{k}"), here={f"twins live: aligned, {place}"}) is None
+        # that one reached: the next narrower alignment open rides on it (its twin shares those bits too)
+        narrower = [p for p in twin_places("aligned", 64) if int(p.removeprefix("to 2^")) < int(k)]
+        assert aligned_twin(("2^k apart", f"by 2^{k}"), here={f"twins live: aligned, {place}"}) == \
+            (narrower[-1] if narrower else None)
         base = into_place(0x123456789ABCDEF1, place)
         assert stands_at(base, place) and not stands_at(base + 1, place)
         _, steps = twin_aim("2^k apart", f"by 2^{k}", 64)
         assert steps and all(("aligned", place) in twins_of(base, base + s, 64) for s in steps)
-    assert aligned_twin(("2^k apart", "by 2^63"), set()) is None and aligned_twin(("neighbours", "below 2^32"), set()) is None
+    assert aligned_twin(("2^k apart", "by 2^63"), set()) == "to 2^32"  # the widest alignment below 63 bits
+    assert aligned_twin(("2^k apart", "by 2^63"), {f"twins live: aligned, {p}" for p in twin_places("aligned", 64)}) is None
+    assert aligned_twin(("neighbours", "below 2^32"), set()) is None
     assert stands_at(5, "below 2^32") and into_place(5, "below 2^32") == 5  # a band, as before
 
 
@@ -316,6 +333,7 @@ def test_ids_2k_apart_are_goals_once_per_width_of_low_bits_they_share():
     assert twin_places("2^k apart", 64) == ("by 2^8", "by 2^16", "by 2^32", "by 2^63")
     assert shared_low_bits(2**63) == 63 and shared_low_bits(3 * 2**32) == 32 and shared_low_bits(2**20) == 16
     assert shared_low_bits(2**3) is None and shared_low_bits(0) is None
+    assert twin_places("2^k apart", 32) == ("by 2^8", "by 2^16", "by 2^31") and shared_low_bits(2**31, 32) == 31
     assert twin_place("2^k apart", 5, 5 + 2**63, 64) == "by 2^63"
     assert twin_place("2^k apart", 2**63 + 5, 5, 64) == "by 2^63"  # the distance modulo the width
     assert twin_place("2^k apart", 5, 13, 64) is None

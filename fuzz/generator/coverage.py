@@ -13,8 +13,8 @@ import time
 
 import attrs
 
-from .edges import (ALIGNED_BITS, ID_EDGES, SHARED_LOW_BITS, STRING_FAMILIES, VALUE_GOALS, aligned_place,
-    band_of, float_goals, id_bands, id_edges, shared_low_bits, string_twin, value_edges)
+from .edges import (ALIGNED_BITS, ID_EDGES, STRING_FAMILIES, VALUE_GOALS, aligned_place,
+    band_of, float_goals, id_bands, id_edges, low_bit_widths, shared_low_bits, string_twin, value_edges)
 
 DEPTHS = (8, 64, 256, 1024)  # requests in one sequence, from START to its end
 # Depths steered onto only while the campaign lacks them (a run of a thousand requests a campaign,
@@ -330,10 +330,10 @@ def twin_goal(family: str, place: str | None = None) -> str:
 
 def twin_places(family: str, bits: int) -> tuple:
     """Where integer twins of `family` are a goal on a `bits`-wide CORRID: ids 2^k apart once per
-    width of low bits they share (edges.SHARED_LOW_BITS, "by 2^k"), the others once per band of
+    width of low bits they share (edges.low_bit_widths, "by 2^k"), the others once per band of
     the older id (edges.ID_BANDS: a float64 makes neighbours one key only past 2**53)."""
     if family == "2^k apart":
-        return tuple(f"by 2^{k}" for k in SHARED_LOW_BITS if k < bits)
+        return tuple(f"by 2^{k}" for k in low_bit_widths(bits))
     if family == MERSENNE:
         return tuple(f"by 2^{k}-1" for k in MERSENNE_BITS if k < bits)
     if family == ALIGNED:
@@ -344,7 +344,7 @@ def twin_places(family: str, bits: int) -> tuple:
 def twin_place(family: str, older: int, twin: int, bits: int) -> str | None:
     """The place (twin_places) of integer twins `older` and `twin`: None where it is none."""
     if family == "2^k apart":
-        k = shared_low_bits((twin - older) % 2**bits)
+        k = shared_low_bits((twin - older) % 2**bits, bits)
         return None if k is None else f"by 2^{k}"
     if family == MERSENNE:  # the ids themselves apart, not modulo the width: a hash reads the number
         apart = abs(twin - older)
@@ -358,7 +358,7 @@ def twin_place(family: str, older: int, twin: int, bits: int) -> str | None:
 
 def twins_of(older, newer, bits: int) -> tuple:
     """The twin goals' (family, place) that ids `older` and `newer` make: integers equal modulo
-    2^k (SHARED_LOW_BITS), neighbours or 10^k apart (either way round, on a `bits`-wide CORRID),
+    2^k (edges.low_bit_widths), neighbours or 10^k apart (either way round, on a `bits`-wide CORRID),
     an id and its other-typed twin (5 and "5"), or string ids (an integer as its decimal text) of
     one of edges.STRING_FAMILIES."""
     if isinstance(older, int) and isinstance(newer, int):

@@ -139,16 +139,23 @@ ID_BANDS = {"below 2^32": (1, 2**32), "2^32 to 2^53": (2**32, 2**53), "past 2^53
 
 # Ids 2^k apart (equal modulo 2^k) are goals once per k here: equal in their low 8, 16, 32 or 63
 # bits, what a CORRID masked, hashed or cut to that width makes one key (the top bit: a signed
-# field). Their band does not matter to such a cut.
+# field). Their band does not matter to such a cut. The widest, all but the id's top bit, is one
+# key to a cut of any width: a CORRID packed in 48 bits beside another field, say, which no
+# width here names (low_bit_widths).
 SHARED_LOW_BITS = (8, 16, 32, 63)
 
 
-def shared_low_bits(distance: int) -> int | None:
-    """The widest of SHARED_LOW_BITS in which two ids `distance` apart agree (None: narrower)."""
+def low_bit_widths(bits: int) -> tuple:
+    """The widths of SHARED_LOW_BITS an id of a `bits`-wide CORRID has, and all but its top bit."""
+    return tuple(k for k in SHARED_LOW_BITS if k < bits) + (() if bits - 1 in SHARED_LOW_BITS else (bits - 1,))
+
+
+def shared_low_bits(distance: int, bits: int = 64) -> int | None:
+    """The widest of low_bit_widths(bits) in which two ids `distance` apart agree (None: narrower)."""
     if distance <= 0:
         return None
     zeros = (distance & -distance).bit_length() - 1
-    return max((k for k in SHARED_LOW_BITS if k <= zeros), default=None)
+    return max((k for k in low_bit_widths(bits) if k <= zeros), default=None)
 
 
 def id_bands(bits: int) -> tuple:

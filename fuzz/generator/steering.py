@@ -21,7 +21,7 @@ from .edges import ALIGNED_BITS, id_edges, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
 TWIN_STEPS = {
-    "2^k apart": (2**32, 2**63, 2**16, 3 * 2**32, 2**8),
+    "2^k apart": (2**32, 2**63, 2**16, 3 * 2**32, 2**8, 2**31),  # 2**31: a 32-bit CORRID's widest
     "neighbours": NEIGHBOUR_STEPS,
     "10^k apart": DECIMAL_STEPS,
     MERSENNE: MERSENNE_STEPS,
@@ -61,9 +61,19 @@ def open_sums(targets, here, lo: float, hi: float, seen=frozenset()) -> tuple:
 
 def open_twins(kinds, here, seen=frozenset(), gaps_only: bool = False) -> tuple:
     """The twin kinds, (family, band) (band None for a string family), the example has not had
-    live at once; those the campaign had not had where there are any (`gaps_only`: only those)."""
-    return campaign_first([k for k in dict.fromkeys(kinds) if twin_goal(*k) not in here],
-                          lambda k: [twin_goal(*k)], seen, gaps_only)
+    live at once; those the campaign had not had where there are any (`gaps_only`: only those).
+    Of ids 2^k apart, only the widest open width: twins that share more low bits are one key to
+    every narrower cut too, so the first steered pair already finds a cut of any width (as a
+    steered depth goes to the largest level first); the narrower come in the turns after."""
+    open_kinds = campaign_first([k for k in dict.fromkeys(kinds) if twin_goal(*k) not in here],
+                                lambda k: [twin_goal(*k)], seen, gaps_only)
+    widths = [_width(p) for f, p in open_kinds if f == "2^k apart"]
+    return tuple(k for k in open_kinds if k[0] != "2^k apart" or _width(k[1]) == max(widths))
+
+
+def _width(place: str) -> int:
+    """k of a place "by 2^k" (ids 2^k apart) or "to 2^k" (an alignment)."""
+    return int(place.rsplit("2^", 1)[1])
 
 
 def twin_aim(family: str, place: str, bits: int) -> tuple:
@@ -77,14 +87,14 @@ def twin_aim(family: str, place: str, bits: int) -> tuple:
 
 
 def aligned_twin(aim: tuple, here) -> str | None:
-    """Where steering aims at ids 2^k apart by 2^8, 2^16 or 2^32 and the example has not had two
-    ids aligned to 2^k live at once: that alignment ("to 2^k"), for the older id to be moved to
-    (its twin, 2^k or more apart, is then aligned too). Else None."""
+    """Where steering aims at ids 2^k apart and the example has not had two ids aligned to 2^j
+    (j <= k) live at once: the widest such alignment ("to 2^j"), for the older id to be moved to
+    (its twin, 2^k or more apart, has the same low j bits, all 0: aligned too). Else None."""
     family, place = aim
     if family != "2^k apart" or place is None:
         return None
-    aligned = f"to 2^{place.removeprefix('by 2^')}"
-    return aligned if aligned in ALIGNED_PLACES and twin_goal(ALIGNED, aligned) not in here else None
+    fits = [a for a in ALIGNED_PLACES if _width(a) <= _width(place) and twin_goal(ALIGNED, a) not in here]
+    return max(fits, key=_width, default=None)
 
 
 def edge_ids(candidates, bits: int) -> dict:
