@@ -294,8 +294,9 @@ def explicit_control(models_dir) -> dict:
 class EmbeddedTriton(_Base):
     """A tritonserver process this harness starts and owns.
 
-    Use as a context manager, or call start() and stop(). stop() is also registered with atexit
-    and runs on SIGTERM, so an interrupted run leaves no server or stub behind.
+    Use as a context manager, or call start() and stop(). stop() is also registered with atexit,
+    and SIGTERM kills the servers at once (stop() reaps them), so an interrupted run leaves no
+    server or stub behind.
     """
 
     def __init__(self, model_repository, *, install: TritonInstall | None = None, workdir=None,
@@ -436,28 +437,33 @@ class EmbeddedTriton(_Base):
         """SIGTERM to the server's process group, SIGKILL after the grace period; graceful=False,
         or once this run was told to stop (nothing the server does then is a finding, and the
         user waits on it), SIGKILL at once. The Python-backend stubs' shared memory is removed
-        too: a killed stub leaves its region in /dev/shm. Idempotent."""
-        proc, self.process = self.process, None
-        _LIVE.discard(self)
+        too: a killed stub leaves its region in /dev/shm. Idempotent. A stop (SIGTERM, Ctrl-C)
+        that lands in the grace period still kills it, and it stays this run's to reap (the
+        teardown's or atexit's stop) until it is reaped."""
+        proc = self.process
         if proc is None:
             return
         regions = leftovers.stub_regions(proc.pid)
-        if graceful and not stopping():
+        try:
+            if graceful and not stopping():
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                try:
+                    proc.wait(timeout=self.stop_grace)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            # The stubs share the server's process group; make sure none lingers.
             try:
-                os.killpg(proc.pid, signal.SIGTERM)
+                os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            try:
-                proc.wait(timeout=self.stop_grace)
-            except subprocess.TimeoutExpired:
-                pass
-        # The stubs share the server's process group; make sure none lingers.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+            leftovers.unlink_regions(regions)
         _reap(proc)
-        leftovers.unlink_regions(regions)
+        self.process = None
+        _LIVE.discard(self)
         leftovers.unregister(proc.pid)
 
     def kill_from_signal_handler(self) -> None:
