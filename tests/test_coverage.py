@@ -334,6 +334,11 @@ def test_ids_2k_apart_are_goals_once_per_width_of_low_bits_they_share():
     assert shared_low_bits(2**63) == 63 and shared_low_bits(3 * 2**32) == 32 and shared_low_bits(2**20) == 16
     assert shared_low_bits(2**3) is None and shared_low_bits(0) is None
     assert twin_places("2^k apart", 32) == ("by 2^8", "by 2^16", "by 2^31") and shared_low_bits(2**31, 32) == 31
+    from fuzz.generator.steering import TWIN_STEPS, twin_aim
+    for bits in (32, 64):  # every place steering may aim at has a step that makes it
+        for family in TWIN_STEPS:
+            for place in twin_places(family, bits):
+                assert twin_aim(family, place, bits)[1], (bits, family, place)
     assert twin_place("2^k apart", 5, 5 + 2**63, 64) == "by 2^63"
     assert twin_place("2^k apart", 2**63 + 5, 5, 64) == "by 2^63"  # the distance modulo the width
     assert twin_place("2^k apart", 5, 13, 64) is None
