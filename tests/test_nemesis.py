@@ -133,7 +133,10 @@ def test_delay_scheduler_hook_makes_one_full_batch(tmp_path):
 def test_without_the_hook_the_same_requests_run_in_several_batches(tmp_path):
     write_model(SLOW, tmp_path / "m")
     with EmbeddedTriton(tmp_path / "m", workdir=tmp_path / "w") as server:
-        outcomes = burst(server, SLOW.name, [1, 2, 3, 4])
+        # Three of SLOW's executions apart, not the hook test's 20 ms: the batcher has long started
+        # the first START when the next comes, however loaded the machine (CI once saw all four
+        # sent 20 ms apart before it ran any, as one batch).
+        outcomes = burst(server, SLOW.name, [1, 2, 3, 4], gap_s=0.3)
         assert [o.value for o in outcomes] == [1, 2, 3, 4], outcomes
         assert server.execution_count(SLOW.name) > 1  # the first START runs alone while the rest arrive
 
