@@ -475,30 +475,6 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return reused
         return twin if how == "sibling" and twin is not None else fresh
 
-    def _twin_in_crowd(self, fresh: list, steer: int, index: int) -> None:
-        """Steered, a crowd's second fresh id becomes a twin of its first, of a kind the campaign
-        lacks: a crowd keeps its sequences live at once, where a cut, a hash or a cast that makes
-        two ids one key shows, and crowds come far more often than the alias steps that made
-        every twin before (a CORRID packed in 48 bits, one key to ids 2^63 apart, was missed in 1
-        of 3 `dev` campaigns). The campaign's gaps only: a failure in a crowd shrinks to hundreds
-        of lines where one of `alias` shrinks to three, so the kinds it has had are alias's."""
-        if steer < STEER_GAP_FROM or not isinstance(fresh[0], int):
-            return
-        cov = self.engine.stats.coverage
-        kinds = [k for k in self.plan.twin_kinds if k[0] in TWIN_STEPS]
-        aim = choose(open_twins(kinds, cov.here, cov.seen, gaps_only=True), index)
-        if aim is None:
-            return
-        band, steps = twin_aim(*aim, self.plan.spec.id_bits)
-        step = choose(steps, index // len(kinds))
-        # moved into the kind's band, or (ids 2^k apart) to an alignment the example lacks, as
-        # _twin_kind's are: ids aligned to 2^k ride on no turns of their own
-        place = aligned_twin(aim, cov.here) or band
-        base = into_place(fresh[0], place) if place else fresh[0]
-        twin = sibling(base, step, self.plan.spec.id_bits) if step is not None else None
-        if twin is not None and self._free(base) and self._free(twin):
-            fresh[0], fresh[1] = base, twin
-
     def _steered_step(self, base: int, index: int, gaps_only: bool) -> int | None:
         """A step that makes `base` and its sibling integer twins of a kind (family, place) the
         example has not had live at once (`gaps_only`: nor the campaign), where `base` stands in
@@ -1374,7 +1350,6 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         size = data.draw(st.integers(2, self.plan.crowd_max), label="sequences")
         depth = data.draw(CROWD_DEPTHS, label="requests each")
         fresh = [self._fresh(data.draw(self.plan.ids, label="id")) for _ in range(self.plan.crowd_max)]
-        self._twin_in_crowd(fresh, *data.draw(STEER_AND_INDEX, label="steer twins, steered twin"))
         new = [data.draw(st.booleans(), label="a fresh sequence") for _ in range(self.plan.crowd_max)]
         restart_at = [data.draw(st.integers(-8, 23), label="restart at") for _ in range(self.plan.crowd_max)]
         ends = [data.draw(st.sampled_from([False, False, True]), label="end") for _ in range(self.plan.crowd_max)]
