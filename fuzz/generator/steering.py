@@ -67,8 +67,8 @@ def open_twins(kinds, here, seen=frozenset(), gaps_only: bool = False) -> tuple:
     steered depth goes to the largest level first); the narrower come in the turns after."""
     open_kinds = campaign_first([k for k in dict.fromkeys(kinds) if twin_goal(*k) not in here],
                                 lambda k: [twin_goal(*k)], seen, gaps_only)
-    widths = [_width(p) for f, p in open_kinds if f == "2^k apart"]
-    return tuple(k for k in open_kinds if k[0] != "2^k apart" or _width(k[1]) == max(widths))
+    widest = max((_width(p) for f, p in open_kinds if f == "2^k apart"), default=None)
+    return tuple(k for k in open_kinds if k[0] != "2^k apart" or _width(k[1]) == widest)
 
 
 def _width(place: str) -> int:

@@ -455,12 +455,7 @@ class EmbeddedTriton(_Base):
                 except subprocess.TimeoutExpired:
                     pass
         finally:
-            # The stubs share the server's process group; make sure none lingers.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            leftovers.unlink_regions(regions)
+            _kill_group(proc, regions)
         _reap(proc)
         self.process = None
         _LIVE.discard(self)
@@ -471,15 +466,8 @@ class EmbeddedTriton(_Base):
         it: a signal handler runs between two bytecodes of the main thread, which may be inside
         this Popen's poll() holding its waitpid lock, and a wait() here would then block forever
         (a SIGTERM'ed run once hung so in CI). stop(), later and outside the handler, reaps it."""
-        proc = self.process
-        if proc is None:
-            return
-        regions = leftovers.stub_regions(proc.pid)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        leftovers.unlink_regions(regions)
+        if self.process is not None:
+            _kill_group(self.process, leftovers.stub_regions(self.process.pid))
 
     def restart(self, *, graceful: bool = True, port_wait: float = 10.0) -> "EmbeddedTriton":
         """Stop the server and start it again on the same repository (and, under explicit model
@@ -645,6 +633,16 @@ STARTED_GROUPS: list = []
 
 # Servers still running when the interpreter exits or is told to terminate get stopped.
 _LIVE: "weakref.WeakSet[EmbeddedTriton]" = weakref.WeakSet()
+
+
+def _kill_group(proc: subprocess.Popen, regions) -> None:
+    """SIGKILL to a server's process group (its stubs share it: none may linger), and the stubs'
+    shared-memory `regions` unlinked (a killed stub leaves its own in /dev/shm)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    leftovers.unlink_regions(regions)
 
 
 def _reap(proc: subprocess.Popen, timeout_s: float = 2.0) -> None:
