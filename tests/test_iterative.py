@@ -327,8 +327,14 @@ def test_a_start_soon_after_a_start_with_end_on_its_id_is_rescheduled(tmp_path, 
 
 # Where iterative-cancel-crash is a race two minutes of cancels may miss: 2.51 died after 25 to
 # 4,900 streams on an idle machine, and lived through 6,879 in a clean-clone CI (stop 63); 2.41-2.46
-# die within 140 in every run, and stay strict.
+# die within 140 in every run here, but a clean-clone CI's 2.41 lived through 8,711 (stop 65). So on
+# CI's loaded machine a miss is expected of every build (a crash there still must be a signal); here
+# only 2.51 may miss.
 CANCEL_CRASH_RACY = ("2.51.0",)
+
+
+def _cancel_crash_may_be_missed(version: str) -> bool:
+    return version in CANCEL_CRASH_RACY or os.environ.get("CI") == "true"
 
 
 @pytest.mark.parametrize("release", [None, "0.5.8", "0.5.5", "0.5.0"], ids=["2.51", "2.46", "2.44", "2.41"])
@@ -373,7 +379,7 @@ def test_an_iterative_start_cancelled_between_its_iterations_kills_the_server(tm
                 break
         status = server.process.poll()
         crashes = server.version in by_key("iterative-cancel-crash").versions
-        if status is None and crashes and server.version in CANCEL_CRASH_RACY:
+        if status is None and crashes and _cancel_crash_may_be_missed(server.version):
             pytest.xfail(f"{server.version} lived through {streams} cancelled streams: a race this pin can miss there")
         assert (status is not None) == crashes, f"{server.version}: status {status} after {streams} cancelled streams"
         if crashes:
