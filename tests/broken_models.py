@@ -846,9 +846,44 @@ FIFTEENTH_BUGS = (
         _SLOT, 10, "ten START+ENDs of 1 on one slot: the tenth is answered 2"),
 )
 
+# The sixteenth hold-out, written before any campaign met it: a read cache a restart does not
+# invalidate, an ended sequence cleaned up one execution late, an id folded to 32 bits as Java's
+# Long.hashCode folds it, an INT64 sum through a float64 table, and a UINT8 sum that saturates.
+SIXTEENTH_BUGS = (
+    Bug("restart_keeps_read_cache", "a read-through cache of each sequence's sum, written by its continuations and "
+                                    "dropped at END: a restart (START on a live id) is not told, and the next "
+                                    "request reads the sum from before it",
+        _BASE, "        cache = self.__dict__.setdefault('cache', {})\n"
+               "        base = self.dtype.type(0) if start else cache.get(key, self.sums.get(key, self.dtype.type(0)))\n",
+        _CORRID, 4, "START a, a's next, START a again (a restart of the live id), then a's next: it sums onto the "
+                    "sum before the restart",
+        more=((_POP, _POP + "            self.cache.pop(key, None)\n"),
+              (_STORE, _STORE + "            if not start:\n                self.cache[key] = self.sums[key]\n"))),
+    Bug("end_cleanup_one_execution_late", "an ENDed sequence's sum is dropped at the end of the instance's next "
+                                          "execution (deferred cleanup): a START of that id in that execution "
+                                          "loses its sum",
+        _POP, '        if end and self.flavour == "corrid":\n            self.ended.append(key)\n', _CORRID, 3,
+        "START+END a, then START a (the instance's next execution), then a's next: it starts from 0",
+        more=((_SUMS, _SUMS + "        self.ended, self.deferred = [], []\n"),
+              (_EXECUTE, _EXECUTE + "        for gone in self.deferred:\n            self.sums.pop(gone, None)\n"
+                                    "        self.deferred, self.ended = self.ended, []\n"))),
+    _keyed_by("corrid_folded_like_long_hashcode", "the uint64 CORRID is folded to 32 bits as Java's Long.hashCode "
+                                                  "does (low half XOR high half): ids such as 1 and 2^32 share a sum",
+              "(int(_scalar(request, 'CORRID')) & 0xFFFFFFFF) ^ (int(_scalar(request, 'CORRID')) >> 32)",
+              "a's low half XOR its high half equal to b's: 1 and 2^32, or an odd a below 2^32 and a + 2^32 - 1"),
+    Bug("int64_sum_via_float64", "an INT64 model keeps its sums in a table of Python floats: a sum past 2^53 loses "
+                                 "its low bits between requests",
+        _STORE, "            self.sums[key] = float(total.reshape(-1)[0])\n",
+        Variant("corrid", "direct", 2, 1, "int64", "uint64", _FULL), 2, "START 2^53 + 1, then 0: answered 2^53"),
+    Bug("uint8_sum_saturates", "a UINT8 sum saturates at 255 (the saturating add of image kernels) where it must "
+                               "wrap",
+        _TOTAL, "        total = np.clip(x.astype(np.int64) + int(base), 0, 255).astype(self.dtype)\n",
+        Variant("corrid", "oldest", 2, 1, "uint8", "uint64", _FULL), 2, "START 200, then 100: answered 255"),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
-            + FOURTEENTH_BUGS + FIFTEENTH_BUGS
+            + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS
             + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
