@@ -349,10 +349,16 @@ class BatcherModel:
         return seq.key
 
     # -- requests -------------------------------------------------------------------------------
+    @property
+    def quiet_s(self) -> float:
+        """How long no client may send before a request for it to go after a quiet model (a
+        gap of half the idle window the server surely keeps a sequence for)."""
+        return (self.spec.idle_s - self.margin) / 2
+
     def expect(self, req: Request, now: float) -> Expectation:
         """What the server must do with `req` sent at `now`; updates the model as if it did."""
         self.settle(now)
-        quiet = self.last_sent is not None and now - self.last_sent >= (self.spec.idle_s - self.margin) / 2
+        quiet = self.last_sent is not None and now - self.last_sent >= self.quiet_s
         self.last_sent = now
         refusal = self._invalid(req)
         if refusal is not None:
