@@ -115,6 +115,22 @@ def test_start_on_live_id_restarts_and_keeps_its_slot():
     assert m.expect(R(2, 9, start=True), 0.3) == Queued(9)  # still one slot, still held by 1
 
 
+def test_a_start_right_after_its_id_s_end_counts_as_reused_at_once():
+    """Coverage's "reused at once": only where nothing went between the END and the START."""
+    m = BatcherModel(spec(capacity=2), MARGIN)
+    m.expect(R(1, 5, start=True), 0.0)
+    m.expect(R(1, 1, end=True), 0.01)
+    assert m.expect(R(1, 2, start=True), 0.02) == Answer(2) and m.reused_at_once == 1
+    m.expect(R(1, 1, start=True, end=True), 0.03)  # a restart that ends it: the id is done again
+    m.expect(R(2, 1, start=True), 0.04)  # another id between
+    m.expect(R(1, 1, start=True), 0.05)
+    assert m.reused_at_once == 1
+    m.expect(R(1, 1, end=True), 0.06)
+    assert isinstance(m.expect(R(1, 1), 0.07), Refusal)  # no START: refused, and it breaks the chain
+    m.expect(R(1, 1, start=True), 0.08)
+    assert m.reused_at_once == 1
+
+
 def test_end_forgets_the_id_and_frees_the_slot_for_the_backlog():
     m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
     m.expect(R(1, 1, start=True), 0.0)

@@ -205,6 +205,8 @@ class BatcherModel:
         self.kept_alive = 0  # requests to sequences in use for KEPT_WINDOWS idle windows and more (coverage)
         self.long_lived = 0  # requests to sequences in use for LONG_LIFE_S and more (coverage)
         self.quiet_gaps = 0  # requests that went on a sequence after no client sent anything for as long (coverage)
+        self.reused_at_once = 0  # STARTs on the id whose END the model had just before, nothing between (coverage)
+        self.just_ended = None  # the id key of the request before, where it was an END (or START+END)
         self.last_sent: float | None = None  # when the last request of any client went
         self.starts = 0  # new sequences (STARTs of ids not running), in all
         self.churn = 0  # the most new sequences one sequence saw start during its life and then went on (coverage)
@@ -360,10 +362,12 @@ class BatcherModel:
         self.settle(now)
         quiet = self.last_sent is not None and now - self.last_sent >= self.quiet_s
         self.last_sent = now
+        just_ended, self.just_ended = self.just_ended, None
         refusal = self._invalid(req)
         if refusal is not None:
             return refusal
         key = key_of(req.seq_id)
+        self.just_ended = key if req.end else None
         self.revived.discard(key)
         seq = self.seqs.get(key)
         if key in self.unsettled:
@@ -405,6 +409,7 @@ class BatcherModel:
             seq.total, seq.requests, seq.born, seq.starts_before = first, 1, now, self.starts
             return self._ran(seq, req, now, end, partials)
         self.starts += 1
+        self.reused_at_once += key == just_ended
         if self.free_slots():
             seq = Seq(key, first, now, running=True, starts_before=self.starts)
             self.seqs[key] = seq

@@ -64,8 +64,11 @@ ID_STATES = ("fresh", "live", "done")
 # kept alive, a sequence went on KEPT_WINDOWS idle windows after its START (fuzz/checker/model.py),
 # requests coming all the while; restart in a pipelined run, a START on a live id came in the
 # middle of that sequence's requests pipelined on one stream (queued behind them, more behind it).
+# reused at once, a START on the id whose END (or START+END) was the request the model had just
+# before it, nothing between: what the model keeps of an ended id must be gone by then.
 FULL_START = "restart in a full execution"
 PIPELINED_RESTART = "restart in a pipelined run"
+REUSED_AT_ONCE = "reused at once"
 FULL_END = "END in a full execution"
 KEPT_ALIVE = "kept alive"
 LONG_LIFE = "long life"  # a sequence went on LONG_LIFE_S (10 s) after its START (fuzz/checker/model.py)
@@ -190,7 +193,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     goals += [flags_goal(f, s) for s in ID_STATES if not (spec.iterations and s == "live") for f in FLAG_SHAPES]
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
     situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap",
-                                                                                   PIPELINED_RESTART])
+                                                                                   PIPELINED_RESTART, REUSED_AT_ONCE])
     rows = full_rows(spec)
     if rows:
         # an iterative sequence is its START: no START comes while it runs, so none throws a sum away

@@ -22,7 +22,7 @@ from .. import nemesis
 from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets, wide_values,
     WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin)
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
-    MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
+    MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, REUSED_AT_ONCE, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
     sibling_family, together_goals, twin_places)
 from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
@@ -577,12 +577,15 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def end(self, data):
-        """A client ends a live sequence; now and then it starts its next sequence on the same id
-        at once, as a client that keeps one correlation id does: nothing the model kept of the
-        ended sequence may reach the new one (a cleanup deferred past the END's execution, a
-        cache keyed by id; the sixteenth hold-out missed such a cleanup without it)."""
+        """A client ends a live sequence; now and then (1 in 4, and until the campaign has had
+        one) it starts its next sequence on the same id at once, as a client that keeps one
+        correlation id does: nothing the model kept of the ended sequence may reach the new one
+        (a cleanup deferred past the END's execution, a cache keyed by id; the sixteenth
+        hold-out missed such a cleanup without it)."""
         sent = self._next_of_live(data, end=True, start=False, action="end")
-        again = data.draw(AT_ONCE, label="its id again at once")
+        cov = self.engine.stats.coverage
+        goal = f"situation: {REUSED_AT_ONCE}"  # steered: until the campaign, or the example, has had one
+        again = data.draw(AT_ONCE, label="its id again at once") or (goal not in cov.seen and goal not in cov.here)
         value = self._value(data)
         if not again or sent is None or self.plan.spec.iterations or self.engine.start_end_guard:
             return
@@ -593,6 +596,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return
         start = self.plan.spec.request(seq_id, self._fit(value, self.plan.spec.initial_sum), start=True)
         self.engine.send(client, start, via, "start its id again at once")
+        if self.engine.model.reused_at_once:
+            cov.situation(REUSED_AT_ONCE)  # now, not at the example's end: steering stops here
 
     @rule(data=st.data())
     def restart(self, data):

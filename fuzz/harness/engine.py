@@ -22,7 +22,7 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from ..generator.coverage import KEPT_ALIVE, LONG_LIFE, QUIET, Coverage, flag_shape, full_rows
+from ..generator.coverage import KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
@@ -407,6 +407,8 @@ class Engine(CancelSteps, SharedSteps):
                 self.stats.coverage.situation("long gap")
             if self.model.quiet_gaps:
                 self.stats.coverage.situation(QUIET)
+            if self.model.reused_at_once:
+                self.stats.coverage.situation(REUSED_AT_ONCE)
             if self.model.kept_alive:
                 self.stats.coverage.situation(KEPT_ALIVE)
             if self.model.long_lived:
