@@ -333,8 +333,13 @@ def test_a_start_soon_after_a_start_with_end_on_its_id_is_rescheduled(tmp_path, 
 CANCEL_CRASH_RACY = ("2.51.0",)
 
 
-def _cancel_crash_may_be_missed(version: str) -> bool:
-    return version in CANCEL_CRASH_RACY or os.environ.get("CI") == "true"
+# A miss counts as the race only after this many cancelled streams: 2.41-2.46 die within 140 here,
+# so a run that cancelled fewer without a crash did too little to be a race missed.
+RACE_FLOOR = 1000
+
+
+def _cancel_crash_may_be_missed(version: str, streams: int) -> bool:
+    return version in CANCEL_CRASH_RACY or (os.environ.get("CI") == "true" and streams >= RACE_FLOOR)
 
 
 @pytest.mark.parametrize("release", [None, "0.5.8", "0.5.5", "0.5.0"], ids=["2.51", "2.46", "2.44", "2.41"])
@@ -379,7 +384,7 @@ def test_an_iterative_start_cancelled_between_its_iterations_kills_the_server(tm
                 break
         status = server.process.poll()
         crashes = server.version in by_key("iterative-cancel-crash").versions
-        if status is None and crashes and _cancel_crash_may_be_missed(server.version):
+        if status is None and crashes and _cancel_crash_may_be_missed(server.version, streams):
             pytest.xfail(f"{server.version} lived through {streams} cancelled streams: a race this pin can miss there")
         assert (status is not None) == crashes, f"{server.version}: status {status} after {streams} cancelled streams"
         if crashes:

@@ -129,6 +129,23 @@ def test_a_start_right_after_its_id_s_end_counts_as_reused_at_once():
     assert isinstance(m.expect(R(1, 1), 0.07), Refusal)  # no START: refused, and it breaks the chain
     m.expect(R(1, 1, start=True), 0.08)
     assert m.reused_at_once == 1
+    m.expect(R(1, 1, end=True), 0.09)
+    assert isinstance(m.expect(R(1, 1, end=True), 0.10), Refusal)  # an END refused ends nothing
+    m.expect(R(1, 1, start=True), 0.11)
+    assert m.reused_at_once == 1
+    m.expect(R(1, 1, end=True), 0.12)
+    m.forget_all()  # a reload between: the server forgot the id anyway
+    m.expect(R(1, 1, start=True), 0.13)
+    assert m.reused_at_once == 1
+
+
+def test_a_start_on_the_id_just_ended_that_waits_in_the_backlog_is_not_reused_at_once():
+    m = BatcherModel(spec(capacity=1), MARGIN, prompt_s=1.0)
+    m.expect(R(1, 1, start=True), 0.0)
+    assert m.expect(R(2, 1, start=True), 0.01) == Queued(1)  # 2 waits for the one slot
+    m.expect(R(1, 1, end=True), 0.02)  # 2 takes the slot 1 frees
+    assert isinstance(m.expect(R(1, 1, start=True), 0.03), Queued)
+    assert m.reused_at_once == 0
 
 
 def test_end_forgets_the_id_and_frees_the_slot_for_the_backlog():

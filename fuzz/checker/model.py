@@ -205,8 +205,8 @@ class BatcherModel:
         self.kept_alive = 0  # requests to sequences in use for KEPT_WINDOWS idle windows and more (coverage)
         self.long_lived = 0  # requests to sequences in use for LONG_LIFE_S and more (coverage)
         self.quiet_gaps = 0  # requests that went on a sequence after no client sent anything for as long (coverage)
-        self.reused_at_once = 0  # STARTs on the id whose END the model had just before, nothing between (coverage)
-        self.just_ended = None  # the id key of the request before, where it was an END (or START+END)
+        self.reused_at_once = 0  # STARTs let in on the id whose END the model had just before, nothing between (coverage)
+        self.just_ended = None  # the id key of the request before, where it ran and ended its sequence
         self.last_sent: float | None = None  # when the last request of any client went
         self.starts = 0  # new sequences (STARTs of ids not running), in all
         self.churn = 0  # the most new sequences one sequence saw start during its life and then went on (coverage)
@@ -367,7 +367,6 @@ class BatcherModel:
         if refusal is not None:
             return refusal
         key = key_of(req.seq_id)
-        self.just_ended = key if req.end else None
         self.revived.discard(key)
         seq = self.seqs.get(key)
         if key in self.unsettled:
@@ -409,8 +408,8 @@ class BatcherModel:
             seq.total, seq.requests, seq.born, seq.starts_before = first, 1, now, self.starts
             return self._ran(seq, req, now, end, partials)
         self.starts += 1
-        self.reused_at_once += key == just_ended
         if self.free_slots():
+            self.reused_at_once += key == just_ended  # runs now: the instance's next execution
             seq = Seq(key, first, now, running=True, starts_before=self.starts)
             self.seqs[key] = seq
             self.depth.slot_taken()
@@ -465,6 +464,7 @@ class BatcherModel:
         seq.expiry = self._expiry(now)
         if req.end if end is None else end:
             self._release(seq, Window(now, now + self.prompt))
+            self.just_ended = seq.key
         return Answer(seq.total, seq.at_risk_from, partials=partials)
 
     def _invalid(self, req: Request) -> Refusal | None:
@@ -802,6 +802,7 @@ class BatcherModel:
 
     def forget_all(self) -> None:
         """The server restarted, or reloaded the model: every sequence and the backlog are gone."""
+        self.just_ended = None
         for seq in self.running:
             self.depth.ended(seq)
         self.seqs.clear()

@@ -64,8 +64,8 @@ ID_STATES = ("fresh", "live", "done")
 # kept alive, a sequence went on KEPT_WINDOWS idle windows after its START (fuzz/checker/model.py),
 # requests coming all the while; restart in a pipelined run, a START on a live id came in the
 # middle of that sequence's requests pipelined on one stream (queued behind them, more behind it).
-# reused at once, a START on the id whose END (or START+END) was the request the model had just
-# before it, nothing between: what the model keeps of an ended id must be gone by then.
+# reused at once, a START let into a slot at once on the id whose END (or START+END) ran just
+# before it, no request between: what the model keeps of an ended id must be gone by then.
 FULL_START = "restart in a full execution"
 PIPELINED_RESTART = "restart in a pipelined run"
 REUSED_AT_ONCE = "reused at once"
