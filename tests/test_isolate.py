@@ -155,33 +155,34 @@ def test_a_cut_of_a_failure_that_comes_back_now_and_then_gets_as_many_replays_as
     assert sum(ids == [5, 6] for ids in ended) >= 30, ended  # 31 of 40
 
 
-def test_a_failure_found_with_history_is_cut_from_its_own_example_where_that_fails_alone(monkeypatch):
-    """From a fresh model the crowd failed only after the examples before it (its three lone
-    tries passed by chance); plain replays of the failing example alone fail, so the cut starts
-    there, not from the hundreds of history steps whose replays took seconds each (seen: a 7-step
-    bug left at 1186 steps)."""
-    plain_tries = []
+def test_a_failure_of_a_count_since_load_is_cut_by_reloads_only(monkeypatch):
+    """Every tenth START since the model loaded fails. The failing example alone passes from a
+    fresh model (3 STARTs), with two examples of history it fails (11); its plain replays fail
+    too, every third or fourth, as the count turns: what a plain replay leaves decides those, so
+    no cut is made from plain replays (they cut it to one START), and the reloads cut the program
+    to the ten STARTs it needs."""
+    count, plain = {"n": 0}, []
 
-    def plain(server, spec, steps, invariant, settings):
-        plain_tries.append(len(steps))
-        return failing(steps, {5, 6})
+    def tenth_start(server, spec, steps, invariant, settings, reload=True, fresh=None):
+        if reload:
+            count["n"] = 0
+        else:
+            plain.append(len(steps))
+        for k, s in enumerate(steps):
+            if s.request is not None and s.request.start:
+                count["n"] += 1
+                if count["n"] % 10 == 0:
+                    return failing(steps[:k + 1], set(), _program(steps[:k + 1]) if reload else None)
+        return None
 
-    def fresh(server, spec, steps, invariant, settings, fresh=None):
-        return failing(steps, {5, 6}, _program(steps))
-
-    monkeypatch.setattr(isolate, "_moved", plain)
-    monkeypatch.setattr(isolate, "_try", fresh)
-    history = [step(i, 3, 100 + i) for i in range(1, 201)]
-    alone = [step(201, 0, 5), step(202, 2, 8), step(203, 1, 6), step(204, 0, 5, start=False)]
-    found = fresh(None, None, history + alone, "sums_match", None)
-    quick, _ = isolate._cut_quickly(None, SPEC, found, FuzzSettings(), time.monotonic() + 30, alone=alone)
-    assert plain_tries[0] == len(alone) and max(plain_tries) == len(alone)
-    assert [s.request.seq_id for s in quick.program if s.request is not None] == [5, 6]
-    # where the example alone does not fail, the whole (history and all) is cut
-    plain_tries.clear()
-    assert isolate._cut_quickly(None, SPEC, found, FuzzSettings(), time.monotonic() + 30,
-                                alone=alone[1:])[0] is not None
-    assert plain_tries[:4] == [3] * 4 and plain_tries[8] == len(history) + len(alone)
+    monkeypatch.setattr(isolate, "_try", tenth_start)
+    example = [step(1, 0, 7), step(2, 1, 8), step(3, 0, 7, start=False), step(4, 2, 9)]
+    v = failing(example, set())
+    v.history = [[step(i, 3, 100 + 10 * n + i) for i in range(1, 5)] for n in range(2)]
+    found = isolate.from_fresh_model(None, SPEC, v, FuzzSettings(), 30)
+    starts = [s for s in found.program if s.request is not None and s.request.start]
+    assert found.program[0].kind is Kind.FAULT and len(starts) == 10 and len(found.program) == 11
+    assert len(plain) <= isolate.RATE_REPLAYS  # the check that plain replays fail, and no cut
 
 
 def test_the_time_a_shrink_leaves_retries_the_shorter_plain_cuts_from_a_fresh_model(monkeypatch):

@@ -120,10 +120,12 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     history = tuple(getattr(violation, "history", ()))
     failing = tuple(violation.program)
     fresh = FreshCopies.of(server, spec)
+    before: list = []
     try:
         for back in EXAMPLES_BACK:
             if back > len(history) or time.monotonic() > deadline:
                 return None
+            passed = before + list(failing)  # the longest program a fresh model passed on (past back 0)
             before = [step for example in history[len(history) - back:] for step in example]
             # On the model itself: what is found here is the shrink's fallback, shown as it is kept.
             # Alone, up to ALONE_TRIES times: a crowd's batch shows a bug in some replays only, and
@@ -152,12 +154,17 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                         return None
                 found = quick
             elif found is not None:
-                # It may fail without a fresh model too; and one that failed only with history
-                # may have failed alone by chance (a crowd's batch) or need only what the
-                # history left behind, which a cut of the whole keeps.
+                # It may fail without a fresh model too, or need only what the history left
+                # behind, which a cut of the whole keeps. But where the longest program a fresh
+                # model passed on fails in plain replays all the same, what a plain replay leaves
+                # behind decides them (a count since the model loaded, in another phase each
+                # replay): plain cuts mean nothing, and the reloads get the time (seen: a tenth
+                # START adding a slot's last sum, cut plainly to 1 step, half the budget spent
+                # confirming such cuts from fresh models, and 41 steps left).
                 # A crowd's example alone was rated already at back 0, and never failed.
-                quick, cuts = _cut_quickly(server, spec, found, settings, deadline,
-                                           alone=failing if back and not _held(failing) else None)
+                unfaithful = bool(back) and not _held(failing) and \
+                    _fails_plainly(server, spec, passed, violation.invariant, settings, deadline)
+                quick, cuts = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline)
             if found is not None:
                 # The plain cuts shorter than what a fresh model confirmed, tried again for half
                 # the time left, before a reload a try cuts the rest: that seldom gets far with a
@@ -174,8 +181,22 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     return None
 
 
+def _fails_plainly(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings, deadline: float) -> bool:
+    """Whether any of up to RATE_REPLAYS plain replays of `steps` (without its slow steps, ids
+    moved) breaks the promise, within a tenth of the time to `deadline`."""
+    slow = {i for i, s in enumerate(steps) if s.kind in SLOW_STEPS}
+    body = shrink.without(list(steps), slow, spec) if slow else list(steps)
+    until = time.monotonic() + (deadline - time.monotonic()) / 10
+    for _ in range(RATE_REPLAYS):
+        if not body or time.monotonic() >= until:
+            return False
+        if _moved(server, spec, body, invariant, settings) is not None:
+            return True
+    return False
+
+
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
-                 deadline: float, alone=None) -> tuple[InvariantViolation | None, list]:
+                 deadline: float) -> tuple[InvariantViolation | None, list]:
     """`found` (it failed from a fresh model) cut down with plain replays, ids moved (ms a
     try, where a reload takes 1.4 s), for up to PLAIN_SHARE of the time left (HELD_PLAIN_SHARE
     where it sends requests at once), as long as they fail
@@ -185,19 +206,15 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     that Hypothesis could not replay, or did not finish shrinking, often needs no history at all,
     only a batch that the server does not compose the same way every time (a crowd's): a reload
     per try would leave it long. Each cut gets as many replays as the program's own failure rate
-    asks for (`_rated`). Given `alone` (the failing example without the history `found` has), the
-    cut starts from that where plain replays of it fail: a crowd that passed its lone replays from
-    a fresh model by chance is otherwise cut from a thousand steps of history, whose replays
-    (seconds each) spend the share before one cut (seen: 1186 steps left of a 7-step bug). A
-    program that sends requests at once starts from its crowd's cores where their replays fail
-    (`shrink.crowd_cores`): a long one is slow to rate, a core fast."""
-    fraction = HELD_PLAIN_SHARE if _held(found.program) or (alone and _held(alone)) else PLAIN_SHARE
+    asks for (`_rated`). A program that sends requests at once starts from its crowd's cores
+    where their replays fail (`shrink.crowd_cores`): a long one is slow to rate, a core fast."""
+    fraction = HELD_PLAIN_SHARE if _held(found.program) else PLAIN_SHARE
     share = time.monotonic() + (deadline - time.monotonic()) * fraction
     plain = lambda steps: _moved(server, spec, steps, found.invariant, settings)  # noqa: E731
     # A crowd's failure is first rated on the sequences of the crowd that failed (`crowd_cores`),
     # each core for an eighth of the share at most: short, they replay fast.
     cores = [(core, CORE_SHARE) for core in shrink.crowd_cores(_body(found), spec)]
-    for body, part in cores + [(list(b), 1 / 2) for b in ([alone] if alone else []) + [_body(found)]]:
+    for body, part in cores + [(_body(found), 1 / 2)]:
         # Every plain try of a program that waits would take seconds too: without its waits (and
         # faults), or not at all. Most programs that fail fail without them (the `pause` that
         # waits for slots to free up mid-example is in many).
