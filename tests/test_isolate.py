@@ -157,10 +157,11 @@ def test_a_cut_of_a_failure_that_comes_back_now_and_then_gets_as_many_replays_as
 
 def test_a_failure_of_a_count_since_load_is_cut_by_reloads_only(monkeypatch):
     """Every tenth START since the model loaded fails. The failing example alone passes from a
-    fresh model (3 STARTs), with two examples of history it fails (11); its plain replays fail
-    too, every third or fourth, as the count turns: what a plain replay leaves decides those, so
-    no cut is made from plain replays (they cut it to one START), and the reloads cut the program
-    to the ten STARTs it needs."""
+    fresh model (3 STARTs), with one example of history too (7), with two it fails (11). Plain
+    replays of the 7-START program a fresh model passed on fail all the same, every first or
+    second, as the count turns: what a plain replay leaves decides them, so no cut is made from
+    plain replays (they cut it to one START), and the reloads cut the program to the ten STARTs
+    it needs."""
     count, plain = {"n": 0}, []
 
     def tenth_start(server, spec, steps, invariant, settings, reload=True, fresh=None):
@@ -183,6 +184,27 @@ def test_a_failure_of_a_count_since_load_is_cut_by_reloads_only(monkeypatch):
     starts = [s for s in found.program if s.request is not None and s.request.start]
     assert found.program[0].kind is Kind.FAULT and len(starts) == 10 and len(found.program) == 11
     assert len(plain) <= isolate.RATE_REPLAYS  # the check that plain replays fail, and no cut
+
+
+def test_a_failure_that_needs_an_id_its_history_started_is_still_cut_in_plain_replays(monkeypatch):
+    """The failure needs id 5, which an earlier example started, and the example's own 7: plain
+    replays of the example alone (the longest program a fresh model passed on) pass too, so they
+    are faithful, and the plain cuts run as before (ms a try) and keep the two STARTs."""
+    plain = []
+
+    def plain_replay(server, spec, steps, invariant, settings):
+        plain.append(len(steps))
+        return failing(steps, {5, 7})
+
+    monkeypatch.setattr(isolate, "_moved", plain_replay)
+    monkeypatch.setattr(isolate, "_try", lambda server, spec, steps, invariant, settings, reload=True, fresh=None:
+                        failing(steps, {5, 7}, _program(steps)))
+    example = [step(1, 0, 7), step(2, 1, 8), step(3, 0, 7, start=False)]
+    v = failing(example, {7})
+    v.history = [[step(1, 2, 5), step(2, 3, 6), step(3, 2, 5, start=False)]]
+    found = isolate.from_fresh_model(None, SPEC, v, FuzzSettings(), 30)
+    assert {s.request.seq_id for s in found.program if s.request is not None} == {5, 7}
+    assert len(plain) > isolate.RATE_REPLAYS  # the check, then the cuts
 
 
 def test_the_time_a_shrink_leaves_retries_the_shorter_plain_cuts_from_a_fresh_model(monkeypatch):

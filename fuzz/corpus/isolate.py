@@ -16,7 +16,7 @@ Hypothesis could not replay, within a budget of its own, and its tries run on fr
 the model loaded ahead, several at a time (fuzz/corpus/fresh.py: a try then waits for no load); what
 they show is kept only once the model itself shows it after a reload (`_try`). What fails from a
 fresh model (alone or after its history) is cut down with plain replays first, where they fail
-too, each cut replayed as often as the failure's own rate asks, and what they leave is checked
+too (not where they fail on the longest program a fresh model passed on: they are unfaithful then), each cut replayed as often as the failure's own rate asks, and what they leave is checked
 from a fresh model again (`_cut_quickly`); the cuts shorter than what a fresh model confirmed
 get more fresh tries with the time a shrink leaves (`_shorter_again`). A crowd's program (requests
 sent at once) whose lone reloads passed is rated with plain replays before history is added, and
@@ -160,8 +160,10 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # behind decides them (a count since the model loaded, in another phase each
                 # replay): plain cuts mean nothing, and the reloads get the time (seen: a tenth
                 # START adding a slot's last sum, cut plainly to 1 step, half the budget spent
-                # confirming such cuts from fresh models, and 41 steps left).
-                # A crowd's example alone was rated already at back 0, and never failed.
+                # confirming such cuts from fresh models, and 41 steps left). A plain example
+                # whose lone fresh tries passed by chance is shrunk by reloads too (rare: sent one
+                # request at a time, it replays alike). A crowd's plain failures can be a batch's
+                # luck, not a leftover: its example alone was rated at back 0, and never failed.
                 unfaithful = bool(back) and not _held(failing) and \
                     _fails_plainly(server, spec, passed, violation.invariant, settings, deadline)
                 quick, cuts = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline)
@@ -183,7 +185,8 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
 
 def _fails_plainly(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings, deadline: float) -> bool:
     """Whether any of up to RATE_REPLAYS plain replays of `steps` (without its slow steps, ids
-    moved) breaks the promise, within a tenth of the time to `deadline`."""
+    moved) breaks the promise, within a tenth of the time to `deadline`. A leftover that shows
+    less often than that (a count of a long period) goes unseen, and plain cuts are made."""
     slow = {i for i, s in enumerate(steps) if s.kind in SLOW_STEPS}
     body = shrink.without(list(steps), slow, spec) if slow else list(steps)
     until = time.monotonic() + (deadline - time.monotonic()) / 10
