@@ -187,15 +187,16 @@ def _fails_plainly(server, spec: ModelSpec, steps, invariant: str, settings: Fuz
     """Whether any of up to RATE_REPLAYS plain replays of `steps` (without its slow steps, ids
     moved) breaks the promise, within a tenth of the time to `deadline`. A leftover that shows
     less often than that (a count of a long period) goes unseen, and plain cuts are made."""
-    slow = {i for i, s in enumerate(steps) if s.kind in SLOW_STEPS}
-    body = shrink.without(list(steps), slow, spec) if slow else list(steps)
+    body = _without_slow(steps, spec)
     until = time.monotonic() + (deadline - time.monotonic()) / 10
-    for _ in range(RATE_REPLAYS):
-        if not body or time.monotonic() >= until:
-            return False
-        if _moved(server, spec, body, invariant, settings) is not None:
-            return True
-    return False
+    return bool(body) and _first_failure(lambda: _moved(server, spec, body, invariant, settings),
+                                         RATE_REPLAYS, until) is not None
+
+
+def _without_slow(steps, spec: ModelSpec) -> list[StepRecord]:
+    """The steps but those that make a plain replay slow (SLOW_STEPS: waits, faults)."""
+    slow = {i for i, s in enumerate(steps) if s.kind in SLOW_STEPS}
+    return shrink.without(list(steps), slow, spec) if slow else list(steps)
 
 
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
@@ -221,11 +222,10 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
         # Every plain try of a program that waits would take seconds too: without its waits (and
         # faults), or not at all. Most programs that fail fail without them (the `pause` that
         # waits for slots to free up mid-example is in many).
-        slow = {i for i, s in enumerate(body) if s.kind in SLOW_STEPS}
         # Rated for half the share at most, so that the cuts get the rest (seen: 8 replays of a
         # 120-step and of a 359-step program took the whole 9.5 s share, and no cut was tried).
         rating = time.monotonic() + (share - time.monotonic()) * part
-        start, rate = _rated(plain, shrink.without(body, slow, spec) if slow else body, rating)
+        start, rate = _rated(plain, _without_slow(body, spec), rating)
         if start is not None:
             break
     else:
