@@ -186,6 +186,32 @@ def test_a_closed_stream_leaves_no_thread_behind(triton, cancel):
     assert threading.active_count() <= before, [t.name for t in threading.enumerate()]
 
 
+def test_a_stream_reopened_before_its_last_call_ended_keeps_the_new_calls_requests(triton):
+    """close() waits only so long for its call's reader; a request sent on the next call must not
+    be failed when that reader ends later (it failed every request then unanswered: a START
+    waiting in the backlog came back STREAM_CLOSED while the server still held it)."""
+    model, unary, stream = "py_slot_direct_s1_i1_int32_csr", GrpcClient(triton.grpc_url), StreamClient(triton.grpc_url)
+    try:
+        for attempt in range(5):
+            holder, waiter = 525_250 + 2 * attempt, 525_251 + 2 * attempt
+            assert stream.infer(Request(model, holder + 100, 1, start=True, end=True)).ok
+            assert unary.infer(Request(model, holder, 1, start=True)).ok  # the one slot
+            old_reader = stream._reader
+            stream.close(timeout_s=0)  # the reader sees its call end a moment later
+            box = stream.send(Request(model, waiter, 7, start=True))  # a new call; it waits in the backlog
+            raced = old_reader.is_alive()
+            time.sleep(0.15)
+            assert unary.infer(Request(model, holder, 0, end=True)).ok  # the slot goes to the waiter
+            got = StreamClient.wait(box, 10)
+            assert got.ok and got.value == 7, got
+            assert stream.infer(Request(model, waiter, 0, end=True)).ok
+            if raced:
+                return
+        pytest.fail("the old call's reader ended before the next request went out, five times: nothing was tested")
+    finally:
+        stream.close()
+
+
 def test_the_default_build_is_the_pinned_one(triton):
     # Tests that skip on other builds (the known divergences of 2.51) would pass vacuously on an
     # unpinned newer nvidia-pytriton: the pin, the installed package and the running server agree.

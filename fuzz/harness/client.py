@@ -289,6 +289,7 @@ class StreamClient:
         self._partials: dict[str, list] = {}  # answers before the final one, by request id
         self._forms: dict[str, list] = {}  # and their OUTPUT (shape, datatype), each once
         self._sent_forms: dict[str, tuple] = {}  # the (shape, datatype) each request's INPUT went with
+        self._calls: dict[str, object] = {}  # the stream call each request went out on
         self._next = 0
         self._outbox: queue.Queue | None = None
         self._call = None
@@ -316,6 +317,7 @@ class StreamClient:
                     partials = self._partials.pop(rid, ())
                     forms = self._forms.pop(rid, [])
                     sent = self._sent_forms.pop(rid, None)
+                    self._calls.pop(rid, None)
                 if box is None:
                     continue
                 if response.error_message:
@@ -342,13 +344,19 @@ class StreamClient:
                     self._forms[rid].append((got.shape, got.datatype))
 
     def _fail_pending(self, status: str, message: str, ended=None) -> None:
+        """Fails the requests still unanswered: those sent on the call that `ended`, or every one.
+        A reader that outlived close()'s join ends later, when a new call may carry requests of
+        its own: those are not its to fail."""
         with self._lock:
-            orphans, self._pending = self._pending, {}
-            self._partials, self._forms, self._sent_forms = {}, {}, {}
+            gone = [rid for rid in self._pending if ended is None or self._calls.get(rid) is ended]
+            orphans = [self._pending.pop(rid) for rid in gone]
+            for rid in gone:
+                for answers in (self._partials, self._forms, self._sent_forms, self._calls):
+                    answers.pop(rid, None)
             if ended is not None:
                 # A request sent on this call from now on would wait for a reader that is gone.
                 self._ended = (ended, status, message)
-        for started, box in orphans.values():
+        for started, box in orphans:
             box.put(Outcome(status=status, message=message, **_took(started)))
 
     def _ensure_open(self):
@@ -387,6 +395,9 @@ class StreamClient:
 
     def push(self, messages) -> None:
         self._ensure_open()
+        with self._lock:
+            for msg in messages:
+                self._calls[msg.id] = self._call
         for msg in messages:
             self._outbox.put(msg)
 
