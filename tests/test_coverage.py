@@ -356,6 +356,7 @@ def test_ids_2k_minus_1_apart_are_goals_once_per_mersenne_modulus_as_numbers():
     """What a key reduced modulo 2^k - 1 makes one (Python's hash of an int: 2^61 - 1): the ids
     apart by a multiple of it as numbers, not modulo the CORRID's width."""
     from fuzz.generator.coverage import MERSENNE
+    from fuzz.generator.edges import into_place, stands_at
     from fuzz.generator.machine import sibling
     assert twin_places(MERSENNE, 64) == ("by 2^16-1", "by 2^31-1", "by 2^32-1", "by 2^61-1")
     assert twins_of(1, 2**61, 64) == ((MERSENNE, "by 2^61-1"),)  # hash(1) == hash(2**61)
@@ -366,7 +367,16 @@ def test_ids_2k_minus_1_apart_are_goals_once_per_mersenne_modulus_as_numbers():
     for bits in (32, 64):
         for place in twin_places(MERSENNE, bits):
             band, steps = twin_aim(MERSENNE, place, bits)
-            assert band is None and {twin_place(MERSENNE, 7, 7 + s, bits) for s in steps} == {place}
+            assert {twin_place(MERSENNE, 7, 7 + s, bits) for s in steps} == {place}
+            # the base moved so that its twin's halves fold alike by XOR (Long.hashCode's fold, at 2^32)
+            step, k = steps[0], int(place.removeprefix("by 2^").removesuffix("-1"))
+            for drawn in (0x23456789ABCDEF0 % 2**(bits - 1), 2**k, 6, 2**(bits - 1) - 2):
+                base = into_place(drawn, band)
+                twin = sibling(base, step, bits)
+                assert stands_at(base, band) and twin_place(MERSENNE, base, twin, bits) == place, (place, drawn)
+                fold = lambda i: (i & (2**k - 1)) ^ (i >> k)  # noqa: E731
+                assert fold(base) == fold(twin), (place, hex(base))
+    assert not stands_at(6, "halves fold alike at 2^16") and not stands_at(1 + 2**16, "halves fold alike at 2^16")
     # a sibling a Mersenne step away goes down where it would wrap; a power of two's still wraps
     assert sibling(2**64 - 5, 2**61 - 1) == 2**64 - 5 - (2**61 - 1)
     assert sibling(2**64 - 5, 2**32) == 2**32 - 5 and sibling(2**16, 2**16 - 1, 16) == 1

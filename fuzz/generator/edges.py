@@ -183,17 +183,35 @@ def aligned_place(seq_id) -> str | None:
     return None if k is None else f"to 2^{k}"
 
 
+# A base for ids 2^k - 1 apart whose bit 0 is 1 and bit k is 0: its twin, 2^k - 1 up, is the base
+# with the lowest bit of its low k bits and that of the bits above flipped ((h+1, l-1) = (h^1, l^1)).
+# A key made by folding an id's halves with XOR (Java's Long.hashCode: high word ^ low word) then
+# makes them one, as a fold by addition (a ones'-complement sum) or the modulus does from any base.
+FOLD = "halves fold alike at 2^"
+
+
+def fold_place(step: int) -> str:
+    """The place (FOLD) of a base for twins `step` = 2^k - 1 apart."""
+    return f"{FOLD}{(step + 1).bit_length() - 1}"
+
+
 def stands_at(seq_id, place: str) -> bool:
-    """Whether an id stands at a twin's place: an alignment ("to 2^k") or a band (ID_BANDS)."""
+    """Whether an id stands at a twin's place: an alignment ("to 2^k"), a fold (FOLD) or a band
+    (ID_BANDS)."""
+    if place.startswith(FOLD):
+        k = int(place.removeprefix(FOLD))
+        return isinstance(seq_id, int) and seq_id & 1 == 1 and not seq_id >> k & 1
     return (aligned_place(seq_id) if place.startswith("to 2^") else band_of(seq_id)) == place
 
 
 def into_place(seq_id: int, place: str) -> int:
-    """`seq_id` moved to `place`: aligned to exactly 2^k (its low k bits 0, bit k set), or into a
-    band (into_band)."""
+    """`seq_id` moved to `place`: aligned to exactly 2^k (its low k bits 0, bit k set), a base
+    whose halves fold alike with its twin's (FOLD), or into a band (into_band)."""
     if place.startswith("to 2^"):
         k = int(place.removeprefix("to 2^"))
         return (seq_id >> (k + 1) << (k + 1)) | 1 << k
+    if place.startswith(FOLD):
+        return (seq_id | 1) & ~(1 << int(place.removeprefix(FOLD)))
     return into_band(seq_id, place)
 
 

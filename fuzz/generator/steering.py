@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .coverage import (ALIGNED, CAMPAIGN_CHURNS, CAMPAIGN_DEPTHS, CHURNS, DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, MERSENNE,
     MERSENNE_STEPS, MODULUS_FAMILIES, NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
-from .edges import ALIGNED_BITS, id_edges, value_edges
+from .edges import ALIGNED_BITS, fold_place, id_edges, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
 TWIN_STEPS = {
@@ -82,7 +82,10 @@ def twin_aim(family: str, place: str, bits: int) -> tuple:
     the others from every step below the width, the older id in that band."""
     steps = [s for s in TWIN_STEPS[family] if s < 2**bits]
     if family in MODULUS_FAMILIES:
-        return None, [s for s in steps if twin_place(family, 0, s, bits) == place]
+        steps = [s for s in steps if twin_place(family, 0, s, bits) == place]
+        # Ids 2^k - 1 apart from a base whose halves then fold alike too (edges.FOLD): no turn
+        # of their own, as the aligned ids ride on ids 2^k apart.
+        return (fold_place(steps[0]) if family == MERSENNE and steps else None), steps  # [0]: the modulus
     return place, steps
 
 
