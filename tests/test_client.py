@@ -74,7 +74,41 @@ def test_a_streamed_request_tells_the_first_of_its_answers_shaped_or_typed_other
     c = StreamClient.__new__(StreamClient)
     c._lock, box = threading.Lock(), Box()
     c._pending, c._partials, c._forms, c._ended = {"r0": (0.0, box)}, {}, {}, None
-    c._sent_forms, c._calls = {"r0": ((1, 1), "INT32")}, {}
+    c._sent_forms, c._calls, c._call = {"r0": ((1, 1), "INT32")}, {}, None
     c._read([_stream_answer("r0", partial[0], False, partial[1]), _stream_answer("r0", final[0], True, final[1])])
     got = box.get(timeout=1)
     assert got.ok and got.partials == (5,) and (got.shape, got.datatype) == told
+
+
+def _bare_stream(call):
+    """A StreamClient on a stand-in call, without a server: what its tables do, not the wire."""
+    import queue
+    import threading
+
+    from fuzz.harness.client import StreamClient
+
+    c = StreamClient.__new__(StreamClient)
+    c._lock, c._next, c._ended, c._call, c._outbox = threading.Lock(), 0, None, call, queue.Queue()
+    c._pending, c._partials, c._forms, c._sent_forms, c._calls = {}, {}, {}, {}, {}
+    return c
+
+
+def test_a_call_that_ends_fails_its_own_requests_only_and_those_prepared_for_it():
+    """A reader that outlived close() ends later: the next call's requests are not its to fail.
+    One prepared before its call ended and pushed after is failed at once (it would wait for a
+    reader that is gone)."""
+    from fuzz.harness.client import Request
+
+    old, new = object(), object()
+    c = _bare_stream(new)
+    messages, (box,) = c.prepare([Request("m", 5, 1, start=True)])
+    c.push(messages)
+    c._fail_pending("CANCELLED", "the old call's reader ends", ended=old)
+    assert c.poll(box, 0) is None and c._ended is None
+    messages, (late,) = c.prepare([Request("m", 6, 1, start=True)])
+    c._fail_pending("UNAVAILABLE", "the server went", ended=new)
+    assert c.poll(box, 0).status == "UNAVAILABLE"
+    c.push(messages)
+    got = c.poll(late, 0)
+    assert got.status == "UNAVAILABLE" and "already ended" in got.message, got
+    assert c._outbox.qsize() == 1 and not c._pending and not c._calls  # only the first went out

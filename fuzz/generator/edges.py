@@ -184,9 +184,9 @@ def aligned_place(seq_id) -> str | None:
 
 
 # A base for ids 2^k - 1 apart whose bit 0 is 1 and bit k is 0: its twin, 2^k - 1 up, is the base
-# with the lowest bit of its low k bits and that of the bits above flipped ((h+1, l-1) = (h^1, l^1)).
-# A key made by folding an id's halves with XOR (Java's Long.hashCode: high word ^ low word) then
-# makes them one, as a fold by addition (a ones'-complement sum) or the modulus does from any base.
+# with the lowest bit of its low k bits and that of the bits above them flipped ((h+1, l-1) =
+# (h^1, l^1)). A key made by XOR of the two (at k = 32 an id's halves: Java's Long.hashCode, high
+# word ^ low word) then makes them one, as the modulus or a sum of the two does from any base.
 FOLD = "halves fold alike at 2^"
 
 
@@ -211,7 +211,10 @@ def into_place(seq_id: int, place: str) -> int:
         k = int(place.removeprefix("to 2^"))
         return (seq_id >> (k + 1) << (k + 1)) | 1 << k
     if place.startswith(FOLD):
-        return (seq_id | 1) & ~(1 << int(place.removeprefix(FOLD)))
+        k = int(place.removeprefix(FOLD))
+        base = (seq_id | 1) & ~(1 << k)
+        # Not down to a small id (2^k itself would be 1): those are the ids every example shares
+        return base if base >> (k - 1) else base | 1 << (k - 1)
     return into_band(seq_id, place)
 
 

@@ -349,15 +349,20 @@ class StreamClient:
         its own: those are not its to fail."""
         with self._lock:
             gone = [rid for rid in self._pending if ended is None or self._calls.get(rid) is ended]
-            orphans = [self._pending.pop(rid) for rid in gone]
-            for rid in gone:
-                for answers in (self._partials, self._forms, self._sent_forms, self._calls):
-                    answers.pop(rid, None)
-            if ended is not None:
+            orphans = self._forget(gone)
+            if ended is not None and ended is self._call:
                 # A request sent on this call from now on would wait for a reader that is gone.
                 self._ended = (ended, status, message)
         for started, box in orphans:
             box.put(Outcome(status=status, message=message, **_took(started)))
+
+    def _forget(self, rids) -> list:
+        """The (started, box) of each of `rids`, dropped from every table (under the lock)."""
+        orphans = [self._pending.pop(rid) for rid in rids if rid in self._pending]
+        for rid in rids:
+            for answers in (self._partials, self._forms, self._sent_forms, self._calls):
+                answers.pop(rid, None)
+        return orphans
 
     def _ensure_open(self):
         if self._call is None:
@@ -396,8 +401,16 @@ class StreamClient:
     def push(self, messages) -> None:
         self._ensure_open()
         with self._lock:
-            for msg in messages:
-                self._calls[msg.id] = self._call
+            ended = self._ended if self._ended is not None and self._ended[0] is self._call else None
+            if ended is None:
+                for msg in messages:
+                    self._calls[msg.id] = self._call
+            else:  # the call ended after they were prepared: its reader failed what it carried, these too
+                orphans = self._forget([msg.id for msg in messages])
+        if ended is not None:
+            for started, box in orphans:
+                box.put(Outcome(status=ended[1], message=f"the stream had already ended: {ended[2]}", **_took(started)))
+            return
         for msg in messages:
             self._outbox.put(msg)
 

@@ -1314,8 +1314,12 @@ class Engine(CancelSteps, SharedSteps):
             # The sequences the model let expire at the late edge of their windows (ghosts) may
             # still be held where the reaper runs later than that (a loaded machine). The next
             # example, a shrink's replay above all, sends to the same ids: a request without
-            # START to one must be refused there. An END frees whichever is still held.
+            # START to one must be refused there. An END frees whichever is still held; one left
+            # unanswered may still be queued, to end the next example's sequence: let it run first.
+            unanswered = False
             for key in list(self.model.ghosts):
                 if key[1] not in (0, "") and not too_long(key[1]):
-                    self.grpc.infer(self.spec.request(key[1], 0, end=True), timeout_s=2)
+                    unanswered |= self.grpc.infer(self.spec.request(key[1], 0, end=True), timeout_s=2).status in UNSETTLED
+            if unanswered:
+                time.sleep(self.spec.idle_s + self.margin + self.late)
         self._disconnect()
