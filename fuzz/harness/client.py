@@ -270,6 +270,11 @@ class HttpClient:
             client.close()
 
 
+def _after_end(ended: tuple, started: float) -> Outcome:
+    """The Outcome of a request that found its stream's call ended ((call, status, message))."""
+    return Outcome(status=ended[1], message=f"the stream had already ended: {ended[2]}", **_took(started))
+
+
 class StreamClient:
     """One gRPC bidirectional stream (ModelStreamInfer). send() returns at once with a box that
     will hold the Outcome; each request carries a ticket as its id and each response (error
@@ -364,6 +369,10 @@ class StreamClient:
                 answers.pop(rid, None)
         return orphans
 
+    def _ended_call(self) -> tuple | None:
+        """(call, status, message) where the current call has ended, else None (under the lock)."""
+        return self._ended if self._ended is not None and self._ended[0] is self._call else None
+
     def _ensure_open(self):
         if self._call is None:
             self._outbox = queue.Queue()
@@ -386,10 +395,9 @@ class StreamClient:
             box = Box()
             boxes.append(box)
             with self._lock:
-                if self._ended is not None and self._call is not None and self._ended[0] is self._call:
-                    _, status, message = self._ended
-                    box.put(Outcome(status=status, message=f"the stream had already ended: {message}",
-                                    **_took(box.started)))
+                ended = self._ended_call()
+                if ended is not None:
+                    box.put(_after_end(ended, box.started))
                     continue
                 rid = f"r{self._next}"
                 self._next += 1
@@ -401,7 +409,7 @@ class StreamClient:
     def push(self, messages) -> None:
         self._ensure_open()
         with self._lock:
-            ended = self._ended if self._ended is not None and self._ended[0] is self._call else None
+            ended = self._ended_call()
             if ended is None:
                 for msg in messages:
                     self._calls[msg.id] = self._call
@@ -409,7 +417,7 @@ class StreamClient:
                 orphans = self._forget([msg.id for msg in messages])
         if ended is not None:
             for started, box in orphans:
-                box.put(Outcome(status=ended[1], message=f"the stream had already ended: {ended[2]}", **_took(started)))
+                box.put(_after_end(ended, started))
             return
         for msg in messages:
             self._outbox.put(msg)

@@ -1299,13 +1299,8 @@ class Engine(CancelSteps, SharedSteps):
             self._strike_disconnected(Fault("full_batch"))
             self.touched.clear()
         if self.failed and not server_module.stopping():  # a stopped server needs no clean-up
-            unanswered = False
-            for seq_id in self.touched:
-                if self.model.lingering(key_of(seq_id)):
-                    continue  # it would wait behind its dead backlog place
-                if seq_id not in (0, "") and not too_long(seq_id):
-                    got = self.grpc.infer(self.spec.request(seq_id, 0, end=True), timeout_s=2)
-                    unanswered |= got.status in UNSETTLED
+            # not an id a cancelled START holds: its END would wait behind its dead backlog place
+            unanswered = self._end_each([i for i in self.touched if not self.model.lingering(key_of(i))])
             if self.model.backlog or self.pending or unanswered:
                 # Let what was queued run or idle out: the next example may send to the same
                 # large ids (only small ones are salted), and must find none of them live.
@@ -1316,10 +1311,15 @@ class Engine(CancelSteps, SharedSteps):
             # example, a shrink's replay above all, sends to the same ids: a request without
             # START to one must be refused there. An END frees whichever is still held; one left
             # unanswered may still be queued, to end the next example's sequence: let it run first.
-            unanswered = False
-            for key in list(self.model.ghosts):
-                if key[1] not in (0, "") and not too_long(key[1]):
-                    unanswered |= self.grpc.infer(self.spec.request(key[1], 0, end=True), timeout_s=2).status in UNSETTLED
-            if unanswered:
+            if self._end_each([key[1] for key in self.model.ghosts]):
                 time.sleep(self.spec.idle_s + self.margin + self.late)
         self._disconnect()
+
+    def _end_each(self, seq_ids) -> bool:
+        """A clean-up END (unary, unrecorded) to each of `seq_ids` a request may go to; whether
+        one came back unsettled (it may still be queued on the server)."""
+        unanswered = False
+        for seq_id in seq_ids:
+            if seq_id not in (0, "") and not too_long(seq_id):
+                unanswered |= self.grpc.infer(self.spec.request(seq_id, 0, end=True), timeout_s=2).status in UNSETTLED
+        return unanswered
