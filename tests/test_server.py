@@ -189,28 +189,27 @@ def test_a_closed_stream_leaves_no_thread_behind(triton, cancel):
 def test_a_stream_reopened_before_its_last_call_ended_keeps_the_new_calls_requests(triton):
     """close() waits only so long for its call's reader; a request sent on the next call must not
     be failed when that reader ends later (it failed every request then unanswered: a START
-    waiting in the backlog came back STREAM_CLOSED while the server still held it)."""
+    waiting in the backlog came back STREAM_CLOSED while the server still held it). The old
+    call is kept open by a START of its own in the backlog, so its reader surely ends after the
+    next call's request went out: when that START is let in."""
     model, unary, stream = "py_slot_direct_s1_i1_int32_csr", GrpcClient(triton.grpc_url), StreamClient(triton.grpc_url)
+    holder, old_start, waiter = 525_250, 525_251, 525_252
     try:
-        for attempt in range(5):
-            holder, waiter = 525_250 + 2 * attempt, 525_251 + 2 * attempt
-            assert stream.infer(Request(model, holder + 100, 1, start=True, end=True)).ok
-            assert unary.infer(Request(model, holder, 1, start=True)).ok  # the one slot
-            old_reader = stream._reader
-            stream.close(timeout_s=0)  # the reader sees its call end a moment later
-            box = stream.send(Request(model, waiter, 7, start=True))  # a new call; it waits in the backlog
-            raced = old_reader.is_alive()
-            old_reader.join(5)
-            assert not old_reader.is_alive()  # it ended while the waiter's START was unanswered
-            # The slot goes to the waiter (or has, where a stalled machine let the holder idle out)
-            unary.infer(Request(model, holder, 0, end=True))
-            got = StreamClient.wait(box, 10)
-            assert got.ok and got.value == 7, got
-            stream.infer(Request(model, waiter, 0, end=True))
-            if raced:
-                return
-        pytest.fail("the old call's reader ended before the next request went out, five times: nothing was tested")
+        assert unary.infer(Request(model, holder, 1, start=True)).ok  # the one slot
+        stream.send(Request(model, old_start, 1, start=True))  # the old call: it waits in the backlog
+        old_reader = stream._reader
+        stream.close(timeout_s=0)  # half-closed: the server keeps the call open for that START
+        box = stream.send(Request(model, waiter, 7, start=True))  # a new call; it waits behind it
+        assert old_reader.is_alive()
+        assert unary.infer(Request(model, holder, 0, end=True)).ok  # the slot goes to the old call's START
+        old_reader.join(5)
+        assert not old_reader.is_alive()  # answered, its call ended while the waiter's START was unanswered
+        assert unary.infer(Request(model, old_start, 0, end=True)).ok  # the slot goes to the waiter
+        got = StreamClient.wait(box, 10)
+        assert got.ok and got.value == 7, got
     finally:
+        for seq_id in (holder, old_start, waiter):
+            unary.infer(Request(model, seq_id, 0, end=True))
         stream.close()
 
 
