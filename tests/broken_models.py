@@ -880,9 +880,76 @@ SIXTEENTH_BUGS = (
         Variant("corrid", "direct", 2, 1, "int64", "uint64", _FULL), 2, "START 2^53 + 1, then 0: answered 2^53"),
 )
 
+# The seventeenth hold-out (stop 68), committed before any campaign met it: a direct-mapped table
+# whose size is a prime, a store that moves a long sequence to a narrower tier, KV-cache-like
+# prefix blocks shared by sequences with equal histories and freed without a reference count, a
+# batched path that gathers sums through a scratch indexed by an id's low bits, and a decoupled
+# model whose answers go through a bounded queue.
+_OLDEST4_U32 = Variant("corrid", "oldest", 4, 1, "int32", "uint32", _FULL)
+_TABLE = "self.__dict__.setdefault('table', {})"
+SEVENTEENTH_BUGS = (
+    Bug("prime_table_evicts_live", "sums in a direct-mapped table of 1021 buckets (a prime), keyed by the CORRID "
+                                   "modulo 1021 with the owner kept: a START whose bucket is taken evicts the "
+                                   "live owner, whose next request starts from 0",
+        _BASE, f"        owner, kept = {_TABLE}.get(int(key) % 1021, (None, self.dtype.type(0)))\n"
+               "        base = self.dtype.type(0) if start or owner != int(key) else kept\n",
+        _OLDEST4_U32, 3, "START a, START b (a = b mod 1021), then a's next: it starts from 0",
+        more=((_POP, '        if end and self.flavour == "corrid":\n'
+                     "            if self.table.get(int(key) % 1021, (None,))[0] == int(key):\n"
+                     "                self.table.pop(int(key) % 1021)\n"),
+              (_STORE, "            self.table[int(key) % 1021] = (int(key), total.reshape(-1)[0])\n"))),
+    Bug("long_sequence_kept_in_float32", "a sequence past its 16th request is moved to a compact tier that keeps "
+                                         "its sum in float32: from there a sum past 2^24 loses its low bits",
+        _TOTAL, _TOTAL + "        depth = self.__dict__.setdefault('depth', {})\n"
+                         "        depth[key] = 1 if start else depth.get(key, 0) + 1\n",
+        _CORRID_I2, 17, "START 2^24 + 1, then 15 requests of 0 (the 16th request's sum is stored in float32), "
+                        "then 0: answered 2^24",
+        more=((_STORE, "            kept = total.reshape(-1)[0]\n"
+                       "            if self.depth[key] >= 16:\n"
+                       "                info = np.iinfo(self.dtype)\n"
+                       "                kept = self.dtype.type(min(max(float(np.float32(kept)), info.min), info.max))\n"
+                       "            self.sums[key] = kept\n"),)),
+    Bug("prefix_blocks_freed_without_refcount", "sums kept in blocks named by each sequence's input history (a "
+                                                "prefix cache: sequences with equal histories share blocks); an "
+                                                "END frees every block of its sequence, shared ones too",
+        _BASE, "        chains = self.__dict__.setdefault('chains', {})\n"
+               "        blocks = self.__dict__.setdefault('blocks', {})\n"
+               "        chain = [] if start else chains.get(key, [])\n"
+               "        base = blocks.get(chain[-1], self.dtype.type(0)) if chain else self.dtype.type(0)\n"
+               "        chain.append(hash((chain[-1] if chain else None, int(x.reshape(-1)[0]))))\n"
+               "        chains[key] = chain\n",
+        _INT64_CORRID, 4, "START a with 5, START b with 5 (one block), END a, then b's next: it starts from 0",
+        more=((_POP, '        if end and self.flavour == "corrid":\n'
+                     "            for block in self.chains.pop(key, []):\n"
+                     "                self.blocks.pop(block, None)\n"),
+              (_STORE, "            self.blocks[self.chains[key][-1]] = total.reshape(-1)[0]\n"))),
+    Bug("batch_gathers_by_low_bits", "an execution of several live rows gathers their sums first through a scratch "
+                                     "of 16 entries indexed by each CORRID's low 4 bits: two rows whose ids share "
+                                     "them read the later one's sum",
+        _EXECUTE, _LIVE.replace(_EXECUTE, "")
+        + "        self.scratch = {}\n"
+          "        for r in self.live:\n"
+          "            self.scratch[int(_scalar(r, 'CORRID')) % 16] = self.sums.get(_scalar(r, 'CORRID'), self.dtype.type(0))\n"
+        + _EXECUTE, _CORRID4, 5,
+        "START a, START b (a = b mod 16), then a crowd of three: any request, then a's next and b's next in one "
+        "execution (" + FIRST_ALONE + "): a's answer holds b's sum",
+        more=((_BASE, "        batched = len(self.live) > 1\n"
+                      "        base = self.dtype.type(0) if start else (self.scratch[int(key) % 16] if batched else "
+                      "self.sums.get(key, self.dtype.type(0)))\n"),)),
+    Bug("decoupled_answer_queue_of_3", "a decoupled model hands an execution's answers to a queue of 3 and drops "
+                                       "what does not fit: a fourth row's answer is lost, only its final flag sent",
+        "        for request, response in zip(requests, responses):\n",
+        "        for row, (request, response) in enumerate(zip(requests, responses)):\n",
+        _DECOUPLED4, 5, "START a, b, c and d (slots 0-3), then d's next: its execution has four rows "
+                        "(three of padding) and d's answer is never sent",
+        more=((_FINAL, "                if row >= 3:\n"
+                       "                    request.get_response_sender().send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
+                       "                else:\n    " + _FINAL),)),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
-            + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS
+            + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
