@@ -189,8 +189,12 @@ class Stream:
                     box, partials = self.pending.pop(rid, None), self.partials.pop(rid, [])
                     sent = self.sent_forms.pop(rid, None)
                 if box is not None:
-                    got = (Outcome(status="ERROR", message=response.error_message) if response.error_message
-                           else decode(response.infer_response))
+                    if response.error_message:
+                        got = Outcome(status="ERROR", message=response.error_message)
+                    elif partials and not response.infer_response.outputs:
+                        got, partials = partials[-1], partials[:-1]  # a final flag sent alone, after the answers
+                    else:
+                        got = decode(response.infer_response)
                     # of all its answers, the first shaped or typed otherwise than its INPUT is the one to tell
                     got.shape, got.datatype = next(((a.shape, a.datatype) for a in [got, *partials]
                                                     if a.ok and strayed((a.shape, a.datatype), sent)),
@@ -220,7 +224,10 @@ class Stream:
             self.call = self.stub.ModelStreamInfer(self._requests(self.outbox))
             self.reader = threading.Thread(target=self._read, args=(self.call,), daemon=True)
             self.reader.start()
-        self.outbox.put(encode(req, model, rid))
+        msg = encode(req, model, rid)
+        # a decoupled model may send its final flag alone, after its answers: only asked for, it comes
+        msg.parameters["triton_enable_empty_final_response"].bool_param = True
+        self.outbox.put(msg)
         return box
 
     def infer(self, req, model, timeout_s):

@@ -73,7 +73,7 @@ def test_a_streamed_request_tells_the_first_of_its_answers_shaped_or_typed_other
 
     c = StreamClient.__new__(StreamClient)
     c._lock, box = threading.Lock(), Box()
-    c._pending, c._partials, c._forms, c._ended = {"r0": (0.0, box)}, {}, {}, None
+    c._pending, c._partials, c._last, c._forms, c._ended = {"r0": (0.0, box)}, {}, {}, {}, None
     c._sent_forms, c._calls, c._call = {"r0": ((1, 1), "INT32")}, {}, None
     c._read([_stream_answer("r0", partial[0], False, partial[1]), _stream_answer("r0", final[0], True, final[1])])
     got = box.get(timeout=1)
@@ -89,8 +89,40 @@ def _bare_stream(call):
 
     c = StreamClient.__new__(StreamClient)
     c._lock, c._next, c._ended, c._call, c._outbox = threading.Lock(), 0, None, call, queue.Queue()
-    c._pending, c._partials, c._forms, c._sent_forms, c._calls = {}, {}, {}, {}, {}
+    c._pending, c._partials, c._last, c._forms, c._sent_forms, c._calls = {}, {}, {}, {}, {}, {}
     return c
+
+
+def _flag_alone(rid):
+    """A final flag a decoupled model sent on its own (send(flags=FINAL)): no outputs, no error."""
+    from tritonclient.grpc import service_pb2
+
+    r = service_pb2.ModelStreamInferResponse()
+    r.infer_response.id = rid
+    r.infer_response.parameters["triton_final_response"].bool_param = True
+    return r
+
+
+def test_a_final_flag_sent_alone_closes_a_request_on_its_last_answer():
+    """A decoupled model that answers, then sends its final flag alone (a common way to write one) is
+    answered: its last answer is the final one, those before it the partials. A flag alone with no
+    answer before it is still no answer (and a stream asks for such flags: without them the request
+    above waited for good, a false hang on a correct model)."""
+    from fuzz.harness.client import Request
+
+    c = _bare_stream(None)
+    messages, (once, twice, none) = c.prepare([Request("m", 5, 1, start=True), Request("m", 6, 1, start=True),
+                                               Request("m", 7, 1, start=True)])
+    assert all(m.parameters["triton_enable_empty_final_response"].bool_param for m in messages)
+    c._read([_stream_answer("r0", [1, 1], False, value=4), _flag_alone("r0"),
+             _stream_answer("r1", [1, 1], False, value=1), _stream_answer("r1", [1, 1], False, value=3),
+             _flag_alone("r1"), _flag_alone("r2")])
+    got = c.poll(once, 0)
+    assert got.ok and got.value == 4 and got.partials == () and (got.shape, got.datatype) == ((1, 1), "INT32")
+    got = c.poll(twice, 0)
+    assert got.ok and got.value == 3 and got.partials == (1,)
+    got = c.poll(none, 0)
+    assert got.status == "BAD_RESPONSE" and "no OUTPUT in response" in got.message
 
 
 def test_a_call_that_ends_fails_its_own_requests_only_and_those_prepared_for_it():

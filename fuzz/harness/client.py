@@ -49,6 +49,14 @@ def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest
     return msg
 
 
+def _streamed(msg):
+    """A request as a stream sends it: asking for the final flag a decoupled model may send on its own
+    after its answers (as most streaming clients do). Without it such a flag reaches no client, and
+    a request the model answered, then closed, waits for good."""
+    msg.parameters["triton_enable_empty_final_response"].bool_param = True
+    return msg
+
+
 def _took(started: float) -> dict:
     """An Outcome's timing: when its request was sent (taken just before the send, so that a
     history's interval for it holds the true one: fuzz/checker/history.py) and how long the answer took."""
@@ -292,6 +300,7 @@ class StreamClient:
         self._lock = threading.Lock()
         self._pending: dict[str, tuple[float, Box]] = {}
         self._partials: dict[str, list] = {}  # answers before the final one, by request id
+        self._last: dict[str, Outcome] = {}  # the latest of them, whole: a final flag sent alone closes on it
         self._forms: dict[str, list] = {}  # and their OUTPUT (shape, datatype), each once
         self._sent_forms: dict[str, tuple] = {}  # the (shape, datatype) each request's INPUT went with
         self._calls: dict[str, object] = {}  # the stream call each request went out on
@@ -320,6 +329,7 @@ class StreamClient:
                 with self._lock:
                     started, box = self._pending.pop(rid, (None, None))
                     partials = self._partials.pop(rid, ())
+                    last = self._last.pop(rid, None)
                     forms = self._forms.pop(rid, [])
                     sent = self._sent_forms.pop(rid, None)
                     self._calls.pop(rid, None)
@@ -329,7 +339,12 @@ class StreamClient:
                     box.put(Outcome(status="ERROR", message=response.error_message,
                                     **_took(started), partials=partials))
                 else:
-                    got = decode(response.infer_response, started)
+                    if last is not None and not response.infer_response.outputs:
+                        # A decoupled model's final flag sent on its own, after its answers (the
+                        # common send(response); send(flags=FINAL)): its last answer is the final one.
+                        got, partials = last, partials[:-1]
+                    else:
+                        got = decode(response.infer_response, started)
                     # of all its answers, the first shaped or typed otherwise than its INPUT is the one to tell
                     shape, datatype = next((f for f in [(got.shape, got.datatype), *forms] if _strayed(f, sent)),
                                            (got.shape, got.datatype))
@@ -345,6 +360,7 @@ class StreamClient:
             if rid in self._pending:
                 got = decode(response, self._pending[rid][0])
                 self._partials.setdefault(rid, []).append(got.value if got.ok else got.describe())
+                self._last[rid] = got
                 if got.ok and (got.shape, got.datatype) not in self._forms.setdefault(rid, []):
                     self._forms[rid].append((got.shape, got.datatype))
 
@@ -365,7 +381,7 @@ class StreamClient:
         """The (started, box) of each of `rids`, dropped from every table (under the lock)."""
         orphans = [self._pending.pop(rid) for rid in rids if rid in self._pending]
         for rid in rids:
-            for answers in (self._partials, self._forms, self._sent_forms, self._calls):
+            for answers in (self._partials, self._last, self._forms, self._sent_forms, self._calls):
                 answers.pop(rid, None)
         return orphans
 
@@ -403,7 +419,7 @@ class StreamClient:
                 self._next += 1
                 self._pending[rid] = (box.started, box)
                 self._sent_forms[rid] = (req.shape, req.dtype)
-            messages.append(encode(req, rid))
+            messages.append(_streamed(encode(req, rid)))
         return messages, boxes
 
     def push(self, messages) -> None:
