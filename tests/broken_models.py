@@ -940,8 +940,8 @@ SEVENTEENTH_BUGS = (
                                        "what does not fit: a fourth row's answer is lost, only its final flag sent",
         "        for request, response in zip(requests, responses):\n",
         "        for row, (request, response) in enumerate(zip(requests, responses)):\n",
-        _DECOUPLED4, 5, "START a, b, c and d (slots 0-3), then d's next: its execution has four rows "
-                        "(three of padding) and d's answer is never sent",
+        _DECOUPLED4, 4, "START a, b and c (slots 0-2), then START d: its execution has four rows (whatever "
+                        "of them is padding) and d's answer is never sent",
         more=((_FINAL, "                if row >= 3:\n"
                        "                    request.get_response_sender().send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
                        "                else:\n    " + _FINAL),)),
