@@ -63,11 +63,6 @@ PICK = st.integers(0, 15)  # an index into whatever list it picks from (_pick)
 SIBLING_STEPS = st.one_of(
     st.builds(lambda k, p: k * 2**p, st.sampled_from([1, 3]), st.sampled_from([3, 8, 16, 32, 32, 63, 63])),
     st.sampled_from([1, 2, 10**3, 10**6, 10**9, *MERSENNE_STEPS]))
-# Whether a START repeats the START of a live sequence that has sent nothing else (1 in 6): their
-# histories are then equal, as sequences sharing a prompt's prefix are, and a model that shares
-# state between equal histories (a prefix cache, content-addressed blocks, memoised sums) must
-# keep them apart when one ends or goes another way.
-COPY_HISTORY = st.sampled_from([False] * 5 + [True])
 # Requests each client of a `crowd` pipelines: as many for every client, so that their queues
 # stay full together (executions then carry a row of each) and drain together.
 CROWD_DEPTHS = st.integers(2, 24)
@@ -560,15 +555,12 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         steer, index = data.draw(STEER_AND_INDEX, label="steer start, steered start")
         if steer >= STEER_GAP_FROM:
             seq_id, end = self._steered_start(seq_id, end, index, gaps_only=steer < STEER_TOP)
-        copied = data.draw(COPY_HISTORY, label="the START of a live one")
         more = data.draw(START_MORE, label="more requests")
         # Only when there are more: every choice costs the shrinker live replays, and a
         # sequence's values rarely matter, so a START shrunk to itself draws no seed at all.
         seed = data.draw(st.integers(0, 255), label="values seed") if more else 0
         if client is None or self.engine.blocked(seq_id):
             return self._skip("start: no idle client or id busy")
-        if copied:
-            value = self._same_start(index, value)
         if self._stalls(client, seq_id):
             return self._skip("start: the last free client would wait on the backlog")
         req = self.plan.spec.request(seq_id, value, start=True, end=end)
@@ -577,14 +569,6 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if more and not end and isinstance(exp, Answer):
             self._go_on(client, seq_id, exp.value, more, random.Random(seed), scale=100, end=False,
                         latency=time.monotonic() - began, action="continue")
-
-    def _same_start(self, index: int, value):
-        """The START value of a live sequence that has sent nothing else (the `index`th), so that a
-        new START gives a second sequence its history; `value` where there is none."""
-        model = self.engine.model
-        lone = [k for k in self.engine.live() if model.seqs[k].requests == 1]
-        first = model.total(lone[index % len(lone)]) - self.plan.spec.initial_sum if lone else None
-        return self.plan.as_value(first) if first is not None and math.isfinite(first) else value
 
     @rule(data=st.data())
     def continue_(self, data):
