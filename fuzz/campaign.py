@@ -17,7 +17,7 @@ from .generator.depth import DepthSummary
 from .checker.divergences import by_key, known_for, steered_around
 from .harness.engine import BudgetSpent
 from .checker.invariants import InvariantViolation
-from .corpus.isolate import can_isolate, from_fresh_model, polish
+from .corpus.isolate import can_isolate, from_fresh_model, polish, replays_only_on_history
 from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
 from .progress import Progress, Snapshot
 from .corpus.replay import ReplayDrift, replay_steps
@@ -367,7 +367,9 @@ def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats:
                     settings: FuzzSettings, *, cut_short: bool, unreplayable: set) -> dict:
     """Shrinks each of our violations past Hypothesis, in place in `violations`: one that needs
     what ran before it, or whose shrinking was cut short, from a fresh model; one that replays on
-    its own by polishing it. Returns the new ones by id: each replays."""
+    its own by polishing it, or from a fresh model too where it replays only on what earlier
+    examples left (then added to `unreplayable` if that finds nothing). Returns the new ones by
+    id: each replays."""
     replayable = {}
     for i, v in enumerate(violations):
         if id(v) not in ours:
@@ -381,6 +383,14 @@ def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats:
                 better = from_fresh_model(server, spec, first, settings, settings.shrink_budget_s)
         else:
             better = polish(server, spec, v, settings, settings.shrink_budget_s)
+            if better is None and replays_only_on_history(server, spec, v, settings):
+                # It failed here only on what earlier examples left in the model (a leak that
+                # outlives them: every new id refused), so its program reproduces nothing on a
+                # fresh one: from a fresh model with its history, as an unreplayable one is, and
+                # reported as needing what ran before it where that finds nothing.
+                better = from_fresh_model(server, spec, v, settings, settings.shrink_budget_s)
+                if better is None:
+                    unreplayable.add(id(v))
         if better is not None:
             violations[i] = replayable[id(better)] = better
     return replayable

@@ -410,6 +410,20 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
         return None  # the run reports the death itself
 
 
+def replays_only_on_history(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings) -> bool:
+    """Whether a failure that replays here passes from a freshly loaded model (FLAKY_TRIES reloads):
+    it failed only on what earlier examples left in the model (a table that leaks), so its program
+    reproduces nothing elsewhere. A program with requests sent at once is not judged: its batches
+    may have passed by luck."""
+    if _held(violation.program):
+        return False
+    try:
+        return _first_failure(lambda: _try(server, spec, violation.program, violation.invariant, settings),
+                              FLAKY_TRIES) is None
+    except ServerGone:
+        return False  # the run reports the death itself
+
+
 def _moved(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings) -> InvariantViolation | None:
     """A plain replay (no reload) with every id moved by a new offset (shrink.shifted)."""
     n = next(_POLISH_TRIES)
