@@ -33,7 +33,9 @@ class Failure:
     shrunk_steps: int
     program: tuple  # StepRecord lines, as text
     expected_divergence: str | None = None  # key of the known divergence it is, if any
-    flaky: bool = False  # Hypothesis could not replay it exactly (server history, timing): real, not shrunk
+    # Hypothesis could not replay it exactly (server history, timing), or it replayed only on what
+    # earlier examples left in the model and passes from a fresh one: real, not shrunk
+    flaky: bool = False
     shrink_stopped: bool = False  # shrinking stopped at the budget: the shortest program seen by then
     records: tuple = attrs.field(default=(), repr=False)  # the program as StepRecords (for the corpus)
     accepted: tuple = ()  # known divergences the reference took as built when it was found (FuzzSettings.accept)
@@ -374,23 +376,24 @@ def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats:
     for i, v in enumerate(violations):
         if id(v) not in ours:
             continue
-        if cut_short or id(v) in unreplayable:
+        better, leaked = None, False
+        if not (cut_short or id(v) in unreplayable):
+            began = time.monotonic()
+            better = polish(server, spec, v, settings, settings.shrink_budget_s)
+            # One that polishing cannot cut and that passes from a fresh model failed here only on
+            # what earlier examples left in the model (a leak that outlives them: every new id
+            # refused), so its program reproduces nothing on a fresh one.
+            leaked = better is None and replays_only_on_history(
+                server, spec, v, settings, until=began + 2 * settings.shrink_budget_s)
+        if cut_short or id(v) in unreplayable or leaked:
             better = from_fresh_model(server, spec, v, settings, settings.shrink_budget_s)
             first = stats.first.get(v.invariant)
             if better is None and first is not None and first is not v:
                 # The shortest needs more of what ran before it than a failure keeps (a count
                 # across examples): the first failure ran on the least of it.
                 better = from_fresh_model(server, spec, first, settings, settings.shrink_budget_s)
-        else:
-            better = polish(server, spec, v, settings, settings.shrink_budget_s)
-            if better is None and replays_only_on_history(server, spec, v, settings):
-                # It failed here only on what earlier examples left in the model (a leak that
-                # outlives them: every new id refused), so its program reproduces nothing on a
-                # fresh one: from a fresh model with its history, as an unreplayable one is, and
-                # reported as needing what ran before it where that finds nothing.
-                better = from_fresh_model(server, spec, v, settings, settings.shrink_budget_s)
-                if better is None:
-                    unreplayable.add(id(v))
+            if better is None and leaked:
+                unreplayable.add(id(v))  # reported as needing what ran before it
         if better is not None:
             violations[i] = replayable[id(better)] = better
     return replayable

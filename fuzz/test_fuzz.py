@@ -24,7 +24,8 @@ def test_sequence_batcher(request, triton, fuzz_model_name, fuzz_options, fuzz_r
             if f.records:
                 note = ("the server died while this program ran; not replayed (a death from outside, e.g. the "
                         "OOM killer, looks the same)" if f.invariant == "server_alive" else
-                        "Hypothesis could not replay it exactly (timing): not fully shrunk" if f.flaky else "")
+                        "not replayed alone (timing, or what earlier examples left in the model): not fully shrunk" if f.flaky
+                        else "")
                 entry = corpus.make_entry(result.model_spec, result.triton_version, f.invariant, f.detail,
                                           f.records, divergence=f.expected_divergence, note=note, accepts=f.accepted)
                 corpus_written.append(corpus.record(fuzz_options.corpus_dir, entry))

@@ -123,6 +123,7 @@ def test_a_final_flag_sent_alone_closes_a_request_on_its_last_answer():
     assert got.ok and got.value == 3 and got.partials == (1,)
     got = c.poll(none, 0)
     assert got.status == "BAD_RESPONSE" and "no OUTPUT in response" in got.message
+    assert not c._last and not c._partials and not c._pending
 
 
 def test_a_call_that_ends_fails_its_own_requests_only_and_those_prepared_for_it():

@@ -347,3 +347,35 @@ def test_a_program_keeps_its_reload_when_other_traffic_before_it_moves_a_count_i
     monkeypatch.setattr(isolate, "_try", lambda server, spec, steps, *a, **k: failing(steps, set()))
     plain = isolate._without_reload(None, SPEC, failing(_program(body), set()), FuzzSettings())
     assert plain.program[0].kind is Kind.REQUEST and len(plain.program) == 3
+
+
+def _violation(steps):
+    v = InvariantViolation("valid_is_accepted", "refused a request that must be accepted")
+    v.program = steps
+    return v
+
+
+def test_a_failure_that_replays_only_on_what_earlier_examples_left_is_reported_as_needing_them(monkeypatch):
+    """A failure Hypothesis replayed (the model kept a leak from earlier examples) that polishing
+    cannot cut and that passes from a fresh model is shrunk from a fresh model with its history,
+    and reported as needing what ran before it where that finds nothing; one that fails from a
+    fresh model, or sends requests at once (its batches may pass by luck), stays as it is."""
+    from fuzz import campaign
+    from fuzz.harness.engine import RunStats
+
+    fresh_runs = []
+    monkeypatch.setattr(campaign, "polish", lambda *a, **k: None)
+    monkeypatch.setattr(campaign, "from_fresh_model", lambda server, spec, v, *a: fresh_runs.append(v))
+    monkeypatch.setattr(isolate, "_try", lambda *a, **k: None)  # passes from a fresh model
+    sequential = _violation([step(1, 0, 5), step(2, 0, 6)])
+    at_once = _violation([step(1, 0, 5), step(2, 1, 6, kind=Kind.HELD)])
+    violations, unreplayable = [sequential, at_once], set()
+    replayable = campaign._shrink_further(None, SPEC, violations, {id(sequential), id(at_once)}, RunStats(),
+                                          FuzzSettings(), cut_short=False, unreplayable=unreplayable)
+    assert not replayable and unreplayable == {id(sequential)} and fresh_runs == [sequential]
+    monkeypatch.setattr(isolate, "_try", lambda server, spec, steps, invariant, *a, **k: _violation(steps))
+    fresh_runs.clear()
+    unreplayable = set()
+    campaign._shrink_further(None, SPEC, [sequential], {id(sequential)}, RunStats(), FuzzSettings(),
+                             cut_short=False, unreplayable=unreplayable)
+    assert not unreplayable and not fresh_runs

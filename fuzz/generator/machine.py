@@ -671,11 +671,13 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if steered:  # past a churn goal not reached (steering.open_churn): 1 in 8, 1 in 2
             aimed = open_churn(model.churn, model.churn_of(key) if key is not None else 0,  # for the campaign's
                                self.engine.stats.coverage.seen, gaps_only=steer < STEER_DEPTH_TOP)
-            # Each a START, then its END: a table whose entries come and go with ids churns only
-            # with sequences it stores, and a model that drops a sum at END may never store a
-            # START+END's. Ids from one on, beside the live one's: some pair is m apart for every
-            # m up to the churn's length, where a table of m buckets makes them one.
-            n, shape = (aimed, "START, END") if aimed else (n, shape)
+            # Aimed at a campaign's gap, each a START, then its END: a table whose entries come and
+            # go with ids churns only with sequences it stores, and a model that drops a sum at END
+            # may never store a START+END's. Ids from one on, beside the live one's: some pair is m
+            # apart for every m up to the churn's length, where a table of m buckets makes them one.
+            # Aimed at the example's own (the top flag), as drawn: one-request sequences too.
+            if aimed:
+                n, shape = aimed, shape if steer == STEER_DEPTH_TOP else "START, END"
         values = random.Random(seed)
         ids = self._churn_ids(raw, n + (key is None))
         if key is None and ids:  # a fresh sequence lives through it
