@@ -949,10 +949,76 @@ SEVENTEENTH_BUGS = (
                        "                else:\n    " + _FINAL),)),
 )
 
+# The eighteenth hold-out (stop 69), committed before any campaign met it: a page table whose END
+# frees a page its id still names (a double free once the id starts again), a hash table that loses
+# its last bucket when it grows, a sensor filter that drops an input far larger than the one before
+# it, a batched path that takes an execution whose inputs sum to 0 for an empty frame, and string
+# session ids keyed by their tenant (the text before the first ':').
+_STRING_CORRID = Variant("corrid", "direct", 2, 1, "int32", "string", _FULL)
+EIGHTEENTH_BUGS = (
+    Bug("end_frees_page_still_named", "sums kept in pages from a free list (a KV-cache's pages): END returns its "
+                                      "sequence's page but the id still names it, so a later START of that id "
+                                      "frees it again and two sequences are handed the same page",
+        _BASE, "        pages = self.__dict__.setdefault('pages', {})\n"
+               "        free = self.__dict__.setdefault('free', list(range(4096)))\n"
+               "        store = self.__dict__.setdefault('store', {})\n"
+               "        if start or key not in pages:\n"
+               "            if key in pages:\n"
+               "                free.append(pages[key])\n"
+               "            pages[key] = free.pop()\n"
+               "        base = self.dtype.type(0) if start else store.get(pages[key], self.dtype.type(0))\n",
+        _CORRID, 4, "START+END a, START a (its page freed twice), START b (handed a's page), then a's next: it "
+                    "sums onto b's",
+        more=((_POP, '        if end and self.flavour == "corrid":\n'
+                     "            self.free.append(self.pages[key])\n"),
+              (_STORE, "            self.store[self.pages[key]] = total.reshape(-1)[0]\n"))),
+    Bug("table_growth_drops_last_bucket", "sums in a hash table of buckets (id modulo their number) that doubles "
+                                          "past three quarters full; the rehash's loop stops one bucket short, "
+                                          "so the sums of the last bucket are lost",
+        _BASE, "        buckets = self.__dict__.setdefault('buckets', [{} for _ in range(4)])\n"
+               "        base = self.dtype.type(0) if start else \\\n"
+               "            buckets[int(key) % len(buckets)].get(key, self.dtype.type(0))\n",
+        _CORRID4, 5, "START a (a = 3 mod 4), START b, c and d (the fourth key grows the table), then a's next: it "
+                     "starts from 0",
+        more=((_POP, '        if end and self.flavour == "corrid":\n'
+                     "            self.buckets[int(key) % len(self.buckets)].pop(key, None)\n"),
+              (_STORE, "            self.buckets[int(key) % len(self.buckets)][key] = total.reshape(-1)[0]\n"
+                       "            if sum(map(len, self.buckets)) > 3 * len(self.buckets) // 4:\n"
+                       "                grown = [{} for _ in range(2 * len(self.buckets))]\n"
+                       "                for bucket in self.buckets[:-1]:\n"
+                       "                    for k, v in bucket.items():\n"
+                       "                        grown[int(k) % len(grown)][k] = v\n"
+                       "                self.buckets = grown\n"))),
+    Bug("jump_taken_for_glitch", "a sensor stream's glitch filter: an input more than 2^16 times the magnitude of "
+                                 "its sequence's previous (nonzero) input is dropped",
+        _TOTAL, "        last = self.__dict__.setdefault('last_input', {})\n"
+                "        previous, now = (0 if start else last.get(key, 0)), int(x.reshape(-1)[0])\n"
+                "        last[key] = now\n"
+                "        if previous and abs(now) > abs(previous) << 16:\n"
+                "            x = np.zeros_like(x)\n" + _TOTAL,
+        _SLOT_I2, 2, "START 1, then 2^17: answered 1"),
+    Bug("zero_sum_batch_is_empty_frame", "an execution of two or more live rows whose inputs sum to 0 is taken "
+                                         "for an empty frame: every row is answered 0 and no sum changes",
+        _EXECUTE, "        inputs = [int(pb_utils.get_input_tensor_by_name(r, 'INPUT').as_numpy().reshape(-1)[0])\n"
+                  "                  for r, live_row in zip(requests, ready) if live_row]\n"
+                  "        if len(inputs) >= 2 and sum(inputs) == 0:\n"
+                  "            responses = [self._answer([pb_utils.Tensor('OUTPUT', np.zeros(\n"
+                  "                pb_utils.get_input_tensor_by_name(r, 'INPUT').as_numpy().shape, self.dtype))], live)\n"
+                  "                for r in requests]\n"
+                  "        else:\n"
+                  "    " + _EXECUTE.replace("\n                     for", "\n                         for"),
+        _CORRID4, 4, "START a with 5, then a crowd of three: any request, a's next 0 and START b with 0 in one "
+                     "execution (" + FIRST_ALONE + "): a's answer is 0"),
+    Bug("session_keyed_by_tenant", "string session ids of the form tenant:stream are keyed by the tenant (the text "
+                                   "before the first ':'): two streams of one tenant share a sum",
+        _CORRID_KEY, '            key = str(_scalar(request, "CORRID")).split(":")[0]\n',
+        _STRING_CORRID, 3, 'START "t:a" with 5, START "t:b" with 1, then "t:a"\'s next 0: answered 1'),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
-            + NATIVE_BUGS)
+            + EIGHTEENTH_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
