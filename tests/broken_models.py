@@ -952,9 +952,11 @@ SEVENTEENTH_BUGS = (
 # The eighteenth hold-out (stop 69), committed before any campaign met it: a page table whose END
 # frees a page its id still names (a double free once the id starts again), a hash table that loses
 # its last bucket when it grows, a sensor filter that drops an input far larger than the one before
-# it, a batched path that takes an execution whose inputs sum to 0 for an empty frame, and string
-# session ids keyed by their tenant (the text before the first ':').
-_STRING_CORRID = Variant("corrid", "direct", 2, 1, "int32", "string", _FULL)
+# it, a batched path that takes an execution whose inputs sum to 0 for an empty frame, and an
+# overflow check that adds magnitudes. A fifth first written, string session ids keyed by their
+# tenant (the text before the first ':'), was taken out once its campaign met it: no build hands a
+# model a STRING CORRID control it can read (string-corrid-control-rejected, on all six), so no
+# campaign can show a bug in how a model keys string ids; its replacement was written after.
 EIGHTEENTH_BUGS = (
     Bug("end_frees_page_still_named", "sums kept in pages from a free list (a KV-cache's pages): END returns its "
                                       "sequence's page but the id still names it, so a later START of that id "
@@ -1009,10 +1011,13 @@ EIGHTEENTH_BUGS = (
                   "    " + _EXECUTE.replace("\n                     for", "\n                         for"),
         _CORRID4, 4, "START a with 5, then a crowd of three: any request, a's next 0 and START b with 0 in one "
                      "execution (" + FIRST_ALONE + "): a's answer is 0"),
-    Bug("session_keyed_by_tenant", "string session ids of the form tenant:stream are keyed by the tenant (the text "
-                                   "before the first ':'): two streams of one tenant share a sum",
-        _CORRID_KEY, '            key = str(_scalar(request, "CORRID")).split(":")[0]\n',
-        _STRING_CORRID, 3, 'START "t:a" with 5, START "t:b" with 1, then "t:a"\'s next 0: answered 1'),
+    Bug("overflow_check_on_magnitudes", "an INT64 sum's overflow check adds magnitudes (|sum| + |input| past the "
+                                        "dtype's max) and saturates: a sum near the top that a negative input brings "
+                                        "down is answered the dtype's min",
+        _TOTAL, _TOTAL + "        top = np.iinfo(self.dtype).max\n"
+                         "        if abs(int(base)) + abs(int(x.reshape(-1)[0])) > top:\n"
+                         "            total = np.full_like(total, top if int(x.reshape(-1)[0]) > 0 else -top - 1)\n",
+        Variant("corrid", "oldest", 2, 1, "int64", "uint64", _FULL), 2, "START 2^63 - 1, then -1: answered -2^63"),
 )
 
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
