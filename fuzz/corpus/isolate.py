@@ -218,7 +218,9 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     # A crowd's failure is first rated on the sequences of the crowd that failed (`crowd_cores`),
     # each core for an eighth of the share at most: short, they replay fast.
     cores = [(core, CORE_SHARE) for core in shrink.crowd_cores(_body(found), spec)]
-    for body, part in cores + [(_body(found), 1 / 2)]:
+    in_turn = shrink.in_turn(_body(found))
+    first = [(in_turn, CORE_SHARE)] if in_turn != _body(found) else []
+    for body, part in first + cores + [(_body(found), 1 / 2)]:
         # Every plain try of a program that waits would take seconds too: without its waits (and
         # faults), or not at all. Most programs that fail fail without them (the `pause` that
         # waits for slots to free up mid-example is in many).
@@ -393,7 +395,14 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
     deadline = time.monotonic() + budget_s
     plain = lambda steps: _moved(server, spec, steps, violation.invariant, settings)  # noqa: E731
     try:
-        found, rate = _rated(plain, violation.program, deadline)
+        found, rate = None, None
+        in_turn = shrink.in_turn(violation.program)
+        if in_turn != list(violation.program):
+            # Sent one at a time it cuts faster (plain requests fold, and it is rated as such),
+            # where its bug needs no execution its pipelined requests shared.
+            found, rate = _rated(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE)
+        if found is None:
+            found, rate = _rated(plain, violation.program, deadline)
         if found is None:
             return None  # it fails only with its own ids (a boundary id) or after its own history
         shortest = shrink.ddmin(found, _replayed(plain, rate, deadline), lambda v: list(v.program), spec,

@@ -266,6 +266,13 @@ def unheld(steps, runs: list) -> list[StepRecord]:
     return out
 
 
+def in_turn(steps) -> list[StepRecord]:
+    """The program with the requests a client pipelined on its stream (a run of HELD steps all
+    of one client: a `run`, a churn's chunk) sent one at a time, each answered before the next."""
+    runs = [run for run in held_runs(steps) if len({steps[i].client for i in run}) == 1]
+    return unheld(steps, runs) if runs else list(steps)
+
+
 def _answered(s: StepRecord, spec: ModelSpec) -> bool:
     """A plain request of the model's dtype, one element, that came back with a sum (a QUEUED
     START's own step has no outcome: its answer is a step of its own)."""
