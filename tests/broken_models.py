@@ -1009,8 +1009,9 @@ EIGHTEENTH_BUGS = (
                   "                for r in requests]\n"
                   "        else:\n"
                   "    " + _EXECUTE.replace("\n                     for", "\n                         for"),
-        _CORRID4, 4, "START a with 5, then a crowd of three: any request, a's next 0 and START b with 0 in one "
-                     "execution (" + FIRST_ALONE + "): a's answer is 0"),
+        _CORRID4, 5, "START a with 5, a's next 0 and START b with 0 pipelined on one stream (three lines, and "
+                     "two answers: " + FIRST_ALONE + ", the other two share the next execution): a's next is "
+                     "answered 0"),
     Bug("overflow_check_on_magnitudes", "an INT64 sum's overflow check adds magnitudes (|sum| + |input| past the "
                                         "dtype's max) and saturates: a sum near the top that a negative input brings "
                                         "down is answered the dtype's min",
