@@ -379,3 +379,34 @@ def test_a_failure_that_replays_only_on_what_earlier_examples_left_is_reported_a
     campaign._shrink_further(None, SPEC, [sequential], {id(sequential)}, RunStats(), FuzzSettings(),
                              cut_short=False, unreplayable=unreplayable)
     assert not unreplayable and not fresh_runs
+
+
+def test_a_leak_met_inside_a_pipelined_run_is_judged_with_the_run_sent_in_turn(monkeypatch):
+    """A failure met inside a client's pipelined requests (HELD steps of one client) whose
+    requests sent in turn fail here too, and pass from a fresh model, failed on what earlier
+    examples left: it is reported as needing them. Where sent in turn they pass here, its
+    pipelining may be what failed, and it is not judged."""
+    from fuzz import campaign
+    from fuzz.harness.engine import RunStats
+
+    monkeypatch.setattr(campaign, "polish", lambda *a, **k: None)
+    monkeypatch.setattr(campaign, "from_fresh_model", lambda *a: None)
+    plain_tries = []
+
+    def here_only(server, spec, steps, invariant, settings, reload=True, fresh=None):
+        plain_tries.append(steps)
+        return None if reload else _violation(steps)  # fails on the model, passes on a fresh one
+
+    monkeypatch.setattr(isolate, "_try", here_only)
+    pipelined = _violation([step(1, 0, 5), step(2, 0, 6, kind=Kind.HELD), step(3, 0, 7, kind=Kind.HELD),
+                            step(4, 0, 6, kind=Kind.HELD_ANSWER)])
+    unreplayable = set()
+    campaign._shrink_further(None, SPEC, [pipelined], {id(pipelined)}, RunStats(), FuzzSettings(),
+                             cut_short=False, unreplayable=unreplayable)
+    assert unreplayable == {id(pipelined)}
+    assert all(s.kind is Kind.REQUEST for s in plain_tries[0]) and len(plain_tries[0]) == 3  # in turn
+    monkeypatch.setattr(isolate, "_try", lambda *a, **k: None)  # in turn it passes here too
+    unreplayable = set()
+    campaign._shrink_further(None, SPEC, [pipelined], {id(pipelined)}, RunStats(), FuzzSettings(),
+                             cut_short=False, unreplayable=unreplayable)
+    assert not unreplayable
