@@ -119,6 +119,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     deadline = time.monotonic() + budget_s
     history = tuple(getattr(violation, "history", ()))
     failing = tuple(violation.program)
+    in_turn = shrink.in_turn(failing)  # a client's pipelined requests sent in turn, as they were logged once
     fresh = FreshCopies.of(server, spec)
     before: list = []
     try:
@@ -132,8 +133,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
             # a program with history is hundreds of steps longer.
             found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant, settings),
                                    ALONE_TRIES if back == 0 else 1)
-            if found is None and back == 0 and not _held(failing) and \
-                    (slow := shrink.paced(failing)) != list(failing):
+            if found is None and back == 0 and not _held(in_turn) and (slow := shrink.paced(in_turn)) != list(failing):
                 # Replays send faster than the campaign did: once more with its gaps between steps
                 # (a bug of time between requests; seen: a restart 0.1 s after a sequence's last
                 # request kept its sum, found in 381 steps and never replayed).
@@ -164,7 +164,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # whose lone fresh tries passed by chance is shrunk by reloads too (rare: sent one
                 # request at a time, it replays alike). A crowd's plain failures can be a batch's
                 # luck, not a leftover: its example alone was rated at back 0, and never failed.
-                unfaithful = bool(back) and not _held(failing) and \
+                unfaithful = bool(back) and not _held(in_turn) and \
                     _fails_plainly(server, spec, passed, violation.invariant, settings, deadline)
                 quick, cuts = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline)
             if found is not None:
