@@ -410,3 +410,24 @@ def test_a_leak_met_inside_a_pipelined_run_is_judged_with_the_run_sent_in_turn(m
     campaign._shrink_further(None, SPEC, [pipelined], {id(pipelined)}, RunStats(), FuzzSettings(),
                              cut_short=False, unreplayable=unreplayable)
     assert not unreplayable
+
+
+def test_a_cut_of_a_crowd_that_always_failed_must_fail_twice_from_a_fresh_model(monkeypatch):
+    """Polishing a program sent at once that failed every replay: its shortest cut is kept only
+    where two fresh tries fail (of up to four); one lucky failure of a cut that seldom fails does
+    not replace it. A sequential program's cut needs one, as before."""
+    crowd = [step(1, 0, 5), step(2, 1, 6, kind=Kind.HELD), step(3, 2, 7, kind=Kind.HELD),
+             step(4, 1, 6, kind=Kind.HELD_ANSWER), step(5, 2, 7, kind=Kind.HELD_ANSWER)]
+    monkeypatch.setattr(isolate, "_moved", lambda server, spec, steps, invariant, settings: _violation(steps))
+    fresh = []
+
+    def once(server, spec, steps, invariant, settings, reload=True, fresh_copies=None, **k):
+        fresh.append(len(steps))
+        return _violation(steps) if len(fresh) == 1 else None  # the first fresh try fails, no other
+    monkeypatch.setattr(isolate, "_try", once)
+    assert isolate.polish(None, SPEC, _violation(crowd), FuzzSettings(), 5) is None
+    assert len(fresh) == 4
+    fresh.clear()
+    monkeypatch.setattr(isolate, "_try", lambda *a, **k: fresh.append(1) or _violation(a[2]))
+    monkeypatch.setattr(isolate, "_without_reload", lambda server, spec, v, settings: v)
+    assert isolate.polish(None, SPEC, _violation(crowd), FuzzSettings(), 5) is not None and len(fresh) == 2

@@ -265,6 +265,7 @@ class Rate:
     tries: int
     held: bool = False
     replay_s: float = 0.0
+    always: bool = False  # the program failed every replay it was rated on
 
 
 def _held(steps) -> bool:
@@ -288,7 +289,8 @@ def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, Rate]
         return None, Rate(0)
     tries = tries_for(len(failed), len(results))
     replay_s = (time.monotonic() - began) / len(results)
-    return failed[0], Rate(max(tries, HELD_TRIES), True, replay_s) if held else Rate(tries)
+    always = len(failed) == len(results)
+    return failed[0], Rate(max(tries, HELD_TRIES), True, replay_s, always) if held else Rate(tries, always=always)
 
 
 def _replayed(plain, rate: Rate, until: float):
@@ -372,6 +374,21 @@ def spread(cuts: list) -> list:
     return kept
 
 
+def _failing(attempt, need: int, times: int) -> InvariantViolation | None:
+    """The first failure of up to `times` calls of `attempt`, where `need` of them fail; None
+    where they cannot (it stops as soon as it knows)."""
+    first, failed = None, 0
+    for n in range(times):
+        if failed + (times - n) < need:
+            break
+        found = attempt()
+        if found is not None:
+            first, failed = first or found, failed + 1
+            if failed >= need:
+                return first
+    return None
+
+
 def _first_failure(attempt, times: int, until: float = float("inf")) -> InvariantViolation | None:
     """The first of up to `times` calls of `attempt` (started before `until`) that fails, or None."""
     for _ in range(times):
@@ -409,8 +426,13 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
                                 deadline).program
         if len(shortest) >= len(violation.program):
             return None
-        fresh = _first_failure(lambda: _try(server, spec, shortest, violation.invariant, settings),
-                               1 if rate.tries == 1 else FLAKY_TRIES)
+        # A program sent at once that failed every replay asks its cut to fail twice from a fresh
+        # model: its cuts get up to HELD_MAX_TRIES replays each, and a cut whose batch fails 1 time
+        # in 20 (a START right behind an END on its id that gets another slot) once passed that
+        # way on one lucky failure, and then replayed by no one.
+        need = 2 if rate.held and rate.always else 1
+        fresh = _failing(lambda: _try(server, spec, shortest, violation.invariant, settings), need,
+                         (1 if rate.tries == 1 else FLAKY_TRIES) + need - 1)
         if fresh is None:
             return None
         fresh = _without_reload(server, spec, fresh, settings)
