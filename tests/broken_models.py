@@ -75,8 +75,8 @@ BUGS = (
         3, "START a, START b (slot 1), then a request on b alone: batch position 0 holds a's sum"),
     Bug("reverse_batch_order", "responses go back in reverse batch order (a batch's sums are swapped)",
         _EXECUTE, "        responses = [self._answer(self._one(p, r, ready[p]), live) for p, r in enumerate(requests)][::-1]\n", _CORRID,
-        3, "two requests of two sequences sent at once (a burst or a crowd: two lines) that run in one batch, "
-           "then the first answer: it is the other's sum"),
+        2, "START a (slot 0), then START b: it takes slot 1 and runs beside slot 0's padding row (READY 0), "
+           "whose answer it gets (two requests of two sequences run in one batch swap theirs too)"),
     Bug("forgets_after_12", "a sequence's state is dropped after its 12th request (a fixed-size cache)",
         _TOTAL, "        self.n = self.__dict__.setdefault('n', {})\n"
                 "        self.n[key] = 1 if start else self.n.get(key, 0) + 1\n"
@@ -1009,9 +1009,9 @@ EIGHTEENTH_BUGS = (
                   "                for r in requests]\n"
                   "        else:\n"
                   "    " + _EXECUTE.replace("\n                     for", "\n                         for"),
-        _CORRID4, 5, "START a with 5, a's next 0 and START b with 0 pipelined on one stream (three lines, and "
-                     "two answers: " + FIRST_ALONE + ", the other two share the next execution): a's next is "
-                     "answered 0"),
+        _CORRID4, 3, "START a with 5 and START b with -5 pipelined on one stream (two lines), run in one "
+                     "execution, then a's answer: 0 (where " + FIRST_ALONE + ", five lines: START a with 5, a's "
+                     "next 0 and START b with 0, then two answers)"),
     Bug("overflow_check_on_magnitudes", "an INT64 sum's overflow check adds magnitudes (|sum| + |input| past the "
                                         "dtype's max) and saturates: a sum near the top that a negative input brings "
                                         "down is answered the dtype's min",
