@@ -59,3 +59,15 @@ def test_held_requests_without_answer_steps_are_checked_before_the_next_step(eng
              _step(4, Kind.ANSWER, client=1)]
     replay.replay_steps(None, SPEC, steps)
     assert _Engine.last.checked == [[1], [2]]
+
+
+def test_a_held_request_without_its_answer_step_is_checked_after_answered_runs(engine):
+    """Runs one after another, the earlier ones answered by their steps, the last not (its
+    program ended in a failure elsewhere): the last run's request is still checked before the
+    next step, whatever became of the earlier runs' items (their ids can be taken again)."""
+    steps = []
+    for n in range(1, 6):
+        steps += [_step(2 * n - 1, Kind.HELD, value=n), _step(2 * n, Kind.HELD_ANSWER, value=n)]
+    steps += [_step(11, Kind.HELD, value=6), _step(12, Kind.ANSWER, client=1)]
+    replay.replay_steps(None, SPEC, steps)
+    assert _Engine.last.checked == [[n] for n in range(1, 7)]

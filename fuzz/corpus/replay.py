@@ -61,8 +61,9 @@ def replay_steps(server, spec: ModelSpec, steps, settings: FuzzSettings = FuzzSe
     # A program that cuts connections had its first clients behind the fault proxy: so here.
     cuts = frozenset({"cut"}) if any(s.fault is not None and s.fault.name == "cut" for s in steps) else frozenset()
     engine = Engine(Setup.of(server, spec, attrs.evolve(settings, park=False, nemesis=settings.nemesis | cuts)), salt=1)
-    # The held requests whose answers are steps of the program (checked there), by their items' ids
-    answered, later = set(answers_of_held(steps)), set()
+    # The held requests whose answers are steps of the program (checked there): their items by id,
+    # kept so that no later item can take the id of one gone
+    answered, later = set(answers_of_held(steps)), {}
     try:
         i = 0
         while i < len(steps):
@@ -72,7 +73,7 @@ def replay_steps(server, spec: ModelSpec, steps, settings: FuzzSettings = FuzzSe
             try:
                 if held:  # sent at once, as they were
                     sent = _send_held(engine, held)
-                    later |= {id(item) for j, item in enumerate(sent) if i + j in answered}
+                    later.update({id(item): item for j, item in enumerate(sent) if i + j in answered})
                 else:
                     _step(engine, steps[i], spec, settings)
             except (OutsideContract, AnswerPending) as err:  # a shortened program that no longer fits
@@ -108,16 +109,17 @@ def _send_held(engine, held) -> list:
     return sent
 
 
-def _answer_held(engine, later=frozenset()) -> None:
+def _answer_held(engine, later=None) -> None:
     """Checks the answers of HELD requests whose answer steps the program does not have (those
-    whose items' ids are not in `later`): a failure inside a group ends its program before the
+    whose items are not in `later`, by id): a failure inside a group ends its program before the
     rest of the group's answers, and shrinking keeps such requests. Unchecked, they would race
     what comes next on their ids from other connections (the drain's ENDs: a false failure, seen
     while shrinking a crowd). Those with answer steps wait for them: a client's pipelined requests
     can have a backlogged START's answer logged among them, before their own answers."""
+    later = later or {}
     for client in list(engine.held):
-        now = [item for item in engine.held[client] if id(item) not in later]
-        engine.held[client] = [item for item in engine.held[client] if id(item) in later]
+        now = [item for item in engine.held[client] if later.get(id(item)) is not item]
+        engine.held[client] = [item for item in engine.held[client] if later.get(id(item)) is item]
         if not engine.held[client]:
             del engine.held[client]
         if now:
