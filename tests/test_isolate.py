@@ -431,3 +431,20 @@ def test_a_cut_of_a_crowd_that_always_failed_must_fail_twice_from_a_fresh_model(
     monkeypatch.setattr(isolate, "_try", lambda *a, **k: fresh.append(1) or _violation(a[2]))
     monkeypatch.setattr(isolate, "_without_reload", lambda server, spec, v, settings: v)
     assert isolate.polish(None, SPEC, _violation(crowd), FuzzSettings(), 5) is not None and len(fresh) == 2
+
+
+def test_a_cut_of_a_crowd_that_fails_far_less_often_than_its_program_is_not_kept(monkeypatch):
+    """Polishing a program sent at once: a cut that fails in 1 of 8 plain replays, where the
+    program failed in every one, is no shrink of it (one lucky replay accepted it)."""
+    crowd = [step(1, 0, 5), step(2, 1, 6, kind=Kind.HELD), step(3, 2, 7, kind=Kind.HELD),
+             step(4, 1, 6, kind=Kind.HELD_ANSWER), step(5, 2, 7, kind=Kind.HELD_ANSWER)]
+    replays = []
+
+    def plain(server, spec, steps, invariant, settings):
+        replays.append(len(steps))
+        whole = len(steps) == len(crowd)
+        return _violation(steps) if whole or len(replays) % 8 == 0 else None
+    monkeypatch.setattr(isolate, "_moved", plain)
+    monkeypatch.setattr(isolate, "_try", lambda *a, **k: _violation(a[2]))
+    monkeypatch.setattr(isolate, "_without_reload", lambda server, spec, v, settings: v)
+    assert isolate.polish(None, SPEC, _violation(crowd), FuzzSettings(), 5) is None

@@ -266,6 +266,7 @@ class Rate:
     held: bool = False
     replay_s: float = 0.0
     always: bool = False  # the program failed every replay it was rated on
+    share: float = 1.0  # the share of those replays that failed
 
 
 def _held(steps) -> bool:
@@ -289,8 +290,9 @@ def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, Rate]
         return None, Rate(0)
     tries = tries_for(len(failed), len(results))
     replay_s = (time.monotonic() - began) / len(results)
-    always = len(failed) == len(results)
-    return failed[0], Rate(max(tries, HELD_TRIES), True, replay_s, always) if held else Rate(tries, always=always)
+    always, share = len(failed) == len(results), len(failed) / len(results)
+    return failed[0], (Rate(max(tries, HELD_TRIES), True, replay_s, always, share) if held
+                       else Rate(tries, always=always, share=share))
 
 
 def _replayed(plain, rate: Rate, until: float):
@@ -430,6 +432,12 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
         # model: its cuts get up to HELD_MAX_TRIES replays each, and a cut whose batch fails 1 time
         # in 20 (a START right behind an END on its id that gets another slot) once passed that
         # way on one lucky failure, and then replayed by no one.
+        if rate.held:
+            # and a cut sent at once must fail at least half as often as its program did: a cut
+            # accepted on one lucky replay of HELD_MAX_TRIES replays no one (seen in CI, the same cut)
+            again, cut = _rated(plain, shortest, time.monotonic() + min(10.0, max(1.0, 2 * RATE_REPLAYS * rate.replay_s)))
+            if again is None or cut.share < rate.share / 2:
+                return None
         need = 2 if rate.held and rate.always else 1
         fresh = _failing(lambda: _try(server, spec, shortest, violation.invariant, settings), need,
                          (1 if rate.tries == 1 else FLAKY_TRIES) + need - 1)
