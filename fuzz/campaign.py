@@ -17,10 +17,9 @@ from .generator.depth import DepthSummary
 from .checker.divergences import by_key, known_for, steered_around
 from .harness.engine import BudgetSpent
 from .checker.invariants import InvariantViolation
-from .corpus.isolate import can_isolate, from_fresh_model, polish, replays_only_on_history
+from .corpus.isolate import can_isolate, from_fresh_model, polish, replays_only_on_history, replays_reliably
 from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
 from .progress import Progress, Snapshot
-from .corpus.replay import ReplayDrift, replay_steps
 from .harness.server import Terminated, stopping
 from .spec import ModelSpec
 
@@ -338,12 +337,16 @@ def _judge(server, spec: ModelSpec, error: BaseException, stats: RunStats, expec
     try:
         if not (flaky or stats.shrink_stopped):
             # Hypothesis's last replay of a failure that needs what ran before it (a count
-            # across examples) can pass by luck: one more replay says if it stands on its own.
+            # across examples) can pass by luck: more replays say if it stands on its own, and
+            # for requests sent at once, whether it comes back more often than by luck.
             unreplayable = {id(v) for v in violations
-                            if id(v) in ours and not _replays_alone(server, spec, v, fuzz_settings)}
+                            if id(v) in ours and not replays_reliably(server, spec, v, fuzz_settings)}
         if can_isolate(server):
+            found = list(violations)
             replayable = _shrink_further(server, spec, violations, ours, stats, fuzz_settings,
                                          cut_short=flaky or stats.shrink_stopped, unreplayable=unreplayable)
+            _rate_cuts(server, spec, violations, found, replayable, unreplayable, fuzz_settings,
+                       trusted=not (flaky or stats.shrink_stopped))
     except Terminated as stop:
         stop.partial_result = partial(stop)
         raise
@@ -363,6 +366,22 @@ def _judge(server, spec: ModelSpec, error: BaseException, stats: RunStats, expec
                                 records=tuple(getattr(v, "program", [])), accepted=tuple(sorted(fuzz_settings.accept)),
                                 shrink_s=round(wall + time.monotonic() - began - (stats.first_failure_s or wall), 2)))
     return failures, unknown
+
+
+def _rate_cuts(server, spec: ModelSpec, violations: list, found: list, replayable: dict, unreplayable: set,
+               settings: FuzzSettings, *, trusted: bool) -> None:
+    """What a fresh model or a polish confirmed once, rated as Hypothesis's own program was (a cut
+    of requests sent at once can fail by luck); one that is not reliable gives way, in place, to
+    the program it was cut from where that was (`trusted`: it was rated), else is reported as not
+    replayable."""
+    for i, v in enumerate(violations):
+        if id(v) not in replayable or replays_reliably(server, spec, v, settings):
+            continue
+        del replayable[id(v)]
+        if trusted and id(found[i]) not in unreplayable:
+            violations[i] = found[i]
+        else:
+            unreplayable.add(id(v))
 
 
 def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats: RunStats,
@@ -397,14 +416,3 @@ def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats:
         if better is not None:
             violations[i] = replayable[id(better)] = better
     return replayable
-
-
-def _replays_alone(server, spec: ModelSpec, violation, settings) -> bool:
-    """The violation's program, replayed once more, breaks the same promise again."""
-    try:
-        replay_steps(server, spec, violation.program, settings)
-    except InvariantViolation as again:
-        return again.invariant == violation.invariant
-    except ReplayDrift:
-        return False
-    return False

@@ -379,3 +379,48 @@ def test_a_failure_that_replays_only_on_what_earlier_examples_left_is_reported_a
     campaign._shrink_further(None, SPEC, [sequential], {id(sequential)}, RunStats(), FuzzSettings(),
                              cut_short=False, unreplayable=unreplayable)
     assert not unreplayable and not fresh_runs
+
+
+def test_a_program_sent_at_once_is_judged_replayable_only_where_most_replays_fail(monkeypatch):
+    """A START pipelined right behind a START+END on its id fails when it gets the other slot (1
+    replay in 20): one lucky replay once called it replayable, and the next two passed (CI).
+    Judged, it must fail 3 of 4 replays; a program sent one request at a time needs one."""
+    pipelined = [step(1, 3, 5, kind=Kind.HELD), step(2, 3, 5, kind=Kind.HELD),
+                 step(3, 3, 5, kind=Kind.HELD_ANSWER), step(4, 3, 5, kind=Kind.HELD_ANSWER)]
+    replays = []
+
+    def every_other(server, spec, steps, settings=None):
+        replays.append(1)
+        if len(replays) % 2 == 0:
+            raise _violation(steps)
+    monkeypatch.setattr(isolate, "replay_steps", every_other)
+    assert not isolate.replays_reliably(None, SPEC, _violation(pipelined), FuzzSettings())
+    assert len(replays) == 3  # it stops once a third failure can no longer come: pass, fail, pass
+    monkeypatch.setattr(isolate, "replay_steps", lambda *a, **k: replays.append(1) or _raise(_violation(pipelined)))
+    replays.clear()
+    assert isolate.replays_reliably(None, SPEC, _violation(pipelined), FuzzSettings()) and len(replays) == 3
+    replays.clear()
+    assert isolate.replays_reliably(None, SPEC, _violation([step(1, 0, 5)]), FuzzSettings()) and len(replays) == 1
+
+
+def _raise(err):
+    raise err
+
+
+def test_a_cut_that_does_not_replay_reliably_gives_way_to_the_program_it_was_cut_from(monkeypatch):
+    """A shrink's cut confirmed by one fresh failure is rated again before it is called
+    replayable: where it fails by luck, the rated program it was cut from is reported instead;
+    where that one was not rated (shrinking was cut short), the cut is reported as not replayable."""
+    from fuzz import campaign
+    whole, cut = _violation([step(1, 0, 5), step(2, 0, 5)]), _violation([step(1, 0, 5)])
+    monkeypatch.setattr(campaign, "replays_reliably", lambda server, spec, v, settings: v is not cut)
+    violations, replayable, unreplayable = [cut], {id(cut): cut}, set()
+    campaign._rate_cuts(None, SPEC, violations, [whole], replayable, unreplayable, FuzzSettings(), trusted=True)
+    assert violations == [whole] and not replayable and not unreplayable
+    violations, replayable = [cut], {id(cut): cut}
+    campaign._rate_cuts(None, SPEC, violations, [whole], replayable, unreplayable, FuzzSettings(), trusted=False)
+    assert violations == [cut] and not replayable and unreplayable == {id(cut)}
+    monkeypatch.setattr(campaign, "replays_reliably", lambda *a: True)
+    violations, replayable = [cut], {id(cut): cut}
+    campaign._rate_cuts(None, SPEC, violations, [whole], replayable, set(), FuzzSettings(), trusted=True)
+    assert violations == [cut] and replayable == {id(cut): cut}

@@ -76,6 +76,12 @@ HELD_CUT_SHARE = 0.1
 # not failing in plain replays (RATE_REPLAYS for other programs): such a failure can come back in
 # 1 replay of 20.
 HELD_RATE_REPLAYS = 32
+# A failing program that sends requests at once is judged replayable (kept for the corpus as a
+# regression) only where JUDGE_NEED of JUDGE_REPLAYS replays of it, as it is, break its promise
+# again: one lucky replay of a START pipelined right behind a START+END on its id (it fails when
+# it gets the other slot, 1 replay in 20 here) once called it replayable, and the next two
+# replays passed (CI, twice). A program sent one request at a time replays alike: one replay.
+JUDGE_REPLAYS, JUDGE_NEED = 4, 3
 # How many more rounds of fresh tries the plain cuts shorter than a confirmed one get, at each of
 # the two points `_shorter_again` runs: bounded, so that a cut that fails only in plain replays
 # (state a plain try left) does not take the whole budget every time.
@@ -370,6 +376,21 @@ def spread(cuts: list) -> list:
     return kept
 
 
+def _failing(attempt, need: int, times: int) -> InvariantViolation | None:
+    """The first failure of up to `times` calls of `attempt`, where `need` of them fail; None
+    where they cannot (it stops as soon as it knows)."""
+    first, failed = None, 0
+    for n in range(times):
+        if failed + (times - n) < need:
+            break
+        found = attempt()
+        if found is not None:
+            first, failed = first or found, failed + 1
+            if failed >= need:
+                return first
+    return None
+
+
 def _first_failure(attempt, times: int, until: float = float("inf")) -> InvariantViolation | None:
     """The first of up to `times` calls of `attempt` (started before `until`) that fails, or None."""
     for _ in range(times):
@@ -440,6 +461,22 @@ def replays_only_on_history(server, spec: ModelSpec, violation: InvariantViolati
         return _first_failure(attempt, FLAKY_TRIES, until) is None and tries == FLAKY_TRIES
     except ServerGone:
         return False  # the run reports the death itself
+
+
+def replays_reliably(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings) -> bool:
+    """Whether the violation's program, replayed as it is, breaks the same promise again: once,
+    or JUDGE_NEED times of JUDGE_REPLAYS where it sends requests at once (`_held`)."""
+    need, times = (JUDGE_NEED, JUDGE_REPLAYS) if _held(violation.program) else (1, 1)
+
+    def attempt():
+        try:
+            replay_steps(server, spec, violation.program, settings)
+        except InvariantViolation as again:
+            return again if again.invariant == violation.invariant else None
+        except ReplayDrift:
+            return None
+        return None
+    return _failing(attempt, need, times) is not None
 
 
 def _moved(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings) -> InvariantViolation | None:
