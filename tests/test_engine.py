@@ -17,7 +17,7 @@ from fuzz.checker.invariants import InvariantViolation
 from fuzz.campaign import SEED_HINT, fuzz_model
 from fuzz.generator.machine import WAIT_SHARE, make_machine
 from fuzz.checker.model import Answer, Queued, Window
-from fuzz.values import Outcome
+from fuzz.values import Kind, Outcome
 from fuzz.spec import ModelSpec
 
 ONE_SLOT = "py_slot_direct_s1_i1_int32_csr"
@@ -270,23 +270,25 @@ def test_a_restart_pipelined_behind_requests_of_its_sequence_starts_it_afresh(tr
 
 
 def test_a_pipelined_runs_history_keeps_its_true_sends_and_is_judged_without_the_server(triton, engine):
-    """The history of a live pipelined run: each request's interval starts at its client's send,
-    before the answers ahead of it came, and the history checker explains it by the stream's
-    order; the same history with two answers swapped (the sends as they were) is explained by no
-    order."""
+    """The history of a live pipelined run: its requests are logged as they went (HELD steps, so
+    that a replay sends them at once again), their answers after them; each request's interval
+    starts at its client's send, before the answers ahead of it came, and the history checker
+    explains it by the stream's order; the same history with two answers swapped (the sends as
+    they were) is explained by no order."""
     seq_id = engine.salt * 2**40 + 11
     sent = [engine.send_nowait(0, Request(ONE_SLOT, seq_id, v, start=start), f"run {i + 1}/4")
             for i, (v, start) in enumerate([(3, True), (4, False), (5, False), (6, True)])]
     engine.check_sent(sent)
     engine.finish()
     assert not engine.failed
-    run = engine.log[:4]  # then the teardown ends the sequence the run left running
+    sends, answers = engine.log[:4], engine.log[4:8]  # then the teardown ends the sequence the run left running
+    assert [s.kind for s in sends] == [Kind.HELD] * 4 and [s.kind for s in answers] == [Kind.HELD_ANSWER] * 4
     ops = [op for op in history_of(engine.log).ops if op.request is not None and op.request.seq_id == seq_id]
-    assert [op.step for op in ops[:4]] == [s.index for s in run] == [1, 2, 3, 4]
+    assert [op.step for op in ops[:4]] == [s.index for s in answers] == [5, 6, 7, 8]
     assert ops[3].invoked < ops[0].completed, "pipelined: the last went before the first's answer came"
     assert [v.verdict for v in linearize.judge(history_of(engine.log), engine.spec)] == ["kept"]
-    swapped = [run[0], attrs.evolve(run[1], outcome=run[2].outcome), attrs.evolve(run[2], outcome=run[1].outcome),
-               *engine.log[3:]]
+    swapped = [*engine.log[:5], attrs.evolve(answers[1], outcome=answers[2].outcome),
+               attrs.evolve(answers[2], outcome=answers[1].outcome), *engine.log[7:]]
     (verdict,) = linearize.judge(history_of(swapped), engine.spec)
     assert verdict.verdict == "broken" and verdict.invariant == "sums_match", verdict
 
@@ -308,7 +310,7 @@ def test_a_replay_records_the_silence_it_kept_before_a_request(triton):
     replays the last try's record, and one that lost the silence lost the gap a bug of time
     (a cache shorter than the idle window) needs."""
     from fuzz.corpus.replay import replay_steps
-    from fuzz.values import Kind, StepRecord
+    from fuzz.values import StepRecord
 
     spec = ModelSpec.fetch(triton, ONE_SLOT)
     seq_id = 40_000 + time.monotonic_ns() % 10_000

@@ -381,6 +381,75 @@ def test_a_failure_that_replays_only_on_what_earlier_examples_left_is_reported_a
     assert not unreplayable and not fresh_runs
 
 
+def test_a_leak_met_inside_a_pipelined_run_is_judged_with_the_run_sent_in_turn(monkeypatch):
+    """A failure met inside a client's pipelined requests (HELD steps of one client) whose
+    requests sent in turn fail here too, and pass from a fresh model, failed on what earlier
+    examples left: it is reported as needing them. Where sent in turn they pass here, its
+    pipelining may be what failed, and it is not judged."""
+    from fuzz import campaign
+    from fuzz.harness.engine import RunStats
+
+    monkeypatch.setattr(campaign, "polish", lambda *a, **k: None)
+    monkeypatch.setattr(campaign, "from_fresh_model", lambda *a: None)
+    plain_tries = []
+
+    def here_only(server, spec, steps, invariant, settings, reload=True, fresh=None):
+        plain_tries.append(steps)
+        return None if reload else _violation(steps)  # fails on the model, passes on a fresh one
+
+    monkeypatch.setattr(isolate, "_try", here_only)
+    pipelined = _violation([step(1, 0, 5), step(2, 0, 6, kind=Kind.HELD), step(3, 0, 7, kind=Kind.HELD),
+                            step(4, 0, 6, kind=Kind.HELD_ANSWER)])
+    unreplayable = set()
+    campaign._shrink_further(None, SPEC, [pipelined], {id(pipelined)}, RunStats(), FuzzSettings(),
+                             cut_short=False, unreplayable=unreplayable)
+    assert unreplayable == {id(pipelined)}
+    assert all(s.kind is Kind.REQUEST for s in plain_tries[0]) and len(plain_tries[0]) == 3  # in turn
+    monkeypatch.setattr(isolate, "_try", lambda *a, **k: None)  # in turn it passes here too
+    unreplayable = set()
+    campaign._shrink_further(None, SPEC, [pipelined], {id(pipelined)}, RunStats(), FuzzSettings(),
+                             cut_short=False, unreplayable=unreplayable)
+    assert not unreplayable
+
+
+def test_a_cut_of_a_crowd_that_always_failed_must_fail_twice_from_a_fresh_model(monkeypatch):
+    """Polishing a program sent at once that failed every replay: its shortest cut is kept only
+    where two fresh tries fail (of up to four); one lucky failure of a cut that seldom fails does
+    not replace it. A sequential program's cut needs one, as before."""
+    crowd = [step(1, 0, 5), step(2, 1, 6, kind=Kind.HELD), step(3, 2, 7, kind=Kind.HELD),
+             step(4, 1, 6, kind=Kind.HELD_ANSWER), step(5, 2, 7, kind=Kind.HELD_ANSWER)]
+    monkeypatch.setattr(isolate, "_moved", lambda server, spec, steps, invariant, settings: _violation(steps))
+    fresh = []
+
+    def once(server, spec, steps, invariant, settings, reload=True, fresh_copies=None, **k):
+        fresh.append(len(steps))
+        return _violation(steps) if len(fresh) == 1 else None  # the first fresh try fails, no other
+    monkeypatch.setattr(isolate, "_try", once)
+    assert isolate.polish(None, SPEC, _violation(crowd), FuzzSettings(), 5) is None
+    assert len(fresh) == 4
+    fresh.clear()
+    monkeypatch.setattr(isolate, "_try", lambda *a, **k: fresh.append(1) or _violation(a[2]))
+    monkeypatch.setattr(isolate, "_without_reload", lambda server, spec, v, settings: v)
+    assert isolate.polish(None, SPEC, _violation(crowd), FuzzSettings(), 5) is not None and len(fresh) == 2
+
+
+def test_a_cut_of_a_crowd_that_fails_far_less_often_than_its_program_is_not_kept(monkeypatch):
+    """Polishing a program sent at once: a cut that fails in 1 of 8 plain replays, where the
+    program failed in every one, is no shrink of it (one lucky replay accepted it)."""
+    crowd = [step(1, 0, 5), step(2, 1, 6, kind=Kind.HELD), step(3, 2, 7, kind=Kind.HELD),
+             step(4, 1, 6, kind=Kind.HELD_ANSWER), step(5, 2, 7, kind=Kind.HELD_ANSWER)]
+    replays = []
+
+    def plain(server, spec, steps, invariant, settings):
+        replays.append(len(steps))
+        whole = len(steps) == len(crowd)
+        return _violation(steps) if whole or len(replays) % 8 == 0 else None
+    monkeypatch.setattr(isolate, "_moved", plain)
+    monkeypatch.setattr(isolate, "_try", lambda *a, **k: _violation(a[2]))
+    monkeypatch.setattr(isolate, "_without_reload", lambda server, spec, v, settings: v)
+    assert isolate.polish(None, SPEC, _violation(crowd), FuzzSettings(), 5) is None
+
+
 def test_a_program_sent_at_once_is_judged_replayable_only_where_most_replays_fail(monkeypatch):
     """A START pipelined right behind a START+END on its id fails when it gets the other slot (1
     replay in 20): one lucky replay once called it replayable, and the next two passed (CI).

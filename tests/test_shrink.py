@@ -360,3 +360,35 @@ def test_a_paced_program_keeps_the_gaps_it_was_recorded_with():
              attrs.evolve(at(req(3, 5, 1, start=True), 0.2, 0.21), wait_s=0.5), req(4, 5, 1)]
     assert [s.wait_s for s in paced(steps)] == [0.0, 0.14, 0.5, 0.0]
     assert sent(paced(steps)) == sent(steps)
+
+
+def test_a_clients_pipelined_requests_are_sent_in_turn_and_a_crowd_stays():
+    """`in_turn`: a run of HELD steps all of one client (its pipelined requests) becomes plain
+    requests, each carrying what its answer checked; a run across clients (a crowd) stays sent at
+    once, and so does everything where the server holds STARTs until a batch is full."""
+    from fuzz.corpus.shrink import in_turn
+    from fuzz.values import Fault
+
+    def held(i, client, seq_id, value, start=False):
+        return attrs.evolve(req(i, seq_id, value, start=start, kind=Kind.HELD, outcome=None), client=client)
+
+    def answer(s, i):
+        return attrs.evolve(s, index=i, kind=Kind.HELD_ANSWER, outcome=Outcome(s.request.value))
+    run = [held(1, 0, 5, 1, start=True), held(2, 0, 5, 2)]
+    crowd = [held(5, 1, 6, 3, start=True), held(6, 2, 7, 4, start=True)]
+    steps = run + [answer(run[0], 3), answer(run[1], 4)] + crowd + [answer(crowd[0], 7), answer(crowd[1], 8)]
+    turned = in_turn(steps)
+    assert [s.kind for s in turned] == [Kind.REQUEST] * 2 + [Kind.HELD] * 2 + [Kind.HELD_ANSWER] * 2
+    assert [s.outcome for s in turned[:2]] == [Outcome(1), Outcome(2)]
+    full = [StepRecord(index=0, client=None, action="full batch", kind=Kind.FAULT, fault=Fault("full_batch")), *steps]
+    assert in_turn(full) == full
+
+
+def test_a_removed_end_does_not_move_past_requests_of_its_sequence_sent_at_once():
+    """A removed END after a kept HELD step of its sequence (pipelined, not a START) folds its
+    value into the request before the run, but not its END: there it would end the sequence
+    ahead of the requests the run sends on it. With no such step between, the END moves."""
+    steps = [req(1, 5, 1, start=True), req(2, 5, 2, kind=Kind.HELD, outcome=None),
+             req(3, 5, 2, kind=Kind.HELD_ANSWER), req(4, 5, 3, end=True)]
+    assert sent(without(steps, {3}, SPEC))[0] == (5, 1 + 3, True, False)
+    assert sent(without([steps[0], steps[3]], {1}, SPEC)) == [(5, 1 + 3, True, True)]

@@ -17,9 +17,9 @@ after the answer; a send never answered counts from the step before its group): 
 always holds the true one. A program saved before steps kept their times
 is placed by its step order instead: a request sent after the step before it was recorded (the
 engine sends one step at a time; requests sent together are recorded as consecutive sends), and
-without the order of a client's stream (the order its steps were recorded in may not be the
-order they were sent: a pipelined run's requests are recorded after a START among them that went
-to the backlog).
+without the order of a client's stream (in programs saved before a pipelined run's requests were
+logged as they went, the order its steps were recorded in may not be the order they were sent:
+they were recorded after a START among them that went to the backlog).
 """
 from __future__ import annotations
 

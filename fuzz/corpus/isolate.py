@@ -125,6 +125,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     deadline = time.monotonic() + budget_s
     history = tuple(getattr(violation, "history", ()))
     failing = tuple(violation.program)
+    in_turn = shrink.in_turn(failing)  # a client's pipelined requests sent in turn, as they were logged once
     fresh = FreshCopies.of(server, spec)
     before: list = []
     try:
@@ -138,8 +139,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
             # a program with history is hundreds of steps longer.
             found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant, settings),
                                    ALONE_TRIES if back == 0 else 1)
-            if found is None and back == 0 and not _held(failing) and \
-                    (slow := shrink.paced(failing)) != list(failing):
+            if found is None and back == 0 and not _held(in_turn) and (slow := shrink.paced(in_turn)) != list(failing):
                 # Replays send faster than the campaign did: once more with its gaps between steps
                 # (a bug of time between requests; seen: a restart 0.1 s after a sequence's last
                 # request kept its sum, found in 381 steps and never replayed).
@@ -170,7 +170,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # whose lone fresh tries passed by chance is shrunk by reloads too (rare: sent one
                 # request at a time, it replays alike). A crowd's plain failures can be a batch's
                 # luck, not a leftover: its example alone was rated at back 0, and never failed.
-                unfaithful = bool(back) and not _held(failing) and \
+                unfaithful = bool(back) and not _held(in_turn) and \
                     _fails_plainly(server, spec, passed, violation.invariant, settings, deadline)
                 quick, cuts = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline)
             if found is not None:
@@ -224,7 +224,9 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     # A crowd's failure is first rated on the sequences of the crowd that failed (`crowd_cores`),
     # each core for an eighth of the share at most: short, they replay fast.
     cores = [(core, CORE_SHARE) for core in shrink.crowd_cores(_body(found), spec)]
-    for body, part in cores + [(_body(found), 1 / 2)]:
+    in_turn = shrink.in_turn(_body(found))
+    first = [(in_turn, CORE_SHARE)] if in_turn != _body(found) else []
+    for body, part in first + cores + [(_body(found), 1 / 2)]:
         # Every plain try of a program that waits would take seconds too: without its waits (and
         # faults), or not at all. Most programs that fail fail without them (the `pause` that
         # waits for slots to free up mid-example is in many).
@@ -269,6 +271,8 @@ class Rate:
     tries: int
     held: bool = False
     replay_s: float = 0.0
+    always: bool = False  # the program failed every replay it was rated on
+    share: float = 1.0  # the share of those replays that failed
 
 
 def _held(steps) -> bool:
@@ -292,7 +296,9 @@ def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, Rate]
         return None, Rate(0)
     tries = tries_for(len(failed), len(results))
     replay_s = (time.monotonic() - began) / len(results)
-    return failed[0], Rate(max(tries, HELD_TRIES), True, replay_s) if held else Rate(tries)
+    always, share = len(failed) == len(results), len(failed) / len(results)
+    return failed[0], (Rate(max(tries, HELD_TRIES), True, replay_s, always, share) if held
+                       else Rate(tries, always=always, share=share))
 
 
 def _replayed(plain, rate: Rate, until: float):
@@ -414,15 +420,33 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
     deadline = time.monotonic() + budget_s
     plain = lambda steps: _moved(server, spec, steps, violation.invariant, settings)  # noqa: E731
     try:
-        found, rate = _rated(plain, violation.program, deadline)
+        found, rate = None, None
+        in_turn = shrink.in_turn(violation.program)
+        if in_turn != list(violation.program):
+            # Sent one at a time it cuts faster (plain requests fold, and it is rated as such),
+            # where its bug needs no execution its pipelined requests shared.
+            found, rate = _rated(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE)
+        if found is None:
+            found, rate = _rated(plain, violation.program, deadline)
         if found is None:
             return None  # it fails only with its own ids (a boundary id) or after its own history
         shortest = shrink.ddmin(found, _replayed(plain, rate, deadline), lambda v: list(v.program), spec,
                                 deadline).program
         if len(shortest) >= len(violation.program):
             return None
-        fresh = _first_failure(lambda: _try(server, spec, shortest, violation.invariant, settings),
-                               1 if rate.tries == 1 else FLAKY_TRIES)
+        # A program sent at once that failed every replay asks its cut to fail twice from a fresh
+        # model: its cuts get up to HELD_MAX_TRIES replays each, and a cut whose batch fails 1 time
+        # in 20 (a START right behind an END on its id that gets another slot) once passed that
+        # way on one lucky failure, and then replayed by no one.
+        if rate.held:
+            # and a cut sent at once must fail at least half as often as its program did: a cut
+            # accepted on one lucky replay of HELD_MAX_TRIES replays no one (seen in CI, the same cut)
+            again, cut = _rated(plain, shortest, time.monotonic() + min(10.0, max(1.0, 2 * RATE_REPLAYS * rate.replay_s)))
+            if again is None or cut.share < rate.share / 2:
+                return None
+        need = 2 if rate.held and rate.always else 1
+        fresh = _failing(lambda: _try(server, spec, shortest, violation.invariant, settings), need,
+                         (1 if rate.tries == 1 else FLAKY_TRIES) + need - 1)
         if fresh is None:
             return None
         fresh = _without_reload(server, spec, fresh, settings)
@@ -447,16 +471,21 @@ def replays_only_on_history(server, spec: ModelSpec, violation: InvariantViolati
     """Whether a failure that replays here passes from a freshly loaded model (FLAKY_TRIES reloads,
     started before `until`): it failed only on what earlier examples left in the model (a table
     that leaks), so its program reproduces nothing elsewhere. Only a program of steps sent one at a
-    time is judged: requests sent at once may have passed by their timing's luck."""
-    if not _sequential(violation.program):
-        return False
+    time is judged: requests sent at once may have passed by their timing's luck. A client's
+    pipelined requests are judged sent in turn, where that fails here too."""
+    program = list(violation.program)
     try:
+        if not _sequential(program):
+            program = shrink.in_turn(program)
+            if not _sequential(program) or \
+                    _try(server, spec, program, violation.invariant, settings, reload=False) is None:
+                return False
         tries = 0
 
         def attempt():
             nonlocal tries
             tries += 1
-            return _try(server, spec, violation.program, violation.invariant, settings)
+            return _try(server, spec, program, violation.invariant, settings)
 
         return _first_failure(attempt, FLAKY_TRIES, until) is None and tries == FLAKY_TRIES
     except ServerGone:

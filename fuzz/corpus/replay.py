@@ -18,6 +18,7 @@ from ..checker.invariants import InvariantViolation
 from ..checker.model import AnswerPending, OutsideContract, key_of
 from ..harness.engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
 from ..spec import ModelSpec
+from .shrink import answers_of_held
 
 
 class ReplayDrift(AssertionError):
@@ -60,22 +61,26 @@ def replay_steps(server, spec: ModelSpec, steps, settings: FuzzSettings = FuzzSe
     # A program that cuts connections had its first clients behind the fault proxy: so here.
     cuts = frozenset({"cut"}) if any(s.fault is not None and s.fault.name == "cut" for s in steps) else frozenset()
     engine = Engine(Setup.of(server, spec, attrs.evolve(settings, park=False, nemesis=settings.nemesis | cuts)), salt=1)
+    # The held requests whose answers are steps of the program (checked there): their items by id,
+    # kept so that no later item can take the id of one gone
+    answered, later = set(answers_of_held(steps)), {}
     try:
         i = 0
         while i < len(steps):
             held = _held_run(steps, i)
             if steps[i].kind not in (Kind.HELD, Kind.HELD_ANSWER):
-                _answer_held(engine)
+                _answer_held(engine, later)
             try:
-                if len(held) > 1:  # sent at once, as they were
-                    _send_held(engine, held)
+                if held:  # sent at once, as they were
+                    sent = _send_held(engine, held)
+                    later.update({id(item): item for j, item in enumerate(sent) if i + j in answered})
                 else:
                     _step(engine, steps[i], spec, settings)
             except (OutsideContract, AnswerPending) as err:  # a shortened program that no longer fits
                 raise ReplayDrift(f"step {steps[i].index} ({steps[i].action}): {err}") from None
             engine.check_alive()
             i += max(1, len(held))
-        _answer_held(engine)
+        _answer_held(engine, later)
     except BaseException:
         engine.failed = True
         engine.finish()  # cleanup only
@@ -92,23 +97,33 @@ def _held_run(steps, i: int) -> list:
     return run
 
 
-def _send_held(engine, held) -> None:
-    """HELD steps (a burst, a crowd, a held batch) sent at once; each answer step checks its own."""
+def _send_held(engine, held) -> list:
+    """HELD steps (a burst, a crowd, a held batch, a client's pipelined requests) sent at once;
+    each answer step checks its own. Returns the engine's items for them, in order."""
     try:
         sent = engine.send_held([(s.client, s.request) for s in held], held[0].action)
     except NotPrompt as err:  # e.g. a shortened program's START finds no free slot
         raise ReplayDrift(f"step {held[0].index} ({held[0].action}): {err}") from None
     for item in sent:
         engine.held.setdefault(item[0], []).append(item)
+    return sent
 
 
-def _answer_held(engine) -> None:
-    """Checks the answers of HELD requests whose answer steps the program does not have: a failure
-    inside a group ends its program before the rest of the group's answers, and shrinking keeps
-    such requests. Unchecked, they would race what comes next on their ids from other connections
-    (the drain's ENDs: a false failure, seen while shrinking a crowd)."""
+def _answer_held(engine, later=None) -> None:
+    """Checks the answers of HELD requests whose answer steps the program does not have (those
+    whose items are not in `later`, by id): a failure inside a group ends its program before the
+    rest of the group's answers, and shrinking keeps such requests. Unchecked, they would race
+    what comes next on their ids from other connections (the drain's ENDs: a false failure, seen
+    while shrinking a crowd). Those with answer steps wait for them: a client's pipelined requests
+    can have a backlogged START's answer logged among them, before their own answers."""
+    later = later or {}
     for client in list(engine.held):
-        engine.check_held(engine.held.pop(client))
+        now = [item for item in engine.held[client] if later.get(id(item)) is not item]
+        engine.held[client] = [item for item in engine.held[client] if later.get(id(item)) is item]
+        if not engine.held[client]:
+            del engine.held[client]
+        if now:
+            engine.check_held(now)
 
 
 def _bound(engine, spec: ModelSpec, settings: FuzzSettings) -> float:
@@ -246,7 +261,7 @@ def _shared_answer(engine, step, spec, settings) -> None:
 
 @replays(Kind.HELD)
 def _held(engine, step, spec, settings) -> None:
-    _send_held(engine, [step])  # one alone: its neighbours are sent with it by replay_steps
+    _send_held(engine, [step])  # (replay_steps sends every run of HELD steps itself)
 
 
 @replays(Kind.HELD_ANSWER)

@@ -170,13 +170,15 @@ def _try_spaced(try_: Try, steps, gone: set, kept: list, spec: ModelSpec) -> Inv
 def without(steps, gone: set, spec: ModelSpec, timed: bool = False) -> list[StepRecord]:
     """The steps but those at the positions in `gone`. A removed request of a running sequence
     that was answered folds into the kept request of that sequence before it (same incarnation,
-    answered too): its value is added there and its END moves there, so the sequence's later
-    sums stay what they were. Anything else removed is just dropped. `timed`: a request that
+    answered too): its value is added there and its END moves there (not past a kept request of
+    the sequence sent at once, which it would end ahead of), so the sequence's later sums stay
+    what they were. Anything else removed is just dropped. `timed`: a request that
     followed removed steps waits as long after the kept step before it as it went out then."""
     lo, hi = spec.value_range
     gone = gone | _partners(steps, gone)
     kept: list[StepRecord] = []
     last: dict = {}  # id key -> position in `kept` of its last answered request since its START
+    crossed: set = set()  # keys with a request sent at once (HELD) kept since that request
     for i, s in enumerate(steps):
         req = s.request
         key = key_of(req.seq_id) if req is not None and req.seq_id not in ("", 0) else None
@@ -185,8 +187,11 @@ def without(steps, gone: set, spec: ModelSpec, timed: bool = False) -> list[Step
                 s = _as_far_after(s, kept[-1])
             if key is not None and s.kind in SENT:
                 last[key] = len(kept) if _answered(s, spec) and not req.end else None
+                crossed.discard(key)
             elif key is not None and (s.kind in CANCEL_GROUP or (req.start and s.kind is Kind.HELD)):  # another base
                 last[key] = None
+            elif key is not None and s.kind is Kind.HELD and last.get(key) is not None:
+                crossed.add(key)  # a removed END folded past it would end the sequence ahead of it
             kept.append(s)
             continue
         if key is None:
@@ -200,7 +205,8 @@ def without(steps, gone: set, spec: ModelSpec, timed: bool = False) -> list[Step
         into = kept[target].request
         value = into.value + req.value
         if lo <= value <= hi:
-            kept[target] = attrs.evolve(kept[target], request=attrs.evolve(into, value=value, end=into.end or req.end))
+            end = into.end or (req.end and key not in crossed)
+            kept[target] = attrs.evolve(kept[target], request=attrs.evolve(into, value=value, end=end))
         if req.end:
             last[key] = None
     return kept
@@ -264,6 +270,16 @@ def unheld(steps, runs: list) -> list[StepRecord]:
                              expect=answer.expect if answer else None, outcome=answer.outcome if answer else None)
         out.append(s)
     return out
+
+
+def in_turn(steps) -> list[StepRecord]:
+    """The program with the requests a client pipelined on its stream (a run of HELD steps all
+    of one client: a `run`, a churn's chunk) sent one at a time, each answered before the next.
+    Not where the server holds STARTs until a batch is full: one alone would wait for good."""
+    if _holds_full_batch(steps):
+        return list(steps)
+    runs = [run for run in held_runs(steps) if len({steps[i].client for i in run}) == 1]
+    return unheld(steps, runs) if runs else list(steps)
 
 
 def _answered(s: StepRecord, spec: ModelSpec) -> bool:

@@ -921,7 +921,12 @@ class Engine(CancelSteps, SharedSteps):
                 return None
             if not isinstance(exp, Ambiguous):
                 self.going_out(req)
-                return client, req, exp, self.streams[client].send(req), action
+                item = client, req, exp, self.streams[client].send(req), action
+                # Logged as it went, before the answers to those ahead of it: a replay sends it
+                # with them at once too (it may share their executions), and a failure among
+                # their answers keeps it in its program.
+                self._log_held(item)
+                return item
         self.dispatch(client, req, "stream", action, "", since=now)  # parks it (an Ambiguous left the model as it was)
         return None
 
@@ -930,16 +935,23 @@ class Engine(CancelSteps, SharedSteps):
         client's pipelined requests get `latency` more each."""
         wait_s = self.answer_bound() + len(sent) * latency
         for client, req, exp, box, action in sent:
-            self.check(client, req, exp, StreamClient.wait(box, wait_s), "stream", action)
+            self.check(client, req, exp, StreamClient.wait(box, wait_s), "stream", f"answer to {action}",
+                       kind=Kind.HELD_ANSWER)
 
     def send_held(self, reqs, action: str) -> list:
         """Sends requests without waiting (STARTs into a batch the server holds until it is full,
         or a burst), each logged as a HELD step; check_held checks their answers afterwards."""
         sent = self.send_all(reqs, action)
-        for client, req, exp, _, _ in sent:
-            self.record(client=client, action=action, kind=Kind.HELD, request=req, via="stream",
-                        expected=describe_expectation(exp), got="(held)", expect=exp)
+        for item in sent:
+            self._log_held(item)
         return sent
+
+    def _log_held(self, item) -> None:
+        """A request sent without waiting for its answer, as a HELD step (its answer is a
+        HELD_ANSWER step of its own)."""
+        client, req, exp, _, action = item
+        self.record(client=client, action=action, kind=Kind.HELD, request=req, via="stream",
+                    expected=describe_expectation(exp), got="(held)", expect=exp)
 
     def check_held(self, sent) -> None:
         for client, req, exp, box, action in sent:
