@@ -17,6 +17,7 @@ from .generator.depth import DepthSummary
 from .checker.divergences import by_key, known_for, steered_around
 from .harness.engine import BudgetSpent
 from .checker.invariants import InvariantViolation
+from .corpus import isolate
 from .corpus.isolate import can_isolate, from_fresh_model, polish, replays_only_on_history, replays_reliably
 from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
 from .progress import Progress, Snapshot
@@ -345,7 +346,7 @@ def _judge(server, spec: ModelSpec, error: BaseException, stats: RunStats, expec
             found = list(violations)
             replayable = _shrink_further(server, spec, violations, ours, stats, fuzz_settings,
                                          cut_short=flaky or stats.shrink_stopped, unreplayable=unreplayable)
-            _rate_cuts(server, spec, violations, found, replayable, unreplayable, fuzz_settings,
+            _rate_cuts(server, spec, violations, found, replayable, unreplayable, ours, fuzz_settings,
                        trusted=not (flaky or stats.shrink_stopped))
     except Terminated as stop:
         stop.partial_result = partial(stop)
@@ -369,18 +370,25 @@ def _judge(server, spec: ModelSpec, error: BaseException, stats: RunStats, expec
 
 
 def _rate_cuts(server, spec: ModelSpec, violations: list, found: list, replayable: dict, unreplayable: set,
-               settings: FuzzSettings, *, trusted: bool) -> None:
-    """What a fresh model or a polish confirmed once, rated as Hypothesis's own program was (a cut
-    of requests sent at once can fail by luck); one that is not reliable gives way, in place, to
-    the program it was cut from where that was (`trusted`: it was rated), else is reported as not
-    replayable."""
+               ours: set, settings: FuzzSettings, *, trusted: bool) -> None:
+    """A program of requests sent at once that a fresh model or a polish confirmed once, rated as
+    Hypothesis's own program was (it can fail by luck); one that is not reliable gives way, in
+    place, to the program it was cut from where that was rated reliable (`trusted`, and not found
+    to need earlier examples), else is reported as not replayable. Where nothing was rated
+    (shrinking was stopped), such a program left as it was is rated too."""
     for i, v in enumerate(violations):
-        if id(v) not in replayable or replays_reliably(server, spec, v, settings):
+        if not isolate.sends_at_once(v.program):
             continue
-        del replayable[id(v)]
-        if trusted and id(found[i]) not in unreplayable:
-            violations[i] = found[i]
-        else:
+        if id(v) in replayable:
+            if replays_reliably(server, spec, v, settings):
+                continue
+            del replayable[id(v)]
+            if trusted and id(found[i]) not in unreplayable:
+                violations[i] = found[i]
+            else:
+                unreplayable.add(id(v))
+        elif not trusted and id(v) in ours and id(v) not in unreplayable and \
+                not replays_reliably(server, spec, v, settings):
             unreplayable.add(id(v))
 
 
@@ -411,8 +419,8 @@ def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats:
                 # The shortest needs more of what ran before it than a failure keeps (a count
                 # across examples): the first failure ran on the least of it.
                 better = from_fresh_model(server, spec, first, settings, settings.shrink_budget_s)
-            if better is None and leaked:
-                unreplayable.add(id(v))  # reported as needing what ran before it
+            if leaked:  # reported as needing what ran before it, unless a cut from a fresh model replays
+                unreplayable.add(id(v))
         if better is not None:
             violations[i] = replayable[id(better)] = better
     return replayable

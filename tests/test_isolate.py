@@ -477,19 +477,51 @@ def _raise(err):
 
 
 def test_a_cut_that_does_not_replay_reliably_gives_way_to_the_program_it_was_cut_from(monkeypatch):
-    """A shrink's cut confirmed by one fresh failure is rated again before it is called
-    replayable: where it fails by luck, the rated program it was cut from is reported instead;
-    where that one was not rated (shrinking was cut short), the cut is reported as not replayable."""
+    """A shrink's cut of requests sent at once, confirmed by one fresh failure, is rated again
+    before it is called replayable: where it fails by luck, the rated program it was cut from is
+    reported instead; where that one was not rated (shrinking was stopped), the cut is reported
+    as not replayable, and so is an unrated program left as it was. A cut sent one request at a
+    time replays alike, and is not replayed again."""
     from fuzz import campaign
-    whole, cut = _violation([step(1, 0, 5), step(2, 0, 5)]), _violation([step(1, 0, 5)])
-    monkeypatch.setattr(campaign, "replays_reliably", lambda server, spec, v, settings: v is not cut)
+    held = [step(1, 3, 5, kind=Kind.HELD), step(2, 3, 5, kind=Kind.HELD), step(3, 3, 5, kind=Kind.HELD_ANSWER)]
+    whole, cut = _violation(held + [step(4, 3, 5, kind=Kind.HELD_ANSWER)]), _violation(held)
+    rated = []
+    monkeypatch.setattr(campaign, "replays_reliably",
+                        lambda server, spec, v, settings: rated.append(v) or v is not cut)
     violations, replayable, unreplayable = [cut], {id(cut): cut}, set()
-    campaign._rate_cuts(None, SPEC, violations, [whole], replayable, unreplayable, FuzzSettings(), trusted=True)
+    campaign._rate_cuts(None, SPEC, violations, [whole], replayable, unreplayable, {id(whole)}, FuzzSettings(),
+                        trusted=True)
     assert violations == [whole] and not replayable and not unreplayable
     violations, replayable = [cut], {id(cut): cut}
-    campaign._rate_cuts(None, SPEC, violations, [whole], replayable, unreplayable, FuzzSettings(), trusted=False)
+    campaign._rate_cuts(None, SPEC, violations, [whole], replayable, unreplayable, {id(whole)}, FuzzSettings(),
+                        trusted=False)
     assert violations == [cut] and not replayable and unreplayable == {id(cut)}
-    monkeypatch.setattr(campaign, "replays_reliably", lambda *a: True)
-    violations, replayable = [cut], {id(cut): cut}
-    campaign._rate_cuts(None, SPEC, violations, [whole], replayable, set(), FuzzSettings(), trusted=True)
-    assert violations == [cut] and replayable == {id(cut): cut}
+    unreplayable = set()
+    campaign._rate_cuts(None, SPEC, [cut], [cut], {}, unreplayable, {id(cut)}, FuzzSettings(), trusted=False)
+    assert unreplayable == {id(cut)}
+    rated.clear()
+    sequential = _violation([step(1, 0, 5)])
+    violations, replayable = [sequential], {id(sequential): sequential}
+    campaign._rate_cuts(None, SPEC, violations, [whole], replayable, set(), {id(whole)}, FuzzSettings(), trusted=True)
+    assert violations == [sequential] and replayable == {id(sequential): sequential} and not rated
+
+
+def test_a_failure_that_needs_earlier_examples_is_never_reported_in_place_of_a_cut_that_fails_by_luck(monkeypatch):
+    """A failure that passes from a fresh model (it needs what earlier examples left) is marked
+    so even where a fresh model's shrink found a cut: if that cut then fails only by luck, the cut
+    is reported as not replayable, not the program that needs history."""
+    from fuzz import campaign
+    from fuzz.generator.machine import RunStats
+    leak = _violation([step(1, 0, 5)])
+    held = [step(1, 3, 5, kind=Kind.HELD), step(2, 3, 6, kind=Kind.HELD), step(3, 3, 5, kind=Kind.HELD_ANSWER)]
+    cut = _violation(held)
+    monkeypatch.setattr(campaign, "polish", lambda *a, **k: None)
+    monkeypatch.setattr(campaign, "replays_only_on_history", lambda *a, **k: True)
+    monkeypatch.setattr(campaign, "from_fresh_model", lambda *a: cut)
+    monkeypatch.setattr(campaign, "replays_reliably", lambda server, spec, v, settings: v is not cut)
+    violations, unreplayable = [leak], set()
+    replayable = campaign._shrink_further(None, SPEC, violations, {id(leak)}, RunStats(), FuzzSettings(),
+                                          cut_short=False, unreplayable=unreplayable)
+    campaign._rate_cuts(None, SPEC, violations, [leak], replayable, unreplayable, {id(leak)}, FuzzSettings(),
+                        trusted=True)
+    assert violations == [cut] and not replayable and id(cut) in unreplayable

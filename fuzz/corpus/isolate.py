@@ -139,12 +139,13 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
             # a program with history is hundreds of steps longer.
             found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant, settings),
                                    ALONE_TRIES if back == 0 else 1)
-            if found is None and back == 0 and not _held(in_turn) and (slow := shrink.paced(in_turn)) != list(failing):
+            if found is None and back == 0 and not sends_at_once(in_turn) and \
+                    (slow := shrink.paced(in_turn)) != list(failing):
                 # Replays send faster than the campaign did: once more with its gaps between steps
                 # (a bug of time between requests; seen: a restart 0.1 s after a sequence's last
                 # request kept its sum, found in 381 steps and never replayed).
                 found = _try(server, spec, slow, violation.invariant, settings)
-            if found is None and back == 0 and _held(failing):
+            if found is None and back == 0 and sends_at_once(failing):
                 # A crowd's batch shows the bug in some replays only: plain replays of it alone
                 # (ms each, where a reload takes 1.4 s) before history is added, which makes a
                 # program hundreds of steps long that then fails as much by chance (seen: 1619
@@ -170,7 +171,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # whose lone fresh tries passed by chance is shrunk by reloads too (rare: sent one
                 # request at a time, it replays alike). A crowd's plain failures can be a batch's
                 # luck, not a leftover: its example alone was rated at back 0, and never failed.
-                unfaithful = bool(back) and not _held(in_turn) and \
+                unfaithful = bool(back) and not sends_at_once(in_turn) and \
                     _fails_plainly(server, spec, passed, violation.invariant, settings, deadline)
                 quick, cuts = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline)
             if found is not None:
@@ -218,7 +219,7 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     per try would leave it long. Each cut gets as many replays as the program's own failure rate
     asks for (`_rated`). A program that sends requests at once starts from its crowd's cores
     where their replays fail (`shrink.crowd_cores`): a long one is slow to rate, a core fast."""
-    fraction = HELD_PLAIN_SHARE if _held(found.program) else PLAIN_SHARE
+    fraction = HELD_PLAIN_SHARE if sends_at_once(found.program) else PLAIN_SHARE
     share = time.monotonic() + (deadline - time.monotonic()) * fraction
     plain = lambda steps: _moved(server, spec, steps, found.invariant, settings)  # noqa: E731
     # A crowd's failure is first rated on the sequences of the crowd that failed (`crowd_cores`),
@@ -275,7 +276,7 @@ class Rate:
     share: float = 1.0  # the share of those replays that failed
 
 
-def _held(steps) -> bool:
+def sends_at_once(steps) -> bool:
     """Whether the program sends requests at once (a crowd, a burst, a held batch)."""
     return any(s.kind is Kind.HELD for s in steps)
 
@@ -285,7 +286,7 @@ def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, Rate]
     none failed, where it sends requests at once), how its cuts are replayed: HELD_TRIES at least
     where it sends requests at once), or (None, Rate(0)) when none failed. A cut of a program that
     failed 2 of 8 replays, failing as often, must not be thrown away on three unlucky replays."""
-    held, results, began = _held(steps), [], time.monotonic()
+    held, results, began = sends_at_once(steps), [], time.monotonic()
     while time.monotonic() < until and (len(results) < RATE_REPLAYS
                                         or (held and len(results) < HELD_RATE_REPLAYS and not any(results))):
         results.append(plain(steps))
@@ -382,12 +383,12 @@ def spread(cuts: list) -> list:
     return kept
 
 
-def _failing(attempt, need: int, times: int) -> InvariantViolation | None:
-    """The first failure of up to `times` calls of `attempt`, where `need` of them fail; None
-    where they cannot (it stops as soon as it knows)."""
+def _failing(attempt, need: int, times: int, until: float = math.inf) -> InvariantViolation | None:
+    """The first failure of up to `times` calls of `attempt` (started before `until`), where `need`
+    of them fail; None where they cannot (it stops as soon as it knows)."""
     first, failed = None, 0
     for n in range(times):
-        if failed + (times - n) < need:
+        if failed + (times - n) < need or time.monotonic() >= until:
             break
         found = attempt()
         if found is not None:
@@ -494,18 +495,25 @@ def replays_only_on_history(server, spec: ModelSpec, violation: InvariantViolati
 
 def replays_reliably(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings) -> bool:
     """Whether the violation's program, replayed as it is, breaks the same promise again: once,
-    or JUDGE_NEED times of JUDGE_REPLAYS where it sends requests at once (`_held`)."""
-    need, times = (JUDGE_NEED, JUDGE_REPLAYS) if _held(violation.program) else (1, 1)
+    or JUDGE_NEED times of JUDGE_REPLAYS where it sends requests at once (`sends_at_once`), the replays
+    started within a shrink's budget. A server that died in a replay ends them: not replayable
+    (the run reports the death itself)."""
+    need, times = (JUDGE_NEED, JUDGE_REPLAYS) if sends_at_once(violation.program) else (1, 1)
 
     def attempt():
         try:
             replay_steps(server, spec, violation.program, settings)
         except InvariantViolation as again:
+            if again.invariant == "server_alive":
+                raise ServerGone(str(again)) from None
             return again if again.invariant == violation.invariant else None
         except ReplayDrift:
             return None
         return None
-    return _failing(attempt, need, times) is not None
+    try:
+        return _failing(attempt, need, times, time.monotonic() + settings.shrink_budget_s) is not None
+    except ServerGone:
+        return False
 
 
 def _moved(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings) -> InvariantViolation | None:
