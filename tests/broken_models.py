@@ -1021,10 +1021,37 @@ EIGHTEENTH_BUGS = (
         Variant("corrid", "oldest", 2, 1, "int64", "uint64", _FULL), 2, "START 2^63 - 1, then -1: answered -2^63"),
 )
 
+# A nineteenth (stop 70), committed before any campaign met them: ids told apart by six significant
+# digits, a renormalisation on every sixteenth request, and a warm-up path for executions of new
+# sequences only.
+NINETEENTH_BUGS = (
+    Bug("corrid_key_formatted_with_g", "sums keyed by the CORRID formatted with %g (six significant digits, as a "
+                                       "log line prints it): ids from 10^6 up that agree in those digits share "
+                                       "a sum",
+        _CORRID_KEY, '            key = f"{int(_scalar(request, \'CORRID\')):g}"\n', _CORRID,
+        3, "START 1000000, START 1000001 (the shared sum reset), then 1000000's next: it sums onto 1000001's"),
+    Bug("renormalised_every_16th_via_float32", "every sixteenth request of a sequence renormalises its sum through "
+                                               "float32 (a drift guard): an INT32 sum past 2^24 is rounded there",
+        _TOTAL, _TOTAL + "        counts = self.__dict__.setdefault('counts', {})\n"
+                         "        counts[key] = 1 if start else counts.get(key, 0) + 1\n"
+                         "        if counts[key] % 16 == 0:\n"
+                         "            total = total.astype(np.float32).astype(self.dtype)\n",
+        _CORRID, 16, "START 2^24 + 1, then fifteen requests of 0: the sixteenth answered 2^24"),
+    Bug("all_start_execution_warms_up", "an execution whose live rows are all STARTs (a wave of new sessions) takes "
+                                        "a warm-up path that keeps only the first row's sum",
+        _EXECUTE, "        starts = [r for r, live_row in zip(requests, ready) if live_row]\n"
+                  "        fresh = len(starts) >= 2 and all(_scalar(r, 'START', 0) for r in starts)\n" + _EXECUTE +
+                  "        for r in starts[1:] if fresh else []:\n"
+                  "            self.sums.pop(_scalar(r, 'CORRID'), None)\n",
+        _OLDEST4, 3, "START a and START b pipelined on one stream (two lines), run in one execution, then b's "
+                     "next: it starts from 0 (where " + FIRST_ALONE + ", a crowd of three STARTs and the last's "
+                     "next: four)"),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
-            + EIGHTEENTH_BUGS + NATIVE_BUGS)
+            + EIGHTEENTH_BUGS + NINETEENTH_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
