@@ -525,20 +525,3 @@ def test_a_failure_that_needs_earlier_examples_is_never_reported_in_place_of_a_c
     campaign._rate_cuts(None, SPEC, violations, [leak], replayable, unreplayable, {id(leak)}, FuzzSettings(),
                         trusted=True)
     assert violations == [cut] and not replayable and id(cut) in unreplayable
-
-
-def test_a_shrink_of_requests_sent_at_once_keeps_the_shortest_program_that_replays_reliably(monkeypatch):
-    """A crowd of two STARTs (whose first mostly runs alone) kept on one fresh failure gives way
-    to the longer program it was cut from where that one replays reliably; a program sent one
-    request at a time is kept unrated; where none replays reliably, the shortest is kept."""
-    crowd = [step(1, 1, 6, kind=Kind.HELD), step(2, 2, 7, kind=Kind.HELD), step(3, 1, 6, kind=Kind.HELD_ANSWER)]
-    two, three = _violation(crowd), _violation(crowd + [step(4, 3, 8, kind=Kind.HELD)])
-    whole = _violation(crowd + [step(i, 0, 5) for i in range(4, 12)])
-    rated = []
-    monkeypatch.setattr(isolate, "replays_reliably", lambda server, spec, v, settings: rated.append(v) or v is three)
-    assert isolate._reliable_of(None, SPEC, [two, None, whole, three], FuzzSettings()) is three
-    assert rated == [two, three]
-    monkeypatch.setattr(isolate, "replays_reliably", lambda *a: False)
-    assert isolate._reliable_of(None, SPEC, [whole, two], FuzzSettings()) is two
-    sequential = _violation([step(1, 0, 5)])
-    assert isolate._reliable_of(None, SPEC, [two, sequential], FuzzSettings()) is sequential

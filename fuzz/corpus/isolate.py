@@ -181,25 +181,13 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 half = time.monotonic() + (deadline - time.monotonic()) / 2
                 best = _shorter_again(server, spec, quick or found, cuts, settings, half, fresh)
                 best = _shrink(server, spec, best, settings, deadline, fresh)
-                best = _shorter_again(server, spec, best, cuts, settings, deadline, fresh)
-                return _reliable_of(server, spec, [best, quick, found], settings)
+                return _shorter_again(server, spec, best, cuts, settings, deadline, fresh)
     except ServerGone:
         return None  # the run reports the death itself
     finally:
         if fresh is not None:
             fresh.close()
     return None
-
-
-def _reliable_of(server, spec: ModelSpec, kept: list, settings: FuzzSettings) -> InvariantViolation:
-    """The shortest of the programs a shrink kept on its way (None where it kept none) that
-    replays reliably (`replays_reliably`: one sent one request at a time does), else the
-    shortest. A cut of requests sent at once is kept on one failure from a fresh model, and can
-    fail by luck where the longer program it was cut from does not (seen: a crowd of two STARTs,
-    whose first mostly runs alone, kept in place of the crowd of three it came from)."""
-    kept = sorted({id(v): v for v in kept if v is not None}.values(), key=lambda v: len(v.program))
-    reliable = (v for v in kept if not sends_at_once(v.program) or replays_reliably(server, spec, v, settings))
-    return next(reliable, kept[0])
 
 
 def _fails_plainly(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings, deadline: float) -> bool:
