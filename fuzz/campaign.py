@@ -17,8 +17,8 @@ from .generator.depth import DepthSummary
 from .checker.divergences import by_key, known_for, steered_around
 from .harness.engine import BudgetSpent
 from .checker.invariants import InvariantViolation
-from .corpus import isolate
-from .corpus.isolate import can_isolate, from_fresh_model, polish, replays_only_on_history, replays_reliably
+from .corpus.isolate import (can_isolate, from_fresh_model, polish, replays_only_on_history, replays_reliably,
+                             sends_at_once)
 from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
 from .progress import Progress, Snapshot
 from .harness.server import Terminated, stopping
@@ -377,7 +377,7 @@ def _rate_cuts(server, spec: ModelSpec, violations: list, found: list, replayabl
     to need earlier examples), else is reported as not replayable. Where nothing was rated
     (shrinking was stopped), such a program left as it was is rated too."""
     for i, v in enumerate(violations):
-        if not isolate.sends_at_once(v.program):
+        if not sends_at_once(v.program):
             continue
         if id(v) in replayable:
             if replays_reliably(server, spec, v, settings):

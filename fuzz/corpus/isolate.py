@@ -499,17 +499,7 @@ def replays_reliably(server, spec: ModelSpec, violation: InvariantViolation, set
     started within a shrink's budget. A server that died in a replay ends them: not replayable
     (the run reports the death itself)."""
     need, times = (JUDGE_NEED, JUDGE_REPLAYS) if sends_at_once(violation.program) else (1, 1)
-
-    def attempt():
-        try:
-            replay_steps(server, spec, violation.program, settings)
-        except InvariantViolation as again:
-            if again.invariant == "server_alive":
-                raise ServerGone(str(again)) from None
-            return again if again.invariant == violation.invariant else None
-        except ReplayDrift:
-            return None
-        return None
+    attempt = lambda: _replay(server, spec, violation.program, violation.invariant, settings)  # noqa: E731
     try:
         return _failing(attempt, need, times, time.monotonic() + settings.shrink_budget_s) is not None
     except ServerGone:
