@@ -1048,10 +1048,36 @@ NINETEENTH_BUGS = (
                      "next: four)"),
 )
 
+# A twentieth (stop 71), committed before any campaign met it: a batch's continuing rows paired
+# for a vector path, sums kept through a normalised Decimal (trailing zeros stripped), and a UINT8
+# sum wrapped modulo 255 (0xFF taken for the modulus) on the oldest strategy.
+_UINT8_OLDEST = Variant("corrid", "oldest", 2, 1, "uint8", "uint64", ("START", "END", "READY", "CORRID"))
+TWENTIETH_BUGS = (
+    Bug("continuing_rows_paired", "live rows paired two by two for a vector path: the second of a pair of "
+                                  "continuing rows (neither a START) reads its base from the first's sum",
+        _BASE, "        rank = next(i for i, r in enumerate(self.live) if r is request)\n"
+               "        mate = self.live[rank - 1] if rank % 2 else None\n"
+               "        paired = mate is not None and not start and not _scalar(mate, 'START', 0)\n"
+               "        source = _scalar(mate, 'CORRID') if paired else key\n"
+               "        base = self.dtype.type(0) if start else self.sums.get(source, self.dtype.type(0))\n",
+        _CORRID4, 6, "START a, START b, then the next of each at once, in one execution (a crowd: two lines, two "
+                     "answers): b's sums onto a's new sum",
+        more=((_EXECUTE, _LIVE),)),
+    Bug("sum_stored_normalised", "sums kept through a normalised Decimal's digits (a checkpoint format that strips "
+                                 "trailing zeros): a sum of 120 is kept as 12",
+        _STORE, "            digits = __import__('decimal').Decimal(int(total.reshape(-1)[0])).normalize().as_tuple()\n"
+                "            self.sums[key] = self.dtype.type((-1) ** digits.sign * int(''.join(map(str, digits.digits))))\n",
+        _CORRID, 2, "START 10, then a next of 0: it answers 1"),
+    Bug("uint8_wraps_modulo_255", "a UINT8 sum wrapped modulo 255 (0xFF taken for the modulus) where it wraps "
+                                  "modulo 256",
+        _TOTAL, "        total = ((x.astype(np.int64) + int(base)) % 255).astype(self.dtype)\n",
+        _UINT8_OLDEST, 1, "START 255: it answers 0"),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
-            + EIGHTEENTH_BUGS + NINETEENTH_BUGS + NATIVE_BUGS)
+            + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
