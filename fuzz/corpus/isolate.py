@@ -506,6 +506,93 @@ def replays_reliably(server, spec: ModelSpec, violation: InvariantViolation, set
         return False
 
 
+# A program sent at once that fails in some replays only is sent again this many times over in
+# one replay (`amplified`), each copy on ids of its own once the sequences before it idled out:
+# one of several copies fails where one alone fails by chance (a batch the server composes so in
+# some replays). Tried in turn, until one replays reliably.
+AMPLIFY = (3, 6)
+AMPLIFY_STRIDE = 0x5851F42D4C957F2D  # odd, as POLISH_STRIDE: ids moved keep their congruences
+AMPLIFY_TRIES = 3  # replays of an amplified program until it fails once
+
+
+def amplified(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,
+              shorter_than: float = math.inf) -> InvariantViolation | None:
+    """A program of requests sent at once that does not replay reliably, as copies of itself one
+    after another (`copies_of`) from a freshly loaded model: the first number of copies (AMPLIFY)
+    whose program `replays_reliably`, as a replay of it failed (the steps it did not reach kept,
+    unchecked: a later replay may need them), or None. From a fresh model, so that no copy fails
+    on what earlier examples left (a leak that outlives them fails every copy alike). Longer, but
+    a regression that comes back. None is tried that would have `shorter_than` steps or more (a
+    program known to replay is that long), whose rating would not fit a shrink's budget (judged
+    by the silences between its copies, then by the last replay's time), nor one with a fault of
+    its own (each copy would strike it)."""
+    if not sends_at_once(violation.program) or any(s.kind is Kind.FAULT and not (s.index == 1 and s.fault == RELOAD.fault)
+                                                   for s in violation.program):
+        return None
+    body = _body(violation)
+    began = time.monotonic()
+    deadline, copy_s = began + settings.shrink_budget_s, spec.idle_s
+    try:
+        for n in AMPLIFY:
+            program = _program(copies_of(body, n, spec.idle_s))
+            if len(program) >= shorter_than or time.monotonic() + JUDGE_REPLAYS * n * copy_s >= deadline:
+                break
+            tried = time.monotonic()
+            found = _first_failure(lambda: _replay(server, spec, program, violation.invariant, settings),
+                                   AMPLIFY_TRIES, deadline)
+            copy_s = max(copy_s, (time.monotonic() - tried) / n)  # at least: a failure ends a replay early
+            if found is None:
+                continue
+            candidate = with_rest(found, program)
+            if candidate is not None and replays_reliably(server, spec, candidate, settings):
+                return candidate
+    except ServerGone:
+        return None
+    return None
+
+
+def copies_of(body, n: int, idle_s: float) -> list[StepRecord]:
+    """The body, then n - 1 copies of it, each after a silence past the idle timeout (every
+    sequence of the one before has idled out: its slots are free) and on ids of its own (moved
+    by a multiple of AMPLIFY_STRIDE, string ids tagged anew), with nothing recorded of what they
+    got (they were never sent). Each ends with an answer step for every request it sent at once
+    that has none (a failure ends a program before its group's other answers), so that a
+    client's answer steps check its own copy's requests and a replay logs a step for each."""
+    closed = _closed(list(body))
+    plain = [attrs.evolve(s, expected="", got="", expect=None, outcome=None, sent_at=None, done_at=None)
+             for s in closed]
+    silence = StepRecord(index=0, client=None, action="go silent past the idle timeout (before the next copy)",
+                         kind=Kind.GO_SILENT, wait_s=round(2 * idle_s + 0.1, 3))
+    steps = list(closed)
+    for k in range(1, n):
+        tag = shrink.try_tag(next(_POLISH_TRIES))  # never an earlier try's
+        steps += [silence, *shrink.shifted(plain, k * AMPLIFY_STRIDE % 2**64, tag)]
+    return steps
+
+
+def _closed(body: list) -> list[StepRecord]:
+    """The body, then an answer step for each request it sent at once that it has none for."""
+    answered = shrink.answers_of_held(body)
+    return body + [StepRecord(index=0, client=s.client, action=f"answer to {s.action}", request=s.request,
+                              via=s.via, kind=Kind.HELD_ANSWER)
+                   for i, s in enumerate(body) if s.kind is Kind.HELD and i not in answered]
+
+
+def with_rest(found: InvariantViolation, program: list) -> InvariantViolation | None:
+    """`found` (a replay of `program` that failed) with the steps of `program` it did not reach,
+    unchecked (nothing expected, nothing got, no times), after its own; None where its steps are
+    not the program's up to there (a failure in the drain, or a log that differs)."""
+    done = list(found.program)
+    if len(done) > len(program) or [s.kind for s in done] != [s.kind for s in program[:len(done)]]:
+        return None
+    rest = [attrs.evolve(s, expected="", got="", expect=None, outcome=None, sent_at=None, done_at=None)
+            for s in program[len(done):]]
+    found.program = _numbered(done + rest)
+    if rest:
+        found.args = (found.args[0] + "\n" + "\n".join(r.describe() for r in found.program[len(done):]),)
+    return found
+
+
 def _moved(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings) -> InvariantViolation | None:
     """A plain replay (no reload) with every id moved by a new offset (shrink.shifted)."""
     n = next(_POLISH_TRIES)
