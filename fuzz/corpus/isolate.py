@@ -530,7 +530,8 @@ def amplified(server, spec: ModelSpec, violation: InvariantViolation, settings: 
                                                    for s in violation.program):
         return None
     body = _body(violation)
-    deadline, copy_s = time.monotonic() + settings.shrink_budget_s, spec.idle_s
+    began = time.monotonic()
+    deadline, copy_s = began + settings.shrink_budget_s, spec.idle_s
     try:
         for n in AMPLIFY:
             program = _program(copies_of(body, n, spec.idle_s))
@@ -558,7 +559,8 @@ def copies_of(body, n: int, idle_s: float) -> list[StepRecord]:
     that has none (a failure ends a program before its group's other answers), so that a
     client's answer steps check its own copy's requests and a replay logs a step for each."""
     closed = _closed(list(body))
-    plain = _unsent(closed)
+    plain = [attrs.evolve(s, expected="", got="", expect=None, outcome=None, sent_at=None, done_at=None)
+             for s in closed]
     silence = StepRecord(index=0, client=None, action="go silent past the idle timeout (before the next copy)",
                          kind=Kind.GO_SILENT, wait_s=round(2 * idle_s + 0.1, 3))
     steps = list(closed)
@@ -576,12 +578,6 @@ def _closed(body: list) -> list[StepRecord]:
                    for i, s in enumerate(body) if s.kind is Kind.HELD and i not in answered]
 
 
-def _unsent(steps) -> list[StepRecord]:
-    """The steps with nothing recorded of what they expected, got or when: not sent (yet)."""
-    return [attrs.evolve(s, expected="", got="", expect=None, outcome=None, sent_at=None, done_at=None)
-            for s in steps]
-
-
 def with_rest(found: InvariantViolation, program: list) -> InvariantViolation | None:
     """`found` (a replay of `program` that failed) with the steps of `program` it did not reach,
     unchecked (nothing expected, nothing got, no times), after its own; None where its steps are
@@ -589,7 +585,8 @@ def with_rest(found: InvariantViolation, program: list) -> InvariantViolation | 
     done = list(found.program)
     if len(done) > len(program) or [s.kind for s in done] != [s.kind for s in program[:len(done)]]:
         return None
-    rest = _unsent(program[len(done):])
+    rest = [attrs.evolve(s, expected="", got="", expect=None, outcome=None, sent_at=None, done_at=None)
+            for s in program[len(done):]]
     found.program = _numbered(done + rest)
     if rest:
         found.args = (found.args[0] + "\n" + "\n".join(r.describe() for r in found.program[len(done):]),)
