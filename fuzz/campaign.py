@@ -2,7 +2,6 @@
 and the JSON report. Used by `pytest fuzz/` and by the benchmarks."""
 from __future__ import annotations
 
-import math
 import time
 from contextlib import contextmanager
 
@@ -19,7 +18,7 @@ from .checker.divergences import by_key, known_for, steered_around
 from .harness.engine import BudgetSpent
 from .checker.invariants import InvariantViolation
 from .corpus.isolate import (can_isolate, from_fresh_model, polish, replays_only_on_history, replays_reliably,
-                             sends_at_once, amplified)
+                             sends_at_once)
 from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
 from .progress import Progress, Snapshot
 from .harness.server import Terminated, stopping
@@ -376,9 +375,7 @@ def _rate_cuts(server, spec: ModelSpec, violations: list, found: list, replayabl
     Hypothesis's own program was (it can fail by luck); one that is not reliable gives way, in
     place, to the program it was cut from where that was rated reliable (`trusted`, and not found
     to need earlier examples), else is reported as not replayable. Where nothing was rated
-    (shrinking was stopped), such a program left as it was is rated too. One not replayable is
-    first sent as copies of itself (`amplified`): where those replay, and are shorter than the
-    program it was cut from, they are the program."""
+    (shrinking was stopped), such a program left as it was is rated too."""
     for i, v in enumerate(violations):
         if not sends_at_once(v.program):
             continue
@@ -386,19 +383,13 @@ def _rate_cuts(server, spec: ModelSpec, violations: list, found: list, replayabl
             if replays_reliably(server, spec, v, settings):
                 continue
             del replayable[id(v)]
-            whole = found[i] if trusted and id(found[i]) not in unreplayable else None
-            copies = amplified(server, spec, v, settings, len(whole.program) if whole is not None else math.inf)
-            if copies is not None:
-                violations[i] = replayable[id(copies)] = copies
-            elif whole is not None:
-                violations[i] = whole
+            if trusted and id(found[i]) not in unreplayable:
+                violations[i] = found[i]
             else:
                 unreplayable.add(id(v))
-        elif id(v) in ours and (id(v) in unreplayable or not trusted and not replays_reliably(server, spec, v, settings)):
-            if (copies := amplified(server, spec, v, settings)) is not None:
-                violations[i] = replayable[id(copies)] = copies
-            else:
-                unreplayable.add(id(v))
+        elif not trusted and id(v) in ours and id(v) not in unreplayable and \
+                not replays_reliably(server, spec, v, settings):
+            unreplayable.add(id(v))
 
 
 def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats: RunStats,

@@ -1,20 +1,15 @@
 """The pure parts of shrinking from a fresh model (fuzz/corpus/isolate.py); the live part runs in
 tests/test_broken_models.py, whose history-dependent bugs (a count across sequences, a slot that
 remembers its last owner) only replay from a freshly loaded model."""
-import math
 import time
-
-import attrs
-import pytest
 
 from fuzz.corpus import isolate
 from fuzz.harness.engine import FuzzSettings
 from fuzz.checker.invariants import InvariantViolation
 from fuzz.spec import ModelSpec
 from fuzz.corpus.isolate import RELOAD, _program
-from fuzz.corpus import shrink
 from fuzz.corpus.shrink import by_sequence, continuations, every_continuation
-from fuzz.values import Fault, Kind, Request, StepRecord
+from fuzz.values import Kind, Request, StepRecord
 
 
 SPEC = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1, idle_s=0.5,
@@ -493,7 +488,6 @@ def test_a_cut_that_does_not_replay_reliably_gives_way_to_the_program_it_was_cut
     rated = []
     monkeypatch.setattr(campaign, "replays_reliably",
                         lambda server, spec, v, settings: rated.append(v) or v is not cut)
-    monkeypatch.setattr(campaign, "amplified", lambda *a: None)  # no copies of it replay either
     violations, replayable, unreplayable = [cut], {id(cut): cut}, set()
     campaign._rate_cuts(None, SPEC, violations, [whole], replayable, unreplayable, {id(whole)}, FuzzSettings(),
                         trusted=True)
@@ -525,96 +519,9 @@ def test_a_failure_that_needs_earlier_examples_is_never_reported_in_place_of_a_c
     monkeypatch.setattr(campaign, "replays_only_on_history", lambda *a, **k: True)
     monkeypatch.setattr(campaign, "from_fresh_model", lambda *a: cut)
     monkeypatch.setattr(campaign, "replays_reliably", lambda server, spec, v, settings: v is not cut)
-    monkeypatch.setattr(campaign, "amplified", lambda *a: None)
     violations, unreplayable = [leak], set()
     replayable = campaign._shrink_further(None, SPEC, violations, {id(leak)}, RunStats(), FuzzSettings(),
                                           cut_short=False, unreplayable=unreplayable)
     campaign._rate_cuts(None, SPEC, violations, [leak], replayable, unreplayable, {id(leak)}, FuzzSettings(),
                         trusted=True)
     assert violations == [cut] and not replayable and id(cut) in unreplayable
-
-
-def test_copies_of_a_program_follow_it_each_after_a_silence_on_ids_of_their_own():
-    """Amplified, a crowd that fails in some replays is sent again after its sequences idled out
-    (their slots free), on ids that no copy shares and that keep their congruences, with nothing
-    recorded as got for requests never sent; each copy answers every request it holds (the
-    failure ended the program before client 4's answer), so that answers pair within a copy."""
-    held = [attrs.evolve(step(1, 3, 2**64 - 1, kind=Kind.HELD), got="(held)"),
-            attrs.evolve(step(2, 4, 6, kind=Kind.HELD), got="(held)"),
-            attrs.evolve(step(3, 3, 2**64 - 1, kind=Kind.HELD_ANSWER), expected="OUTPUT=1", got="OUTPUT=2")]
-    steps = isolate.copies_of(held, 3, idle_s=0.5)
-    copy = [Kind.HELD, Kind.HELD, Kind.HELD_ANSWER, Kind.HELD_ANSWER]
-    assert [s.kind for s in steps] == copy + [Kind.GO_SILENT] + copy + [Kind.GO_SILENT] + copy
-    assert steps[:3] == held and steps[3].client == 4 and steps[3].request == held[1].request
-    assert steps[4].wait_s > 0.5  # a reproducer sleeps it: past the window
-    ids = [[s.request.seq_id for s in steps[k * 5:k * 5 + 4]] for k in range(3)]
-    assert len({i for copy in ids for i in copy}) == 6  # two ids a copy, none shared
-    for moved in ids[1:]:
-        assert moved[0] == moved[2] and moved[1] == moved[3]
-        assert (moved[0] - moved[1]) % 2**64 == (2**64 - 1 - 6) % 2**64
-    assert all(s.got == "" and s.expected == "" and s.outcome is None for s in steps[4:])
-    assert [a for a, b in shrink.answers_of_held(steps).items() if a // 5 != b // 5] == []
-
-
-def test_a_failure_of_copies_keeps_the_copies_it_did_not_reach():
-    """A replay of copies ends at its first failure; the program kept is what it replayed, then
-    the copies it did not reach (a later replay may need them), unchecked, numbered on. A log
-    that is not the program's steps (a failure in the drain) gives nothing."""
-    body = [step(1, 3, 5, kind=Kind.HELD), attrs.evolve(step(2, 3, 5, kind=Kind.HELD_ANSWER), got="OUTPUT=1")]
-    program = isolate._numbered(isolate.copies_of(body, 3, idle_s=0.5))
-    failed = _violation(isolate._numbered([body[0], attrs.evolve(body[1], got="OUTPUT=9")]))
-    failed.args = ("[sums_match] wrong running sum at step 2\nprogram:\n...",)
-    kept = isolate.with_rest(failed, program)
-    assert kept is failed and [s.index for s in kept.program] == list(range(1, 9))
-    assert [s.kind for s in kept.program] == [s.kind for s in program]
-    assert kept.program[1].got == "OUTPUT=9" and kept.program[7].got == ""
-    assert kept.program[7].describe() in str(kept)
-    drained = _violation(isolate._numbered(program + [step(9, 3, 5)]))
-    assert isolate.with_rest(drained, program) is None
-
-
-def test_only_a_program_sent_at_once_without_faults_of_its_own_is_amplified(monkeypatch):
-    """Copies of a program that strikes a fault would strike it each; one sent a request at a
-    time replays alike and needs none. Neither is replayed."""
-    monkeypatch.setattr(isolate, "replay_steps", lambda *a, **k: pytest.fail("replayed"))
-    restart = StepRecord(index=1, client=None, action="restart", kind=Kind.FAULT, fault=Fault("restart"))
-    held = [step(2, 3, 5, kind=Kind.HELD), step(3, 3, 5, kind=Kind.HELD_ANSWER)]
-    assert isolate.amplified(None, SPEC, _violation([restart, *held]), FuzzSettings()) is None
-    assert isolate.amplified(None, SPEC, _violation([step(1, 0, 5)]), FuzzSettings()) is None
-
-
-def test_a_cut_that_fails_by_luck_is_kept_as_copies_where_those_replay_and_are_shorter(monkeypatch):
-    """Where copies of a cut replay reliably they are reported, replayable, in place of the cut
-    (or of the longer program it was cut from); none are tried as long as that program."""
-    from fuzz import campaign
-    held = [step(1, 3, 5, kind=Kind.HELD), step(2, 3, 5, kind=Kind.HELD), step(3, 3, 5, kind=Kind.HELD_ANSWER)]
-    whole, cut, copies = _violation(held * 10), _violation(held), _violation(held * 3)
-    monkeypatch.setattr(campaign, "replays_reliably", lambda server, spec, v, settings: v is not cut)
-    asked = []
-    monkeypatch.setattr(campaign, "amplified", lambda server, spec, v, settings, shorter_than=math.inf:
-                        asked.append(shorter_than) or (copies if shorter_than > len(copies.program) else None))
-    violations, replayable, unreplayable = [cut], {id(cut): cut}, set()
-    campaign._rate_cuts(None, SPEC, violations, [whole], replayable, unreplayable, {id(whole)}, FuzzSettings(),
-                        trusted=True)
-    assert violations == [copies] and replayable == {id(copies): copies} and asked == [len(whole.program)]
-    violations, replayable, asked[:] = [cut], {id(cut): cut}, []
-    campaign._rate_cuts(None, SPEC, violations, [cut], replayable, unreplayable, {id(cut)}, FuzzSettings(),
-                        trusted=False)
-    assert violations == [copies] and id(copies) in replayable and asked == [math.inf]
-    # Hypothesis's own program, left as it was and not replayable: its copies are tried too.
-    violations, unreplayable = [cut], {id(cut)}
-    replayable = {}
-    campaign._rate_cuts(None, SPEC, violations, [cut], replayable, unreplayable, {id(cut)}, FuzzSettings(),
-                        trusted=True)
-    assert violations == [copies] and id(copies) in replayable
-
-
-def test_copies_are_replayed_from_a_fresh_model_even_where_the_program_was_not(monkeypatch):
-    """A failure that came only on what earlier examples left must not come back as copies on
-    the same model: they are replayed after a reload, three copies first, then six."""
-    tried = []
-    monkeypatch.setattr(isolate, "_replay", lambda server, spec, program, invariant, settings: tried.append(program))
-    held = [step(1, 3, 5, kind=Kind.HELD), step(2, 3, 5, kind=Kind.HELD_ANSWER)]
-    assert isolate.amplified(None, SPEC, _violation(held), FuzzSettings()) is None
-    assert tried and all(p[0].kind is Kind.FAULT and p[0].fault == RELOAD.fault for p in tried)
-    assert {sum(s.kind is Kind.HELD for s in p) for p in tried} <= {3, 6}
