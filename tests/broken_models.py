@@ -1074,10 +1074,59 @@ TWENTIETH_BUGS = (
         _UINT8_OLDEST, 1, "START 255: it answers 0"),
 )
 
+# A twenty-first (stop 72), committed before any campaign met it: a sum offloaded to an int16 tier
+# while its sequence is quiet, ids keyed by their decimal digits reversed, an iterative model's
+# rescheduled executions reading the last fresh input, a dense int32 table for small ids of an
+# INT64 model, and a bounded table whose entries an empty final chunk does not free.
+_END_POP = ("        if end and self.flavour == \"corrid\":\n"
+            "            self.sums.pop(key, None)\n"
+            "        else:\n"
+            "            self.sums[key] = total.reshape(-1)[0]\n")
+TWENTY_FIRST_BUGS = (
+    Bug("idle_offload_in_int16", "a sequence quiet for over 100 ms has its sum offloaded to a compact int16 tier "
+                                 "and restored from it on its next request (a sum past int16 wraps there)",
+        _BASE, "        quiet = self.__dict__.setdefault('quiet', {})\n"
+               "        now = time.monotonic()\n"
+               "        if not start and key in self.sums and now - quiet.get(key, now) > 0.1:\n"
+               "            self.sums[key] = self.sums[key].astype(np.int16).astype(self.dtype)\n"
+               "        quiet[key] = now\n" + _BASE,
+        _CORRID, 2, "START 40000, then after 0.1 s of quiet a next of 0: it answers -25536"),
+    Bug("corrid_digits_reversed_key", "sums keyed by the CORRID's decimal digits reversed (a shard spreader) read "
+                                      "back as a number: ids that differ by trailing zeros (1, 10, 100) share a sum",
+        _CORRID_KEY, '            key = int(str(int(_scalar(request, "CORRID")))[::-1])\n', _CORRID,
+        3, "START 1, START 10 (the shared sum reset), then 1's next: it sums onto 10's"),
+    Bug("iterative_rerun_reads_last_input", "an iterative model's rescheduled execution adds the input buffer's "
+                                            "content, the last fresh request's INPUT (any sequence's), not its own",
+        _START, _START + "        end = bool(_scalar(request, 'END', 0))\n"
+                         "        if self.iterations and not start and _scalar(request, 'CORRID') in self.runs:\n"
+                         "            x = self.last_x\n"
+                         "        else:\n"
+                         "            self.last_x = x\n",
+        _ITERATIVE, 2, "two iterative STARTs of different values at once: the first's reruns add the second's"),
+    Bug("small_ids_dense_table_int32", "an INT64 model keeps the sums of ids below 2^16 in a dense table (a fast "
+                                       "path) typed int32: a small id's sum past 2^31 wraps when stored",
+        _STORE, _STORE + "            if int(key) < 65536:\n"
+                         "                self.sums[key] = self.sums[key].astype(np.int32).astype(self.dtype)\n",
+        Variant("corrid", "direct", 2, 1, "int64", "uint64", _FULL), 2,
+        "START 2^31 on id 1, then a next of 0: it answers -2^31"),
+    Bug("empty_final_chunk_keeps_entry", "sums in a table of 8 entries (the oldest evicted by a new one) that an END "
+                                         "frees only where its INPUT is not 0 (an empty final chunk is taken for a "
+                                         "keep-alive): eight such ENDs evict a live sequence",
+        _END_POP, "        if end and self.flavour == \"corrid\" and x.reshape(-1)[0] != 0:\n"
+                  "            self.sums.pop(key, None)\n"
+                  "        else:\n"
+                  "            if start:\n"
+                  "                self.sums.pop(key, None)  # a START enters as the newest\n"
+                  "            self.sums[key] = total.reshape(-1)[0]\n"
+                  "            while len(self.sums) > 8:\n"
+                  "                self.sums.pop(next(iter(self.sums)))\n",
+        _CORRID, 10, "START a, eight START+END of 0 on other ids, then a's next: it starts from 0"),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
-            + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + NATIVE_BUGS)
+            + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
