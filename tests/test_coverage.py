@@ -273,6 +273,9 @@ def test_twins_are_told_from_any_two_ids_whichever_rule_started_them():
     assert twins_of(5, 2**64 - 5, 64) == twins_of(2**32 - 9, 9, 32) == (("negatives", None),)  # k and -k
     assert twins_of(5, 2**32 - 5, 64) == ()  # negatives only on the width the model reads
     assert twins_of(123, "123", 64) == twins_of("123", 123, 64) == (("other type", None),)
+    # one the other times a power of ten (or two): alike but for trailing zeros, either way round
+    assert twins_of(7, 70, 64) == twins_of(7000, 7, 64) == twins_of(9, 18, 64) == (("scaled", None),)
+    assert twins_of(7, 7 * 10**4, 64) == twins_of(7, 21, 64) == ()
     assert ("leading space", None) in twins_of("abc", " abc", 64)
     assert ("case", None) in twins_of("Seq7", "sEQ7", 64) and twins_of("Seq7", "Seq8", 64) == ()
     assert twins_of(42, "42 ", 64) == (("trailing space", None),)  # an integer as its decimal text
@@ -290,13 +293,14 @@ def test_integer_twins_are_goals_once_per_band_the_corrid_can_hold():
             assert band_of(into_band(seq_id, band)) == band
     assert into_band(2**60, "past 2^53") == 2**60 and into_band(7, "past 2^53") != into_band(8, "past 2^53")
     wide = [g for g in goals_for(spec(), strings=False, expiry=True) if g.startswith("twins")]
-    assert len(wide) == 4 + 2 * 3 + 4 + 3 + 1 and "twins live: neighbours, past 2^53" in wide  # + negatives
+    assert len(wide) == 4 + 2 * 3 + 4 + 3 + 2 and "twins live: neighbours, past 2^53" in wide  # + negatives, scaled
     narrow = [g for g in goals_for(spec(corrid_type="INT32"), strings=False, expiry=True) if g.startswith("twins")]
     # a 32-bit CORRID's widest: all but its top bit (ids 2^31 apart), one key to a cut of any width
     assert narrow == ["twins live: 2^k apart, by 2^8", "twins live: 2^k apart, by 2^16", "twins live: 2^k apart, by 2^31",
                       "twins live: neighbours, below 2^32", "twins live: 10^k apart, below 2^32",
                       "twins live: 2^k-1 apart, by 2^16-1", "twins live: 2^k-1 apart, by 2^31-1",
-                      "twins live: aligned, to 2^8", "twins live: aligned, to 2^16", "twins live: negatives"]
+                      "twins live: aligned, to 2^8", "twins live: aligned, to 2^16", "twins live: negatives",
+                      "twins live: scaled"]
     assert tuple(TWIN_STEPS) + ("aligned",) == INTEGER_TWINS  # aligned ids ride on ids 2^k apart
 
 

@@ -1,6 +1,7 @@
 """Fresh ids are salted per example (fuzz.generator.machine.salted_id): pure checks of what the salt keeps."""
 from fuzz.generator.edges import band_of
-from fuzz.generator.machine import SPECIAL_IDS, salted_id
+from fuzz.generator.coverage import SCALE_FACTORS
+from fuzz.generator.machine import SPECIAL_IDS, salted_id, scaled
 
 LARGE = (2**40 + 9, 2**53 + 7, 76428620070309313, 2**63 + 3, 2**64 - 5)
 
@@ -24,4 +25,23 @@ def test_one_example_shifts_every_id_alike_modulo_small_powers_of_two():
 
 
 def test_boundary_ids_are_sent_as_they_are():
-    assert all(salted_id(b, 3) == b for b in SPECIAL_IDS if b >= 2**31)
+    assert all(salted_id(b, 3) == b for b in SPECIAL_IDS if b > 2)
+    assert {2**8, 2**16 - 1, 2**31, 2**64 - 1} <= set(SPECIAL_IDS)
+
+
+def test_ids_of_the_small_bands_stay_in_their_band_and_differ_between_examples():
+    """An id from 2^8 to 2^30 stays in its power-of-two band once salted (a small id's fast path is
+    what drawing it is for), and examples still send different ids; ids below 2^8 move past 2^40."""
+    for seq_id in (300, 2**16 + 77, 2**29 + 5):
+        salted = [salted_id(seq_id, salt) for salt in range(1, 6)]
+        assert len(set(salted)) == 5 and all(s.bit_length() == seq_id.bit_length() for s in salted)
+    assert salted_id(300, 4) % 2**8 == (salted_id(300 + 2**8, 4) % 2**8)  # twins modulo 2^8 still are
+    assert salted_id(5, 1) > 2**40
+
+
+def test_scaled_twins_are_the_id_times_a_factor_or_divided_where_the_product_does_not_fit():
+    factors = {scaled(7, step) // 7 for step in (1, 2, 4, 8, 2**8, 3 * 2**16, 10**6)}
+    assert factors == set(SCALE_FACTORS)
+    assert scaled(10**19, 8) == 10**18  # x10 past 2^64: divided instead
+    assert scaled(2**64 - 1, 1) is None and scaled("7", 1) is None  # odd, too large; a string
+    assert scaled(2**31 - 1, 1, bits=32) is None

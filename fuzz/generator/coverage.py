@@ -39,6 +39,11 @@ MODULUS_FAMILIES = ("2^k apart", MERSENNE)
 # Integer twins whose sum is 0 modulo 2^bits: k and 2^bits - k, one number and its negation where
 # a CORRID is read as signed (what an abs(), a sign-magnitude field or a key of |id| makes one).
 NEGATIVES = "negatives"
+# Integer twins one of which is the other times a power of ten (or of two): the same digits (bits)
+# but for trailing zeros, what a key that strips them makes one (decimal text normalised or read
+# backwards, an id shifted down to its odd part). The factor comes from the twin's drawn step.
+SCALED = "scaled"
+SCALE_FACTORS = (10, 100, 1000, 2)
 NEIGHBOUR_STEPS = (1, 2)  # how far apart "neighbours" are (a key that drops the low bits, a float64)
 DECIMAL_STEPS = (10**3, 10**6, 10**9)  # how far apart "10^k apart" are (a key cut to its leading digits)
 MERSENNE_STEPS = tuple(2**k - 1 for k in MERSENNE_BITS)  # how far apart MERSENNE twins are made
@@ -182,7 +187,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         goals += [f"sum {e}" for e in edges]
         if spec.capacity > 1:  # two sequences hold slots at once
             goals += [twin_goal(f, p) for f in INTEGER_TWINS for p in twin_places(f, spec.id_bits)]
-            goals += [twin_goal(NEGATIVES)]
+            goals += [twin_goal(NEGATIVES), twin_goal(SCALED)]
             if strings:
                 goals += ["twins live: other type"] + [f"twins live: {f}" for f in families]
         goals += [f"depth {d}" for d in DEPTHS]
@@ -362,7 +367,7 @@ def twin_place(family: str, older: int, twin: int, bits: int) -> str | None:
 def twins_of(older, newer, bits: int) -> tuple:
     """The twin goals' (family, place) that ids `older` and `newer` make: integers equal modulo
     2^k (edges.low_bit_widths), neighbours or 10^k apart (either way round, on a `bits`-wide CORRID),
-    an id and its other-typed twin (5 and "5"), or string ids (an integer as its decimal text) of
+    one the other's negation or the other scaled (SCALE_FACTORS), an id and its other-typed twin (5 and "5"), or string ids (an integer as its decimal text) of
     one of edges.STRING_FAMILIES."""
     if isinstance(older, int) and isinstance(newer, int):
         apart = (newer - older) % 2**bits
@@ -370,7 +375,8 @@ def twins_of(older, newer, bits: int) -> tuple:
                                     if apart in steps or 2**bits - apart in steps]
         found = [(f, twin_place(f, older, newer, bits)) for f in families]
         negatives = ((NEGATIVES, None),) if (older + newer) % 2**bits == 0 else ()
-        return tuple((f, p) for f, p in found if p in twin_places(f, bits)) + negatives
+        scaled = ((SCALED, None),) if any(older * f == newer or newer * f == older for f in SCALE_FACTORS) else ()
+        return tuple((f, p) for f, p in found if p in twin_places(f, bits)) + negatives + scaled
     a, b = str(older), str(newer)
     if a == b:
         return (("other type", None),)

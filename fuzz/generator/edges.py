@@ -120,8 +120,9 @@ FP32_GOALS = float_goals(2**24)
 
 # -- ids ------------------------------------------------------------------------------------
 
-# Integer ids at the powers of two where a narrower or signed type, or a float, cuts them.
-ID_EDGES = (31, 32, 53, 63, 64)
+# Integer ids at the powers of two where a narrower or signed type, or a float, cuts them (a byte
+# or a half word: a dense table or a fast path for small ids).
+ID_EDGES = (8, 16, 31, 32, 53, 63, 64)
 
 
 def id_edges(seq_id) -> tuple:

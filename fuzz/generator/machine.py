@@ -22,7 +22,7 @@ from .. import nemesis
 from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets, wide_values,
     WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin)
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
-    MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, QUIET, REUSED_AT_ONCE, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
+    MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
     sibling_family, together_goals, twin_places)
 from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
@@ -34,8 +34,12 @@ from ..spec import ModelSpec
 
 
 ID_ALPHABET = string.ascii_letters + string.digits + "-_.:/"
-SPECIAL_IDS = (1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**53 - 1, 2**53, 2**53 + 1,
-               2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1)
+SPECIAL_IDS = (1, 2, 2**8 - 1, 2**8, 2**8 + 1, 2**16 - 1, 2**16, 2**16 + 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32,
+               2**32 + 1, 2**53 - 1, 2**53, 2**53 + 1, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1)
+# Ids of a magnitude band of their own, from 2^8 to 2^30 (salted_id keeps each in its band): what
+# a model's fast path for small ids (a dense table, a narrower column) holds, which an id salted
+# past 2^40 never reaches. Each power-of-two band alike.
+BANDED_IDS = st.builds(lambda k, low: (1 << k) | (low % (1 << k)), st.integers(8, 29), st.integers(0, 2**29 - 1))
 # Requests in one `run`: mostly around L0_sequence_stress's normal(16, 8), with a tail past 100
 # and one past 256 and 512 (where an 8- or 9-bit counter wraps). Hypothesis shrinks it toward 1.
 RUN_LENGTHS = st.one_of(st.integers(1, 32), st.integers(1, 32), st.integers(33, 250), st.integers(251, 530))
@@ -130,14 +134,16 @@ def salted_id(seq_id: int, salt: int) -> int:
     example, so ids that collide modulo a power of two still do; by an odd stride, so ids of
     different examples rarely do (with 2**40 they all collided modulo 2**32, and a model keying
     state by a truncated id leaked it from one example into the next, which no replay of one
-    example reproduces). From 2**40 on the shift wraps within the id's own power-of-two band, so
-    a large id stays as large (its magnitude band, where a float64 or a 32-bit cut loses it, is
-    the point of drawing it); unsalted, a shrinker's consecutive replays sent the same large ids.
-    The boundary ids of SPECIAL_IDS from 2**31 on are sent as they are."""
-    if seq_id < 2**30 or (seq_id < 2**40 and seq_id not in SPECIAL_IDS):
-        return (seq_id + salt * SALT_STRIDE) % 2**63
-    if seq_id in SPECIAL_IDS:
+    example reproduces). From 2**8 to 2**30 and from 2**40 on the shift wraps within the id's own
+    power-of-two band, so an id stays as large (its magnitude band, where a float64, a 32-bit cut
+    or a small id's fast path tells it apart, is the point of drawing it); unsalted, a shrinker's
+    consecutive replays sent the same large ids. The ids below 2**8 and from 2**30 to 2**40 move
+    by the shift itself (past 2**40), and the boundary ids of SPECIAL_IDS but 1 and 2 are sent as
+    they are."""
+    if seq_id in SPECIAL_IDS and seq_id > 2:
         return seq_id
+    if seq_id < 2**8 or 2**30 <= seq_id < 2**40:
+        return (seq_id + salt * SALT_STRIDE) % 2**63
     top = 1 << (seq_id.bit_length() - 1)
     return top | ((seq_id - top + salt * SALT_STRIDE) % top)
 
@@ -150,7 +156,7 @@ def id_strategy(spec: ModelSpec, version: str | None, find=frozenset()):
     # Past 2**53 a float64 no longer tells neighbours apart (an id through a JSON number): large ids
     # come up as often as small ones, so twins there come up too.
     ints = st.one_of(st.integers(1, 12), st.sampled_from(SPECIAL_IDS), colliding, st.integers(1, 2**64 - 1),
-                     st.integers(2**53, 2**64 - 1))
+                     st.integers(2**53, 2**64 - 1), BANDED_IDS)
     if not string_ids_allowed(spec, version, find):
         return ints
     strings = st.text(ID_ALPHABET, min_size=1, max_size=MAX_STRING_ID)
@@ -184,6 +190,18 @@ def negation(seq_id, bits: int = 64) -> int | None:
         return None
     twin = -seq_id % 2**bits
     return twin if twin not in (0, seq_id) else None
+
+
+def scaled(seq_id, step: int, bits: int = 64) -> int | None:
+    """The integer id that is `seq_id` times a factor of SCALE_FACTORS (the drawn step picks it),
+    or divided by it where the product does not fit `bits`: None for a string id, or where
+    neither does."""
+    if not isinstance(seq_id, int):
+        return None
+    factor = SCALE_FACTORS[step.bit_length() % len(SCALE_FACTORS)]
+    if seq_id * factor < 2**bits:
+        return seq_id * factor
+    return seq_id // factor if seq_id % factor == 0 else None
 
 
 def _twin(seq_id, family: str):
@@ -317,7 +335,7 @@ class Plan:
             sum_targets=core_targets(lo_sum, hi_sum, floating, spec.fraction_limit) + power_targets(lo_sum, hi_sum)
             + (tuple(WideTarget(t) for t in wide_targets(spec.digits, spec.largest)) if floating else ()),
             twin_kinds=tuple((f, p) for f in TWIN_STEP_FAMILIES for p in twin_places(f, spec.id_bits)) +
-            ((NEGATIVES, None),) + (tuple((f, None) for f in families) if strings_ok else ()))
+            ((NEGATIVES, None), (SCALED, None)) + (tuple((f, None) for f in families) if strings_ok else ()))
 
 
 class SequenceBatcherMachine(RuleBasedStateMachine):
@@ -966,6 +984,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     def _twin_of(self, base, kind: str, step: int):
         if kind == NEGATIVES:
             return negation(base, self.plan.spec.id_bits)
+        if kind == SCALED:
+            return scaled(base, step, self.plan.spec.id_bits)
         return sibling(base, step, self.plan.spec.id_bits) if kind in TWIN_STEPS else _twin(base, kind)
 
     def _free(self, seq_id) -> bool:
