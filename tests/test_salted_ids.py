@@ -35,8 +35,19 @@ def test_ids_of_the_small_bands_stay_in_their_band_and_differ_between_examples()
     for seq_id in (300, 2**16 + 77, 2**29 + 5):
         salted = [salted_id(seq_id, salt) for salt in range(1, 6)]
         assert len(set(salted)) == 5 and all(s.bit_length() == seq_id.bit_length() for s in salted)
-    assert salted_id(300, 4) % 2**8 == (salted_id(300 + 2**8, 4) % 2**8)  # twins modulo 2^8 still are
+    # in a band without boundary ids the wrap is the band's power of two: twins modulo 2^8 still are
+    assert all(salted_id(2**20 + 5, salt) % 2**8 == salted_id(2**20 + 5 + 3 * 2**8, salt) % 2**8 for salt in range(1, 20))
     assert salted_id(5, 1) > 2**40
+
+
+def test_a_salted_id_never_lands_on_a_boundary_id_of_its_band():
+    """Boundary ids are sent unsalted; a salted id landing on one would make two drawn ids one
+    sequence in some replays of an example and not in others."""
+    for top in (2**8, 2**15, 2**16):
+        band = [i for i in range(top, 2 * top) if i not in SPECIAL_IDS]
+        for salt in (1, 2, 3, 77):
+            salted = {salted_id(i, salt) for i in band}
+            assert len(salted) == len(band) and salted <= set(band)
 
 
 def test_scaled_twins_are_the_id_times_a_factor_or_divided_where_the_product_does_not_fit():

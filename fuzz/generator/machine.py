@@ -144,13 +144,22 @@ def salted_id(seq_id: int, salt: int) -> int:
     or a small id's fast path tells it apart, is the point of drawing it); unsalted, a shrinker's
     consecutive replays sent the same large ids. The ids below 2**8 and from 2**30 to 2**40 move
     by the shift itself (past 2**40), and the boundary ids of SPECIAL_IDS but 1 and 2 are sent as
-    they are."""
+    they are. Below 2**30 a band wraps around its boundary ids: a salted id never lands on one
+    (in a band of 256, it would 1 time in 128, in some replays of an example and not others); so
+    there, ids equal modulo 2**p stay equal only where the shift did not wrap them."""
     if seq_id in SPECIAL_IDS and seq_id > 2:
         return seq_id
     if seq_id < 2**8 or 2**30 <= seq_id < 2**40:
         return (seq_id + salt * SALT_STRIDE) % 2**63
     top = 1 << (seq_id.bit_length() - 1)
-    return top | ((seq_id - top + salt * SALT_STRIDE) % top)
+    if seq_id >= 2**40:
+        return top | ((seq_id - top + salt * SALT_STRIDE) % top)
+    lo, hi = top, 2 * top  # the band but for the boundary ids at its ends
+    while lo in SPECIAL_IDS:
+        lo += 1
+    while hi - 1 in SPECIAL_IDS:
+        hi -= 1
+    return lo + (seq_id - lo + salt * SALT_STRIDE) % (hi - lo)
 
 
 def id_strategy(spec: ModelSpec, version: str | None, find=frozenset()):
@@ -756,12 +765,14 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         event(f"churn: {len(ids)} sequences came and went beside a live one")
 
     def _churn_ids(self, raw, n: int) -> list:
-        """Up to `n` distinct fresh ids from `raw` on, none in use."""
+        """Up to `n` distinct fresh ids from `raw` on, none in use: consecutive integers from the
+        salted `raw` (salted one by one, a run crossing a band boundary would scatter)."""
         if isinstance(raw, str) and self.plan.spec.corrid_type != "STRING":
             raw = int.from_bytes(raw.encode()[:7], "big") or 1  # ids of the model's own type
+        base = self._fresh(raw) if isinstance(raw, int) else None
         out = []
         for i in range(2 * n):
-            seq_id = self._fresh(raw + i if isinstance(raw, int) else f"{raw}~{i}")
+            seq_id = (base + i) % 2**self.plan.spec.id_bits if base is not None else self._fresh(f"{raw}~{i}")
             if seq_id not in out and seq_id not in (0, "") and not self.engine.blocked(seq_id) \
                     and not self.engine.model.is_live(key_of(seq_id)) and not too_long(seq_id):
                 out.append(seq_id)

@@ -1315,7 +1315,7 @@ class Engine(CancelSteps, SharedSteps):
             unanswered = self._end_each([i for i in self.touched if not self.model.lingering(key_of(i))])
             if self.model.backlog or self.pending or unanswered:
                 # Let what was queued run or idle out: the next example may send to the same
-                # large ids (only small ones are salted), and must find none of them live.
+                # boundary ids (sent unsalted), and must find none of them live.
                 time.sleep(self.spec.idle_s + self.margin + self.late)
         elif not server_module.stopping():
             # The sequences the model let expire at the late edge of their windows (ghosts) may
