@@ -1080,8 +1080,7 @@ TWENTIETH_BUGS = (
 # INT64 model, and a bounded table whose entries an empty final chunk does not free.
 _END_POP = ("        if end and self.flavour == \"corrid\":\n"
             "            self.sums.pop(key, None)\n"
-            "        else:\n"
-            "            self.sums[key] = total.reshape(-1)[0]\n")
+            "        else:\n" + _STORE)
 TWENTY_FIRST_BUGS = (
     Bug("idle_offload_in_int16", "a sequence quiet for over 100 ms has its sum offloaded to a compact int16 tier "
                                  "and restored from it on its next request (a sum past int16 wraps there)",
@@ -1097,8 +1096,7 @@ TWENTY_FIRST_BUGS = (
         3, "START 1, START 10 (the shared sum reset), then 1's next: it sums onto 10's"),
     Bug("iterative_rerun_reads_last_input", "an iterative model's rescheduled execution adds the input buffer's "
                                             "content, the last fresh request's INPUT (any sequence's), not its own",
-        _START, _START + "        end = bool(_scalar(request, 'END', 0))\n"
-                         "        if self.iterations and not start and _scalar(request, 'CORRID') in self.runs:\n"
+        _START, _START + "        if self.iterations and not start and _scalar(request, 'CORRID') in self.runs:\n"
                          "            x = self.last_x\n"
                          "        else:\n"
                          "            self.last_x = x\n",

@@ -367,8 +367,8 @@ def twin_place(family: str, older: int, twin: int, bits: int) -> str | None:
 def twins_of(older, newer, bits: int) -> tuple:
     """The twin goals' (family, place) that ids `older` and `newer` make: integers equal modulo
     2^k (edges.low_bit_widths), neighbours or 10^k apart (either way round, on a `bits`-wide CORRID),
-    one the other's negation or the other scaled (SCALE_FACTORS), an id and its other-typed twin (5 and "5"), or string ids (an integer as its decimal text) of
-    one of edges.STRING_FAMILIES."""
+    one the other's negation or the other scaled (SCALE_FACTORS), an id and its other-typed twin
+    (5 and "5"), or string ids (an integer as its decimal text) of one of edges.STRING_FAMILIES."""
     if isinstance(older, int) and isinstance(newer, int):
         apart = (newer - older) % 2**bits
         families = [*MODULUS_FAMILIES, ALIGNED] + [f for f, steps in (("neighbours", NEIGHBOUR_STEPS), ("10^k apart", DECIMAL_STEPS))

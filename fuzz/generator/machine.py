@@ -698,13 +698,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if client is None:
             return self._skip("churn: no idle client")
         model = self.engine.model
-        # Where sequences left to expire hold the slots (on a small model, most of the time: seen,
-        # 63 of 69 churns of a 2-slot campaign skipped here), every client waits for them, as
-        # `alias` does.
-        needed, value = 1 if key is not None else 2, self._small(seed % 201 - 100)
-        if not self._make_room(client, "stream", key, value, needed) and \
-                not (self._stuck_wait(self.engine.wait_for_slots, needed, key) and
-                     self._make_room(client, "stream", key, value, needed)):
+        if not self._make_room(client, "stream", key, self._small(seed % 201 - 100), 1 if key is not None else 2):
             return self._skip("churn: no free slot beside the sequence that lives through it")
         steered = steer >= STEER_DEPTH_TOP // 2
         if steered:  # past a churn goal not reached (steering.open_churn): 1 in 8, 1 in 2
@@ -949,9 +943,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # backlog is `start`'s case. Live sequences end first to make room (on a small model
         # the slots are full most of the time).
         needed = 1 if self.engine.model.is_live(older) else 2
-        if not self._make_room(client, via, older, values[0], needed) and \
-                not (self._stuck_wait(self.engine.wait_for_slots, needed, older) and
-                     self._make_room(client, via, older, values[0], needed)):
+        if not self._make_room(client, via, older, values[0], needed):
             return self._skip("alias: no free slot for both")
         if not self.engine.model.is_live(older):
             if not isinstance(self.engine.send(client, self.plan.spec.request(base, values[0], start=True), via, "start"), Answer):
@@ -1034,6 +1026,15 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         return None
 
     def _make_room(self, client, via, keep, value, needed: int) -> bool:
+        """Ends live sequences other than `keep` until `needed` slots are free; where sequences
+        left to expire hold them (on a small model, most of the time: seen, 63 of 69 churns of a
+        2-slot campaign found no room), every client waits for those (_stuck_wait) and it tries
+        again. False where it cannot."""
+        return self._end_for_room(client, via, keep, value, needed) or \
+            (self._stuck_wait(self.engine.wait_for_slots, needed, keep) > 0 and
+             self._end_for_room(client, via, keep, value, needed))
+
+    def _end_for_room(self, client, via, keep, value, needed: int) -> bool:
         """Ends live sequences other than `keep` until `needed` slots are free (a slot an END
         frees while STARTs wait in the backlog goes to the first of them: then one more);
         False where it cannot (nothing else to end, or an END is not answered at once)."""
