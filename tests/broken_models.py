@@ -1178,11 +1178,52 @@ TWENTY_SECOND_BUGS = (
         _CORRID, 2, "START a, then START a right behind it (pipelined): it answers the sum of both"),
 )
 
+# The twenty-third hold-out, written before any campaign met it: sums interned by value (two live
+# sequences of one sum share a cell), FP32 inputs quantised to 1/1024, a START after two ENDs in a row
+# adding the last one's sum, and an ENDed row's sum read by the START that takes its slot next.
+_FP32 = Variant("corrid", "direct", 2, 1, "fp32", "uint64", _FULL)
+TWENTY_THIRD_BUGS = (
+    Bug("equal_sums_share_a_cell", "a START whose sum equals another live sequence's takes that sequence's cell "
+                                   "(sums interned by value): an update of either moves both",
+        _STORE, "            v = total.reshape(-1)[0]\n"
+                "            cells = self.__dict__.setdefault('cells', {})\n"
+                "            cell = cells.get(key)\n"
+                "            if cell is None or start:\n"
+                "                cell = next((c for k, c in cells.items() if k != key and k in self.sums and c[0] == v), None) or [v]\n"
+                "            cell[0] = v\n"
+                "            cells[key] = cell\n"
+                "            for k, c in cells.items():\n"
+                "                if c is cell and (k == key or k in self.sums):\n"
+                "                    self.sums[k] = v\n",
+        _CORRID, 4, "START a of 5, START b of 5, a's next of 1, then b's next of 0: it answers 6"),
+    Bug("fp32_input_quantised_to_q10", "an FP32 model quantises each INPUT to 1/1024 (a fixed-point path)",
+        _TOTAL, "        x = (np.round(x.astype(np.float64) * 1024) / 1024).astype(self.dtype)\n" + _TOTAL,
+        _FP32, 1, "START 0.1: it answers 0.099609375"),
+    Bug("start_after_two_ends_adds_the_last", "a START that follows two ENDs in a row (no START between) adds the "
+                                              "second END's final sum (a register not cleared)",
+        _BASE, "        streak = self.__dict__.setdefault('streak', [0, self.dtype.type(0)])\n"
+               "        base = (streak[1] if streak[0] >= 2 else self.dtype.type(0)) if start else "
+               "self.sums.get(key, self.dtype.type(0))\n"
+               "        if start:\n"
+               "            streak[0] = 0\n",
+        _CORRID, 5, "START a, START b, END a, END b, then START c: it adds b's final sum",
+        more=((_TOTAL, _TOTAL + "        if end:\n"
+                                "            streak[0], streak[1] = streak[0] + 1, total.reshape(-1)[0]\n"),)),
+    Bug("freed_row_read_by_next_start", "an END row's final sum stays in its row's scratch for one execution: a "
+                                        "START in that row in the instance's next execution adds it",
+        _BASE, "        base = self.prev_freed.get(position, self.dtype.type(0)) if start else "
+               "self.sums.get(key, self.dtype.type(0))\n",
+        _CORRID, 3, "START a, END a, then START b (it takes a's slot in the next execution): it adds a's final sum",
+        more=((_TOTAL, _TOTAL + "        if end:\n"
+                                "            self.freed[position] = total.reshape(-1)[0]\n"),
+              (_EXECUTE, "        self.prev_freed, self.freed = self.__dict__.get('freed', {}), {}\n" + _EXECUTE))),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
-            + TWENTY_SECOND_BUGS + NATIVE_BUGS)
+            + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
