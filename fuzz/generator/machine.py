@@ -75,6 +75,13 @@ SIBLING_STEPS = st.one_of(
 # Requests each client of a `crowd` pipelines: as many for every client, so that their queues
 # stay full together (executions then carry a row of each) and drain together.
 CROWD_DEPTHS = st.integers(2, 24)
+# The magnitude of a crowd's values: small, wide, or each -1, 0 or 1 (a model that takes 0 or +-1
+# for "none", an empty chunk or a flag, in a row of a shared execution: a sparse path, a skip).
+CROWD_SCALES = st.sampled_from([100, 2**20, 1])
+# How alike a crowd's values are: each its own (None), every sequence's j-th request one value
+# ("rows": rows of one execution alike but for their sequence), or every request one value ("all":
+# executions one after another alike too, what a cache keyed by a batch's content answers again).
+CROWD_ALIKE = st.sampled_from([None, None, "rows", "all"])
 GIVE_UP_MAX_US = 100_000  # give_up_beside's longest deadline: a slow model's cancels land within it
 GIVE_UP_SLOTS = 3  # the free slots give_up_beside needs (see the rule)
 # The per-request `timeout` (microseconds) on a request of a running sequence: Triton checks it
@@ -1432,10 +1439,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # where an ending sequence sends its END: inside the crowd (the others go on past it) or last
         end_at = [data.draw(st.integers(-8, 23), label="end at") for _ in range(self.plan.crowd_max)]
         seed = data.draw(st.integers(0, 2**32 - 1), label="values seed")
-        scale = data.draw(st.sampled_from([100, 2**20]), label="value scale")
-        # Every sequence's j-th request the same value: rows of one execution alike but for
-        # their sequence (what a cache or a dedup keyed by content mixes up).
-        alike = data.draw(st.sampled_from([False, False, True]), label="alike rows")
+        scale = data.draw(CROWD_SCALES, label="value scale")
+        alike = data.draw(CROWD_ALIKE, label="alike values")
         steer = data.draw(STEER, label="steer crowd")
         # a client carrying several sequences sends them a block each, or a layer at a time (the
         # j-th request of each, then the next): blocks fill one queue deep before the next's first
@@ -1494,6 +1499,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("crowd: fewer than two sequences to send on")
         values, blocks = random.Random(seed), []
         layers = [values.randint(-scale, scale) for _ in range(depth)] if alike else None
+        if alike == "all":
+            layers = layers[:1] * depth
         for i, ((client, seq_id, total, begins), at, end, stop) in enumerate(zip(plans, restart_at, ends, end_at)):
             last = stop if end and 0 <= stop < depth else depth - 1
             if early is not None and i == early % len(plans):
