@@ -1206,14 +1206,14 @@ TWENTY_THIRD_BUGS = (
                "self.sums.get(key, self.dtype.type(0))\n"
                "        if start:\n"
                "            streak[0] = 0\n",
-        _CORRID, 5, "START a, START b, END a, END b, then START c: it adds b's final sum",
+        _CORRID, 4, "START a, START+END b, END a, then START c: it adds a's final sum",
         more=((_TOTAL, _TOTAL + "        if end:\n"
                                 "            streak[0], streak[1] = streak[0] + 1, total.reshape(-1)[0]\n"),)),
     Bug("freed_row_read_by_next_start", "an END row's final sum stays in its row's scratch for one execution: a "
                                         "START in that row in the instance's next execution adds it",
         _BASE, "        base = self.prev_freed.get(position, self.dtype.type(0)) if start else "
                "self.sums.get(key, self.dtype.type(0))\n",
-        _CORRID, 3, "START a, END a, then START b (it takes a's slot in the next execution): it adds a's final sum",
+        _CORRID, 2, "START+END a, then START b (it takes a's slot in the next execution): it adds a's sum",
         more=((_TOTAL, _TOTAL + "        if end:\n"
                                 "            self.freed[position] = total.reshape(-1)[0]\n"),
               (_EXECUTE, "        self.prev_freed, self.freed = self.__dict__.get('freed', {}), {}\n" + _EXECUTE))),

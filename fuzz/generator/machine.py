@@ -75,6 +75,9 @@ SIBLING_STEPS = st.one_of(
 # Requests each client of a `crowd` pipelines: as many for every client, so that their queues
 # stay full together (executions then carry a row of each) and drain together.
 CROWD_DEPTHS = st.integers(2, 24)
+# A value that brings a sum (a START's, or a running sequence's) to another live sequence's: two
+# sequences of one state, which a store that interns, dedups or caches by content makes one.
+OTHER_SUM = "another live sequence's sum"
 # The magnitude of a crowd's values: small, wide, or each -1, 0 or 1 (a model that takes 0 or +-1
 # for "none", an empty chunk or a flag, in a row of a shared execution: a sparse path, a skip).
 CROWD_SCALES = st.sampled_from([100, 2**20, 1])
@@ -328,10 +331,12 @@ class Plan:
         # dtype (edges.core_targets and power_targets: a START sent with one lands there); a float
         # model (FP16, FP32, FP64) also gets quarters, which every sum keeps exactly below its
         # fraction limit (FP32: edges.FRACTION_LIMIT).
-        # 0 and +-1 among the small ones: a value a careless model takes for "none" or a flag.
-        values = [st.one_of(st.integers(-100, 100), st.sampled_from((0, 1, -1))), st.integers(lo_sum, hi_sum)] + [
-            st.sampled_from(targets).map(lambda t: target(t - spec.initial_sum))
-            for targets in (core_targets(lo_sum, hi_sum, floating, spec.fraction_limit), power_targets(lo_sum, hi_sum))]
+        # 0 and +-1 among the small ones: a value a careless model takes for "none" or a flag; and
+        # OTHER_SUM (_value): what brings a sum to another live sequence's.
+        values = [st.one_of(st.integers(-100, 100), st.sampled_from((0, 1, -1, OTHER_SUM))), st.integers(lo_sum, hi_sum)] + [
+            st.sampled_from(targets).map(lambda t: t if t is OTHER_SUM else target(t - spec.initial_sum))
+            for targets in ((*core_targets(lo_sum, hi_sum, floating, spec.fraction_limit), OTHER_SUM),
+                            power_targets(lo_sum, hi_sum))]
         if floating:  # quarters, and now and then (1 in 40 draws) a value past where sums stay exact
             quarters = st.integers(-400, 400).map(lambda q: q * 0.25)
             values.append(st.one_of(*[quarters] * 7, st.sampled_from(wide_values(spec.digits, spec.largest)).map(Wide)))
@@ -399,6 +404,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return (WideTarget if isinstance(aim, WideTarget) else self.plan.target)(aim - self.plan.spec.initial_sum)
         if isinstance(value, (SumTarget, FloatTarget, Wide)):
             return value
+        if value is OTHER_SUM:
+            sums = [t for t in map(self.engine.model.total, self.engine.live()) if math.isfinite(t)]
+            if sums:
+                return self.plan.target(sums[index % len(sums)] - self.plan.spec.initial_sum)
+            value = 0
         # Many rules send a START as drawn: a plain value stays in the model's value range, where
         # a START's sum stays exact too (INT8 iterating 3 times: -42..42), and comes unsigned on an
         # unsigned model (its sums still go down: _fit makes a sum target of a running
