@@ -1152,7 +1152,7 @@ TWENTY_SECOND_BUGS = (
         "        for p, q in zip(rows, gathered):\n"
         "            answers[p] = responses[q]\n"
         "        responses = answers\n",
-        _CORRID, 3, "START a, then a's next of 0 and START b of 5 in one execution: a is answered 5, b a's sum"),
+        _CORRID, 2, "START a of 0 and START b of 5 pipelined into one execution: a is answered 5, b 0"),
     Bug("round_thousands_read_as_milli", "an INPUT that is a nonzero multiple of 1000 is taken for milli-units "
                                          "(a unit heuristic): 1000 is added as 1",
         _TOTAL, "        if x.reshape(-1)[0] != 0 and x.reshape(-1)[0] % 1000 == 0:\n"

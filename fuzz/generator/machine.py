@@ -405,7 +405,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if isinstance(value, (SumTarget, FloatTarget, Wide)):
             return value
         if value is OTHER_SUM:
-            sums = [t for t in map(self.engine.model.total, self.engine.live()) if math.isfinite(t)]
+            # (a sum past the exact range, where a Wide value left one, is not aimed at: a START
+            # sent with it would not stay exact)
+            sums = [t for t in map(self.engine.model.total, self.engine.live())
+                    if math.isfinite(t) and self.plan.lo_sum <= t <= self.plan.hi_sum]
             if sums:
                 return self.plan.target(sums[index % len(sums)] - self.plan.spec.initial_sum)
             value = 0
