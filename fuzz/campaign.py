@@ -115,7 +115,7 @@ class ModelResult:
 
 def _known(expected, v: InvariantViolation) -> str | None:
     """The key of the known divergence of this build that explains the violation, if any."""
-    return next((d.key for d in expected if d.explains(v.invariant, getattr(v, "got", ""))), None)
+    return next((d.key for d in expected if d.explains(v.invariant, getattr(v, "got", ""), getattr(v, "expected", ""))), None)
 
 
 def _cut_short(err: BaseException) -> bool:

@@ -89,6 +89,9 @@ class ModelSpec:
     # iterative_sequence: a START runs this many times in its slot (the model reschedules it),
     # answering its running sum each time, and its last release ends the sequence; 0 otherwise.
     iterations: int = 0
+    # A split ensemble: a decoupled step in front of the stateful one cuts each request into this
+    # many chunks (its value, then 0s), each answered with the running sum; 0 otherwise.
+    chunks: int = 0
     # The model answers modelgen's LIVE_ROWS_OUTPUT beside OUTPUT: the live rows of the execution.
     # A diagnostic, not behaviour: a corpus entry recorded before the model said it still replays.
     says_live_rows: bool = attrs.field(default=False, eq=False)
@@ -170,6 +173,11 @@ class ModelSpec:
             out.append(total)
         return tuple(out)
 
+    def chunk_answers(self, total) -> tuple:
+        """A split ensemble's answers before a request's last: one per chunk but the last, each the
+        running sum (the chunks after the first carry 0); () for any other model."""
+        return (total,) * (self.chunks - 1) if self.chunks > 1 else ()
+
     def request(self, seq_id, value=0, **flags) -> Request:
         """A request to this model: its name and dtype (unless `flags` say otherwise: a misuse),
         INPUT with a batch dimension when the model has one."""
@@ -183,6 +191,7 @@ class ModelSpec:
         state += f" from {self.initial_sum:g}" if self.initial_sum else ""
         via = (f", an ensemble over {self.step}" if self.step else "") + (", decoupled" if self.decoupled else "")
         via += f", iterative ({self.iterations} executions per START)" if self.iterations else ""
+        via += f", each request cut into {self.chunks} chunks" if self.chunks else ""
         return (f"{self.name}: {self.strategy}, {self.slots_per_instance} slot(s) x {self.instances} instance(s), "
                 f"{self.dtype}, idle {self.idle_s * 1000:.0f} ms, controls {ctl}{corrid}{state}{via}")
 
@@ -240,20 +249,27 @@ class ModelSpec:
 
     @classmethod
     def of_ensemble(cls, cfg: mc.ModelConfig, steps: dict) -> "ModelSpec":
-        """An ensemble of one stateful step (`steps`: its steps' configs by name) takes the step's
-        sequence batching, under the ensemble's name, inputs, outputs and batch size."""
+        """An ensemble of one stateful step (`steps`: its steps' configs by name), perhaps behind
+        decoupled steps that cut each request into chunks (a CHUNKS parameter says how many), takes
+        the step's sequence batching, under the ensemble's name, inputs, outputs and batch size."""
         stateful = [c for c in steps.values() if c.HasField("sequence_batching")]
-        if len(steps) != 1 or len(stateful) != 1:
+        fronts = [c for c in steps.values() if not c.HasField("sequence_batching")]
+        if len(stateful) != 1 or any(_chunks(c) is None for c in fronts):
             raise ContractError(f"ensemble {cfg.name!r} does not follow the accumulator contract: it needs exactly "
-                                f"one step, a sequence model (steps: {sorted(steps) or 'none'}, "
-                                f"sequence models among them: {sorted(c.name for c in stateful) or 'none'})")
+                                f"one step that is a sequence model, and before it only decoupled steps that say "
+                                f"how many chunks they cut a request into (parameter CHUNKS, 2 to 16) "
+                                f"(steps: {sorted(steps) or 'none'}, sequence models among them: "
+                                f"{sorted(c.name for c in stateful) or 'none'})")
         merged = mc.ModelConfig()
         merged.CopyFrom(stateful[0])
         merged.name, merged.max_batch_size = cfg.name, cfg.max_batch_size
         del merged.input[:], merged.output[:]
         merged.input.extend(cfg.input)
         merged.output.extend(cfg.output)
-        return attrs.evolve(cls.from_config(merged), step=stateful[0].name)
+        spec = attrs.evolve(cls.from_config(merged), step=stateful[0].name)
+        if fronts:  # each request answered once per chunk, over streams only
+            spec = attrs.evolve(spec, chunks=int(np.prod([_chunks(c) for c in fronts])), decoupled=True)
+        return spec
 
     @classmethod
     def fetch(cls, server, model: str) -> "ModelSpec":
@@ -290,6 +306,15 @@ def _initial_sum(cfg: mc.ModelConfig, dtype: str) -> float:
         raise ContractError(f"model {cfg.name!r}: INITIAL_SUM {value} is past +-{limit}, where sums from it stay "
                             f"exact in {dtype}")
     return float(value) if dtype.startswith("FP") else value
+
+
+def _chunks(cfg: mc.ModelConfig) -> int | None:
+    """How many chunks a decoupled ensemble step cuts each request into (its CHUNKS parameter);
+    None where it is not such a step."""
+    text = cfg.parameters["CHUNKS"].string_value if "CHUNKS" in cfg.parameters else ""
+    if not cfg.model_transaction_policy.decoupled or not text.isdigit() or not 2 <= int(text) <= 16:
+        return None
+    return int(text)
 
 
 def _iterations(cfg: mc.ModelConfig) -> int:

@@ -301,9 +301,9 @@ def _server(args):
         return ExternalTriton(args.triton_url)
     models_dir = args.models_dir
     if models_dir is None:
-        from modelgen import native_variants, python_variants, write_model
+        from modelgen import native_variants, python_variants, split_variants, write_model
 
-        known = python_variants() + native_variants()
+        known = python_variants() + native_variants() + split_variants()
         variant = next((v for v in known if v.name == args.model), None)
         if variant is None:
             raise SystemExit(f"--model {args.model} is not a modelgen variant; give --models-dir or "

@@ -2,7 +2,8 @@
 
 --backend python (the default) writes the fixed python set the fuzzer is built against. The
 framework backends (onnx, tensorflow, tensorrt) and the native backend (modelgen's own C
-backend, compiled on first use and copied into each model) write implicit-state accumulators;
+backend, compiled on first use and copied into each model) write implicit-state accumulators
+(native: and the split ensemble, whose front step is native);
 --dtype, --shape, --batching and --strategy choose which. --backend all writes every backend this
 machine can build and says why it skips the others (tensorrt needs an NVIDIA GPU, native a C
 compiler).
@@ -14,7 +15,7 @@ import sys
 
 from .backends import BackendUnavailable, unavailable_reason
 from .repository import write_repository
-from .variants import DEFAULT_IDLE_US, DTYPES, SUM_HEAVY_IDLE_US, IMPLICIT_BACKENDS, STRATEGIES, implicit_variants, python_variants, slow_variants
+from .variants import DEFAULT_IDLE_US, DTYPES, SUM_HEAVY_IDLE_US, IMPLICIT_BACKENDS, STRATEGIES, implicit_variants, python_variants, slow_variants, split_variants
 
 _BATCHING = {"both": (True, False), "batched": (True,), "no-batch": (False,)}
 # Triton's TensorFlow backend does not implement implicit state (its docs name onnxruntime,
@@ -87,6 +88,8 @@ def main(argv=None) -> int:
                                       shape=args.shape or (1,), batching=_BATCHING[args.batching or "both"],
                                       strategies=tuple(dict.fromkeys(args.strategy or STRATEGIES)),
                                       idle_us=args.idle_timeout_us or DEFAULT_IDLE_US)
+        if backend == "native":  # the split ensemble's front step is a native backend too
+            variants += split_variants(idle_us=args.idle_timeout_us)
     if args.only:
         variants = [v for v in variants if any(s in v.name for s in args.only)]
         if not variants:

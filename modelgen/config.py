@@ -11,6 +11,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from .native import BACKEND as NATIVE_BACKEND
+from .native import SPLIT_BACKEND
 from .variants import EXECUTION_OUTPUT, LIVE_ROWS_OUTPUT, PYTHON_DTYPES, ROW_OUTPUT, Variant
 
 # modelgen's dtype names (variants.PYTHON_DTYPES) as Triton's
@@ -119,27 +120,48 @@ def initial_state_bytes(variant: Variant) -> bytes:
 
 def step_config(variant: Variant) -> mc.ModelConfig:
     """The stateful step of an ensemble variant: the accumulator, named variant.step_name."""
-    cfg = model_config(attrs.evolve(variant, ensemble=False))
+    cfg = model_config(attrs.evolve(variant, ensemble=False, chunks=0))
     cfg.name = variant.step_name
     return cfg
 
 
 def ensemble_config(variant: Variant) -> mc.ModelConfig:
-    """An ensemble of one step, the variant's stateful accumulator: INPUT in, its outputs out, the
-    same batch size (an ensemble may not take larger batches than its steps)."""
+    """An ensemble of the variant's stateful accumulator (behind the split step, for a split
+    ensemble): INPUT in, its outputs out, the same batch size (an ensemble may not take larger
+    batches than its steps)."""
     step = step_config(variant)
     cfg = mc.ModelConfig(name=variant.name, platform="ensemble", max_batch_size=step.max_batch_size)
     cfg.input.extend(step.input)
     cfg.output.extend(step.output)
+    into = "INPUT"
+    if variant.chunks:
+        front = cfg.ensemble_scheduling.step.add(model_name=variant.split_name, model_version=-1)
+        front.input_map["INPUT"] = "INPUT"
+        front.output_map["CHUNK"] = into = "chunk"
     one = cfg.ensemble_scheduling.step.add(model_name=step.name, model_version=-1)
-    one.input_map["INPUT"] = "INPUT"
+    one.input_map["INPUT"] = into
     for output in step.output:  # OUTPUT, and the step's diagnostic where it has one
         one.output_map[output.name] = output.name
     return cfg
 
 
+def split_config(variant: Variant) -> mc.ModelConfig:
+    """A split ensemble's first step (modelgen/native/split.c): decoupled, INPUT in, CHUNK out (the
+    accumulator's INPUT), CHUNKS saying how many answers each request gets."""
+    cfg = mc.ModelConfig(name=variant.split_name, backend=SPLIT_BACKEND, max_batch_size=0)
+    cfg.model_transaction_policy.decoupled = True
+    cfg.parameters["CHUNKS"].string_value = str(variant.chunks)
+    cfg.input.add(name="INPUT", data_type=_DTYPE[variant.dtype], dims=[1])
+    cfg.output.add(name="CHUNK", data_type=_DTYPE[variant.dtype], dims=[1])
+    cfg.instance_group.add(count=1, kind=mc.ModelInstanceGroup.KIND_CPU)
+    return cfg
+
+
 def configs(variant: Variant) -> dict:
     """Every config the variant writes, by model name."""
+    if variant.chunks:
+        return {variant.name: ensemble_config(variant), variant.split_name: split_config(variant),
+                variant.step_name: step_config(variant)}
     if variant.ensemble:
         return {variant.name: ensemble_config(variant), variant.step_name: step_config(variant)}
     return {variant.name: model_config(variant)}

@@ -26,7 +26,7 @@ WRITERS = {"python": _write_python_model, "onnx": _onnx.write, "tensorflow": _te
 
 
 def write_model(variant: Variant, models_dir: Path) -> Path:
-    """Writes one model (an ensemble variant: the ensemble and its step) and returns its folder.
+    """Writes one model (an ensemble variant: the ensemble and its steps) and returns its folder.
     Each folder is built beside the target and renamed into place, so an interrupted run never
     leaves a half-written model behind."""
     models_dir = Path(models_dir)
@@ -37,8 +37,9 @@ def write_model(variant: Variant, models_dir: Path) -> Path:
         raise ValueError(f"no model writer for backend {variant.backend!r}; known: {sorted(WRITERS)}") from None
     # The step first: a reader that sees the ensemble finds its step there.
     for name, cfg in reversed(configs(variant).items()):
-        stateful = cfg.platform != "ensemble"
-        _write_folder(models_dir, name, cfg, lambda d: writer(variant, d) if stateful else None,
+        stateful = cfg.HasField("sequence_batching")
+        write = writer if stateful else _native.write_split if name == variant.split_name else None
+        _write_folder(models_dir, name, cfg, lambda d: write(variant, d) if write else None,
                       {f"{INITIAL_STATE_DIR}/{INITIAL_STATE_FILE}": initial_state_bytes(variant)}
                       if stateful and variant.initial_sum else {})
     return models_dir / variant.name

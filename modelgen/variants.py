@@ -117,6 +117,11 @@ class Variant:
     # model answers 2 * state - state_b, so a core that hands one of a slot's states stale or from
     # another slot shows in the sum.
     two_states: bool = False
+    # A split ensemble (ensemble=True): a decoupled native step in front of the accumulator cuts
+    # each request into this many chunks (modelgen/native/split.c: INPUT, then 0), saying each
+    # chunk's sequence flags with response parameters, as a front end that cuts a stream into frames
+    # does; each request is answered once per chunk. 0: the ensemble's one step is the accumulator.
+    chunks: int = 0
 
     def __attrs_post_init__(self):
         needed = {"corrid": {"START", "CORRID"}, "slot": {"START", "READY"}, "implicit": {"START", "READY"}}
@@ -156,6 +161,8 @@ class Variant:
                              f"for a {'decoupled ' if self.decoupled else ''}{self.flavour} variant")
         if self.ensemble and self.backend != "python":
             raise ValueError("ensemble: only python variants are written as an ensemble's step")
+        if self.chunks:
+            self._check_split()
         if self.two_states and not (self.backend == "native" and self.flavour == "implicit"):
             raise ValueError("two_states: only the native backend's implicit-state models declare a second state")
         takes = {"python": PYTHON_DTYPES, "native": NATIVE_DTYPES}.get(self.backend, DTYPES)
@@ -167,6 +174,15 @@ class Variant:
         if "CORRID" in self.controls and self.corrid_type not in _CORRID_TYPES_OF[self.backend]:
             raise ValueError(f"CORRID type {self.corrid_type!r} does not fit backend {self.backend!r}; "
                              f"it takes {_CORRID_TYPES_OF[self.backend]}")
+
+    def _check_split(self):
+        """The split step reads one INT32 INPUT without a batch dimension and tells the accumulator
+        the request's integer correlation id (a string id has none to say)."""
+        fits = (self.chunks == 2 and self.ensemble and not self.batching and self.dtype == "int32"
+                and self.flavour == "corrid" and self.corrid_type == "uint64" and not self.decoupled)
+        if not fits:
+            raise ValueError("chunks: 2, on an ensemble of a corrid variant with an int32 sum, a uint64 CORRID, no "
+                             f"batching and no decoupled accumulator; got chunks={self.chunks}")
 
     def _check_state_options(self):
         if (self.initial_sum or self.same_buffer or self.growable) and self.flavour != "implicit":
@@ -234,6 +250,8 @@ class Variant:
             parts.append(f"iter{self.iterations}")
         if self.ensemble:
             parts.append("ens")
+        if self.chunks:
+            parts.append(f"split{self.chunks}")
         return "_".join(parts)
 
     @property
@@ -243,8 +261,15 @@ class Variant:
         return f"{self.name}_step"
 
     @property
+    def split_name(self) -> str:
+        """A split ensemble's first step, the decoupled native model that cuts requests into chunks."""
+        return f"{self.name}_split"
+
+    @property
     def model_names(self) -> tuple:
         """Every model folder the variant writes."""
+        if self.chunks:
+            return (self.name, self.split_name, self.step_name)
         return (self.name, self.step_name) if self.ensemble else (self.name,)
 
     @property
@@ -383,12 +408,23 @@ def native_variants(idle_us: int | None = None) -> list[Variant]:
 PINNED_PYTHON_IMPLICIT = "py_implicit_direct_s1_i1_int32_csr"
 
 
+def split_variants(idle_us: int | None = None) -> list[Variant]:
+    """A split ensemble: a native decoupled step cuts each request into two chunks (its value,
+    then 0, with the request's sequence flags said as response parameters) in front of a Python
+    accumulator, as a speech pipeline's front end cuts a stream into frames for the stateful model
+    behind it; every request is answered twice. Without batching (the split step takes one
+    request's INPUT at a time), under the oldest strategy's two sequences."""
+    return [Variant("corrid", "oldest", 2, 1, "int32", "uint64", ("START", "END", "READY", "CORRID"),
+                    idle_us=idle_us or DEFAULT_IDLE_US, batching=False, ensemble=True, chunks=2)]
+
+
 def default_variants(idle_us: int | None = None, native: bool = True) -> list[Variant]:
     """The repository `pytest fuzz/` serves when given none: the Python set without the
-    implicit-state models that would only show the Python backend's limit again, and the native
-    implicit-state models (native=False where no C compiler can build their backend)."""
+    implicit-state models that would only show the Python backend's limit again, the native
+    implicit-state models and the split ensemble (native=False where no C compiler can build
+    their backends)."""
     python = [v for v in python_variants(idle_us) if v.flavour != "implicit" or v.name == PINNED_PYTHON_IMPLICIT]
-    return python + (native_variants(idle_us) if native else [])
+    return python + (native_variants(idle_us) + split_variants(idle_us) if native else [])
 
 
 IMPLICIT_BACKENDS = ("onnx", "tensorflow", "tensorrt", "native")

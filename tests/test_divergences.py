@@ -6,7 +6,7 @@ import time
 import pytest
 
 from fuzz.harness.client import GrpcClient, Request, StreamClient
-from fuzz.checker.divergences import AS_BUILT, KNOWN, accepted, known_for
+from fuzz.checker.divergences import AS_BUILT, KNOWN, accepted, by_key, known_for, steered_around
 from fuzz.checker.model import START_ERROR
 from fuzz.harness.server import EmbeddedTriton, ServerDied
 from fuzz.spec import ModelSpec
@@ -279,3 +279,30 @@ def test_find_turns_every_guard_off_and_steer_keeps_each_of_this_build():
     assert string_ids_allowed(uint64, "2.51.0", every) and "embedded NUL" in twin_families(uint64, "2.51.0", every)
     one = steered_around(uint64, "2.51.0", find={"string-id-on-uint64-corrid"})
     assert {d.key for d in one} == {d.key for d in kept} - {"string-id-on-uint64-corrid"}
+
+
+def test_a_split_ensembles_unanswered_refusal_is_known_only_where_a_refusal_was_due():
+    """ensemble-step-refusal-unanswered: no answer where the step's refusal at enqueue was due
+    (under no_hangs or invalid_is_refused, whichever check met it), never a hang of anything else,
+    on the split ensemble only; its guard keeps such requests from being sent there."""
+    from modelgen import split_variants
+    from fuzz.checker.model import BatcherModel, refused_on_enqueue
+    from fuzz.spec import ModelSpec
+    from modelgen.config import configs
+
+    lost = by_key("ensemble-step-refusal-unanswered")
+    hang = "CLIENT_TIMEOUT: no response within 5.0 s"
+    start_due = "INVALID_ARGUMENT: in ensemble 'e', inference request for sequence 9 to model 'e_step' must specify the START flag"
+    assert lost.explains("no_hangs", hang, start_due) and lost.explains("invalid_is_refused", hang, start_due)
+    assert not lost.explains("no_hangs", hang, "OUTPUT=3 after [3]")  # an answer due: a hang of another kind
+    assert not lost.explains("start_is_required", "OUTPUT=3", start_due)
+    split = split_variants()[0]
+    assert known_for(split, "2.51.0") and lost in steered_around(split, "2.36.0")
+    assert lost not in known_for(Variant("slot", "oldest", 1, 1, "int32", controls=("START", "END", "READY"),
+                                         ensemble=True), "2.51.0")
+    cfgs = configs(split)
+    spec = ModelSpec.of_ensemble(cfgs[split.name], {n: cfgs[n] for n in (split.split_name, split.step_name)})
+    model = BatcherModel(spec, margin_s=0.1)
+    assert refused_on_enqueue(spec, model.expect(spec.request(9, 3), 0.0))  # no START
+    assert refused_on_enqueue(spec, model.expect(spec.request(0, 3, start=True), 0.0))  # id 0
+    assert not refused_on_enqueue(spec, model.expect(spec.request(9, 3, start=True), 0.0))  # an answer

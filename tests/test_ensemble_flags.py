@@ -1,11 +1,11 @@
 """Sequence flags that a step of an ensemble sets on its responses, pinned live on six builds.
 
-A decoupled first step (tests/native/split.c, a native backend) cuts each request's INPUT into
-two chunks and says, with the response parameters `sequence_id`, `sequence_start` and
+A decoupled first step (modelgen/native/split.c, a native backend) cuts each request into
+two chunks (its INPUT, then 0) and says, with the response parameters `sequence_id`, `sequence_start` and
 `sequence_end`, where the sequence of its chunks starts and ends: the first chunk starts it where
 the request did, the second ends it where the request did. The stateful step behind it sums its
 sequence. So a sequence sent to the ensemble sums every chunk, each answered: a request of value
-v answers (sum + v, sum + 2v).
+v answers (sum + v, sum + v).
 
 The builds whose ensemble scheduler takes a step's flags from the ensemble's request and only
 adds the responses' (core #369: fixed in r24.07, broken since r23.12) restart the sequence at
@@ -29,7 +29,6 @@ from .release_installs import embedded_install
 from .test_iterative import Stream as IterativeStream
 
 ENSEMBLE, SPLIT, SUM = "split_sum", "split", "sum"
-SPLIT_SOURCE = (Path(__file__).parent / "native" / "split.c").read_text()
 
 SUM_PY = '''
 import numpy as np
@@ -56,7 +55,7 @@ class TritonPythonModel:
 
 CONFIGS = {
     SPLIT: f'''name: "{SPLIT}"
-backend: "seqfuzz_split"
+backend: "{native.SPLIT_BACKEND}"
 max_batch_size: 0
 model_transaction_policy {{ decoupled: true }}
 input [ {{ name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
@@ -97,7 +96,7 @@ ensemble_scheduling {{
 
 def _repository(path: Path) -> Path:
     try:
-        library = native.build(SPLIT_SOURCE, "seqfuzz_split")
+        library = native.build(native.SPLIT_SOURCE, native.SPLIT_BACKEND)
     except native.NativeUnavailable as exc:
         pytest.skip(str(exc))
     for name, config in CONFIGS.items():
@@ -144,14 +143,35 @@ def test_an_ensemble_step_takes_the_sequence_flags_its_previous_step_answered_wi
         finally:
             stream.close()
     if server.version not in DIVERGENCE.versions:
-        # every chunk summed: 2, 2+2, 4+3, 7+3, 10+1, 11+1; then a sequence of one request
-        assert answers == [[2, 4], [7, 10], [11, 12], [5, 10]], (server.version, answers)
+        # every chunk summed, each answered: 2 then 0, 3 then 0, 1 then 0; then a sequence of one request
+        assert answers == [[2, 2], [5, 5], [6, 6], [5, 5]], (server.version, answers)
     else:
-        # START on both chunks of a START: each starts again from 0. END on the first chunk of an
-        # END: the second has no sequence left. Mostly the request gets no answer at all (it stays
-        # in flight until the server stops); on CI's loaded machine 2.41 once answered the first
-        # chunk (8 + 1) and refused the second for want of START. A START+END: both chunks start
-        # and end a sequence of their own.
-        assert answers[:2] == [[2, 2], [5, 8]] and answers[3] == [5, 5], (server.version, answers)
+        # START on both chunks of a START: the second (0) starts again from 0. END on the first chunk
+        # of an END: the second has no sequence left. Mostly the request gets no answer at all (it
+        # stays in flight until the server stops); on CI's loaded machine 2.41 once answered the
+        # first chunk (3 + 1) and refused the second for want of START. A START+END: both chunks
+        # start and end a sequence of their own.
+        assert answers[:2] == [[2, 0], [3, 3]] and answers[3] == [5, 0], (server.version, answers)
         ended = answers[2]
-        assert ended == [] or (ended[0] == 9 and "must specify the START flag" in ended[1]), (server.version, answers)
+        assert ended == [] or (ended[0] == 4 and "must specify the START flag" in ended[1]), (server.version, answers)
+
+
+REFUSAL = by_key("ensemble-step-refusal-unanswered")
+
+
+@pytest.mark.parametrize("release", [None, "0.5.8", "0.5.5", "0.5.0", "0.4.2", "0.4.0"],
+                         ids=["2.51", "2.46", "2.44", "2.41", "2.39", "2.36"])
+def test_a_request_the_step_refuses_behind_a_decoupled_step_is_never_answered(tmp_path, release):
+    """A request without START on an id with no sequence: the stateful step refuses it when it is
+    enqueued, and the client hears nothing, neither the refusal nor a final response (where the
+    one-step ensemble of the default set answers the refusal). A later START is served."""
+    repo = _repository(tmp_path / "models")
+    with EmbeddedTriton(repo, workdir=tmp_path, **embedded_install(release)) as server:
+        server.wait_models_ready([ENSEMBLE])
+        stream = Stream(server.grpc_url)
+        try:
+            refused, later = stream.send(9, 3), stream.send(10, 4, start=True, end=True)
+        finally:
+            stream.close()
+    assert server.version in REFUSAL.versions, server.version
+    assert refused == [] and later[:1] == [4], (server.version, refused, later)

@@ -512,8 +512,29 @@ def test_spec_of_an_ensemble_is_its_stateful_steps_under_the_ensembles_name():
     assert (s.name, s.step, s.batcher, s.strategy, s.capacity, s.flavour) == \
         (v.name, v.step_name, v.step_name, "oldest", 1, "slot")
     assert s.request(5, 1).model == v.name  # requests go to the ensemble
-    with pytest.raises(ContractError, match="exactly one step, a sequence model"):
+    with pytest.raises(ContractError, match="exactly one step that is a sequence model"):
         ModelSpec.of_ensemble(cfgs[v.name], {})
+
+
+def test_spec_of_a_split_ensemble_answers_each_request_once_per_chunk():
+    from modelgen import split_variants
+    from modelgen.config import configs
+
+    v = split_variants()[0]
+    cfgs = configs(v)
+    s = ModelSpec.of_ensemble(cfgs[v.name], {n: cfgs[n] for n in (v.split_name, v.step_name)})
+    assert (s.chunks, s.decoupled, s.batcher) == (2, True, v.step_name)
+    assert "cut into 2 chunks" in s.describe()
+    # a front step that does not say how many chunks it cuts a request into is not taken
+    front = cfgs[v.split_name]
+    del front.parameters["CHUNKS"]
+    with pytest.raises(ContractError, match="parameter CHUNKS"):
+        ModelSpec.of_ensemble(cfgs[v.name], {n: cfgs[n] for n in (v.split_name, v.step_name)})
+    # every answer comes once per chunk: the running sum, twice (the second chunk carries 0)
+    m = BatcherModel(s, margin_s=0.05)
+    assert m.expect(s.request(7, 5, start=True), 0.0) == Answer(5, partials=(5,))
+    assert m.expect(s.request(7, -2), 0.01) == Answer(3, partials=(3,))
+    assert m.expect(s.request(7, 1, end=True), 0.02) == Answer(4, partials=(4,))
 
 
 def test_spec_knows_decoupled_models_and_32_bit_corrids():

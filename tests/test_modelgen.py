@@ -112,6 +112,23 @@ def test_an_ensemble_variant_is_an_ensemble_over_its_stateful_step():
     assert parse(render(ensemble)) == ensemble
 
 
+def test_a_split_variant_is_an_ensemble_of_a_decoupled_front_and_its_stateful_step():
+    from modelgen import split_variants
+    from modelgen.config import configs
+
+    v = split_variants()[0]
+    ensemble, front, step = configs(v).values()
+    assert v.model_names == (v.name, v.split_name, v.step_name) and v.name.endswith("_ens_split2")
+    first, second = ensemble.ensemble_scheduling.step
+    assert (first.model_name, dict(first.input_map), dict(first.output_map)) == \
+        (v.split_name, {"INPUT": "INPUT"}, {"CHUNK": "chunk"})
+    assert second.model_name == step.name and dict(second.input_map) == {"INPUT": "chunk"}
+    assert front.model_transaction_policy.decoupled and front.parameters["CHUNKS"].string_value == "2"
+    assert not front.HasField("sequence_batching") and step.HasField("sequence_batching")
+    assert ensemble.max_batch_size == front.max_batch_size == step.max_batch_size == 0
+    assert parse(render(ensemble)) == ensemble
+
+
 def test_a_decoupled_variant_says_so_in_its_config():
     v = Variant("corrid", "direct", 2, 1, controls=("START", "CORRID"), decoupled=True)
     assert model_config(v).model_transaction_policy.decoupled and v.name.endswith("_dec")
@@ -165,6 +182,9 @@ def test_an_older_builds_repository_leaves_out_what_it_cannot_load(tmp_path):
     (dict(flavour="slot", strategy="direct", slots=1, instances=1, controls=("START", "READY", "BOGUS")), "unknown control"),
     (dict(flavour="slot", strategy="direct", slots=1, instances=1, idle_us=0), "idle_us"),
     (dict(flavour="implicit", strategy="direct", slots=1, instances=1, backend="onnx", ensemble=True), "ensemble"),
+    (dict(flavour="corrid", strategy="oldest", slots=2, instances=1, controls=("START", "CORRID"), chunks=2), "chunks"),
+    (dict(flavour="corrid", strategy="oldest", slots=2, instances=1, controls=("START", "CORRID"), chunks=2,
+          ensemble=True), "chunks"),
     (dict(flavour="implicit", strategy="direct", slots=1, instances=1, backend="onnx", decoupled=True), "decoupled"),
     (dict(flavour="implicit", strategy="direct", slots=1, instances=1, backend="onnx", bool_controls=True),
      "bool_controls"),

@@ -5,7 +5,8 @@ Porcupine check a register (Wing & Gong's search, with memory of what was tried)
 keeps every request whose answer came before another was sent ahead of it, keeps each client's
 own stream in the order sent, runs every answered request, may run or leave out one that may have
 happened, and in which each answer is what the accumulator contract gives: a START begins the
-running sum from the state's initial value (an iterative START answers once per execution), a
+running sum from the state's initial value (an iterative START answers once per execution, and
+every request to a split ensemble once per chunk), a
 request without START adds its value to a live sequence (none: the START-flag error, so an answer
 to one breaks start_is_required), END ends it, and a fault may end every sequence.
 
@@ -62,12 +63,12 @@ class Contract:
         if req.start:
             sums = self.start_sums(op)
             live = not (req.end or self.spec.iterations)  # an iterative START's last release ends it
-            return ((True, sums[-1]) if live else DEAD), sums
+            return ((True, sums[-1]) if live else DEAD), self.spec.chunk_answers(sums[-1]) + sums
         live, total = state
         if not live:
             return state, None
         total = self.spec.add(total if self.carries_state else self.spec.initial_sum, req.value)
-        return ((False, None) if req.end else (True, total)), (total,)
+        return ((False, None) if req.end else (True, total)), self.spec.chunk_answers(total) + (total,)
 
 
 def answers(op: Op) -> tuple:

@@ -88,6 +88,13 @@ def batcher_error(spec, template: str, **fields) -> str:
     return f"in ensemble '{spec.name}', {text}" if spec.step else text
 
 
+def refused_on_enqueue(spec, exp) -> bool:
+    """`exp` is a refusal the sequence batcher makes as the request is enqueued (START_ERROR,
+    ZERO_ID_ERROR, BATCH_ONE_ERROR: each names the batcher's model), not one of the ensemble's own
+    checks, nor the backlog reaper's TIMEOUT_ERROR."""
+    return isinstance(exp, Refusal) and f"model '{spec.batcher}'" in exp.message
+
+
 def refused_for_start(spec, got, seq_id) -> bool:
     """`got` (an Outcome) is the batcher's START-flag error for `seq_id`."""
     return not got.ok and normalize_message(got.message) == batcher_error(spec, START_ERROR, id=seq_id)
@@ -421,7 +428,7 @@ class BatcherModel:
             return self._times_out(req, now)
         self.seqs[key] = Seq(key, first, now, running=False, end_on_admit=end, ghost_of=ghost, starts_before=self.starts)
         self.backlog.append(key)
-        return Queued(first, partials=partials)
+        return Queued(first, partials=partials or self.spec.chunk_answers(first))
 
     def _exact(self, req: Request, total: float) -> float:
         """`total`, where the model's dtype holds it exactly: past that, what the server answers
@@ -465,7 +472,7 @@ class BatcherModel:
         if req.end if end is None else end:
             self._release(seq, Window(now, now + self.prompt))
             self.just_ended = seq.key
-        return Answer(seq.total, seq.at_risk_from, partials=partials)
+        return Answer(seq.total, seq.at_risk_from, partials=partials or self.spec.chunk_answers(seq.total))
 
     def _invalid(self, req: Request) -> Refusal | None:
         m = self.spec.name
@@ -546,7 +553,7 @@ class BatcherModel:
         if end:
             self.revived.discard(key)
             self._release(seq, Window(sent, sent + self.prompt))
-        return Answer(seq.total)
+        return Answer(seq.total, partials=self.spec.chunk_answers(seq.total))
 
     def _reaped_instead(self, ghost: Ghost) -> bool:
         """A late-reaped `ghost` answered while every slot is held, one of them by the backlogged

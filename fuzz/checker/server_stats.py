@@ -80,10 +80,13 @@ class Tally:
     answered: int = 0  # requests answered OK
     errors: int = 0  # requests the server answered with an error
     cancelled: int = 0  # requests cancelled or cut off before an answer: the server may have run them
+    # A split ensemble answers each request once per chunk, where its statistics count one inference
+    # per request (ModelSpec.chunks): that many answers show one run.
+    answers_per_run: int = 1
 
     def saw(self, got: Outcome) -> None:
         """One request's outcome."""
-        self.runs += got.runs
+        self.runs += -(-got.runs // self.answers_per_run)
         if got.ok:
             self.answered += 1
         elif got.status in UNSEEN:

@@ -147,8 +147,8 @@ def _get(data: dict, key: str, typ):
 def _spec_to_json(spec: ModelSpec) -> dict:
     d = attrs.asdict(spec)
     d["controls"] = sorted(spec.controls)
-    # unset: entries read as they did before ensembles, decoupled models and initial states
-    for name in ("step", "decoupled", "initial_sum"):
+    # unset: entries read as they did before ensembles, decoupled models, initial states and chunks
+    for name in ("step", "decoupled", "initial_sum", "chunks"):
         if not d[name]:
             del d[name]
     return d

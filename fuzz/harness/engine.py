@@ -28,10 +28,10 @@ from .lag import Lag
 from ..checker import linearize
 from ..values import Cancelled, EndedOr, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..values import LOST_CONNECTION, UNSETTLED
-from ..checker.divergences import accepted, steered_around
+from ..checker.divergences import accepted, known_for, steered_around
 from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
 from ..checker.model import (DTYPE_ERROR, KEPT_WINDOWS, LONG_LIFE_S, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued,
-    Refusal, Window, idle_margins, key_of, refused_for_start, too_long)
+    Refusal, Window, idle_margins, key_of, refused_for_start, refused_on_enqueue, too_long)
 from ..checker.server_stats import Lenience, Snapshot, Tally, judge
 from ..spec import ModelSpec, same_sum
 
@@ -283,6 +283,10 @@ class Engine(CancelSteps, SharedSteps):
         self.margin, self.late, self.n_clients, self.proxied = setup.margin, setup.late, setup.n_clients, setup.proxied
         self.as_value, self.lingering_guard = setup.as_value, setup.lingering_guard
         self.start_end_guard = setup.guarded("iterative-start-after-start-end-stalls")
+        self.refusal_guard = setup.guarded("ensemble-step-refusal-unanswered")
+        # where the step's refusals go unanswered, guarded or not: the clean-up sends none
+        self.refusals_lost = any(d.key == "ensemble-step-refusal-unanswered"
+                                 for d in known_for(self.spec, getattr(self.server, "version", None)))
         self.salt = salt  # fresh ids differ per example: no state leaks between them
         # steering aims at what this example has not reached (what the campaign lacks first)
         self.stats.coverage.new_example(shrinking=self.stats.first_failure_s is not None)
@@ -310,7 +314,7 @@ class Engine(CancelSteps, SharedSteps):
         self.last_step_at = time.monotonic()
         # What the clients saw since stats_before. A cancelled START: the client cancels locally and
         # never hears whether the server ran it first (a slot can free before the cancel arrives).
-        self.tally = Tally()
+        self.tally = Tally(answers_per_run=max(1, self.spec.chunks))
         self.stats_before = None  # taken at the first request: the last example's stragglers are not ours
         self.failed = False
         self.finished = False
@@ -523,6 +527,7 @@ class Engine(CancelSteps, SharedSteps):
         violation.history = tuple(self.stats.history)  # the examples before this one
         violation.got = rec.got if rec else getattr(violation, "got", "")
         violation.got += getattr(violation, "after", "")  # what a death came after: the known crash's sign
+        violation.expected = rec.expected if rec else getattr(violation, "expected", "")
         self.stats.first.setdefault(violation.invariant, violation)
         best = self.stats.shortest.get(violation.invariant)
         # A death keeps the program that was running when it came: every later one (shrinking
@@ -622,6 +627,9 @@ class Engine(CancelSteps, SharedSteps):
             self.collect()
         # Recorded as the silence before this send (since the later of when it was drawn and
         # the last step), so a replay, which runs the steps in order, sleeps just that gap.
+        if self.refusal_guard and refused_on_enqueue(self.spec, exp):
+            event(f"{action}: not sent, the step would refuse it unanswered (ensemble-step-refusal-unanswered)")
+            return exp
         waited = now - max(since, self.last_step_at)
         self.going_out(req)
         event(f"{action} -> {type(exp).__name__}")
@@ -1199,7 +1207,7 @@ class Engine(CancelSteps, SharedSteps):
             self.connect()
         self.model.forget_all()
         self.silenced.clear()
-        self.stats_before, self.tally = None, Tally()
+        self.stats_before, self.tally = None, Tally(answers_per_run=max(1, self.spec.chunks))
         if fault.name != "reload":
             self.hooked = bool(fault.env)  # the server now runs with (or without) the scheduler hooks
 
@@ -1329,9 +1337,12 @@ class Engine(CancelSteps, SharedSteps):
 
     def _end_each(self, seq_ids) -> bool:
         """A clean-up END (unary, unrecorded) to each of `seq_ids` a request may go to; whether
-        one came back unsettled (it may still be queued on the server)."""
+        one came back unsettled (it may still be queued on the server). Where a refusal would never
+        be answered (ensemble-step-refusal-unanswered), a START+END: it ends a live sequence and
+        starts and ends one where none lives, and is refused nowhere."""
         unanswered = False
         for seq_id in seq_ids:
             if seq_id not in (0, "") and not too_long(seq_id):
-                unanswered |= self.grpc.infer(self.spec.request(seq_id, 0, end=True), timeout_s=2).status in UNSETTLED
+                req = self.spec.request(seq_id, 0, start=self.refusals_lost, end=True)
+                unanswered |= self.grpc.infer(req, timeout_s=2).status in UNSETTLED
         return unanswered

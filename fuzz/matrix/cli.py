@@ -83,9 +83,9 @@ def parse_args(argv=None):
 def _models_dir(models, out: Path) -> Path | None:
     """A repository with just the named models, when modelgen makes them all: a server with
     fewer Python stubs starts faster and leaves more CPU to the fuzzer."""
-    from modelgen import native_variants, python_variants, write_repository
+    from modelgen import native_variants, python_variants, split_variants, write_repository
 
-    chosen = [v for v in python_variants() + native_variants() if v.name in models]
+    chosen = [v for v in python_variants() + native_variants() + split_variants() if v.name in models]
     if not models or len(chosen) != len(set(models)):
         return None
     target = out / "models"

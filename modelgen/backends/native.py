@@ -20,3 +20,12 @@ def write(variant, version_dir: Path) -> None:
     except native.NativeUnavailable as exc:
         raise BackendUnavailable(str(exc)) from None
     shutil.copyfile(library, Path(version_dir) / library.name)
+
+
+def write_split(variant, version_dir: Path) -> None:
+    """A split ensemble's first step: the split backend's library (modelgen/native/split.c)."""
+    try:
+        library = native.build(native.SPLIT_SOURCE, native.SPLIT_BACKEND)
+    except native.NativeUnavailable as exc:
+        raise BackendUnavailable(str(exc)) from None
+    shutil.copyfile(library, Path(version_dir) / library.name)

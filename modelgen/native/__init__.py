@@ -19,6 +19,9 @@ from pathlib import Path
 
 BACKEND = "seqfuzz_accum"
 SOURCE = (resources.files(__name__) / "accumulator.c").read_text()
+# The decoupled step in front of a split ensemble's accumulator (split.c): each request as two chunks.
+SPLIT_BACKEND = "seqfuzz_split"
+SPLIT_SOURCE = (resources.files(__name__) / "split.c").read_text()
 _FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC")
 
 

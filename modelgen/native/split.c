@@ -1,16 +1,18 @@
-/* A decoupled ensemble step that cuts each request in two (backend "seqfuzz_split"), for
- * tests/test_ensemble_flags.py.
+/* A decoupled ensemble step that cuts each request in two (backend "seqfuzz_split"): the front of
+ * modelgen's split ensembles (Variant.chunks) and of tests/test_ensemble_flags.py.
  *
- * Each request's INPUT goes out twice, as CHUNK, in two responses, and each response says which
- * sequence its chunk belongs to with the response parameters the ensemble scheduler reads
- * (sequence_id, sequence_start, sequence_end): the first chunk starts the sequence where the
- * request did, the second ends it where the request did:
+ * Each request goes out as two CHUNKs, in two responses: its INPUT, then 0 (a flush, as a front end
+ * that cuts a stream into frames pads its last one), so the stateful step behind it sums what the
+ * request would alone and answers its running sum twice. Each response says which sequence its
+ * chunk belongs to with the response parameters the ensemble scheduler reads (sequence_id,
+ * sequence_start, sequence_end): the first chunk starts the sequence where the request did, the
+ * second ends it where the request did:
  *
- *     chunk 1: sequence_start = request's START, sequence_end = false
- *     chunk 2: sequence_start = false,           sequence_end = request's END
+ *     chunk 1: CHUNK = INPUT, sequence_start = request's START, sequence_end = false
+ *     chunk 2: CHUNK = 0,     sequence_start = false,           sequence_end = request's END
  *
- * what a front end that cuts a stream into pieces (audio into frames) tells the stateful step
- * behind it. The step must get exactly these flags (core #369).
+ * The step must get exactly these flags (core #369). The config's CHUNKS parameter says "2", so
+ * that the fuzzer knows how many answers each request gets (fuzz/spec.py).
  *
  * The backend API is declared from its documented C signatures (tritonbackend.h of Triton's core
  * repository), as modelgen/native/accumulator.c does: the symbols resolve against the server's
@@ -144,7 +146,7 @@ static void split(TRITONBACKEND_Request* request) {
     if (err == NULL) {
       bool start = chunk == 0 && (flags & FLAG_SEQUENCE_START);
       bool end = chunk == 1 && (flags & FLAG_SEQUENCE_END);
-      err = fill_chunk(response, value, corrid, start, end);
+      err = fill_chunk(response, chunk == 0 ? value : 0, corrid, start, end);
     }
     bool last = chunk == 1 || err != NULL;  /* an error is the request's one and final response */
     log_error(TRITONBACKEND_ResponseSend(response, last ? RESPONSE_COMPLETE_FINAL : 0, err), "sending a response");
