@@ -382,7 +382,7 @@ def _model_names(config) -> list[str]:
 
 
 def _default_variants() -> list:
-    """modelgen's default set, the native models in it only where a C compiler can build their
+    """modelgen's default set, the native models (and the split ensemble) only where a C compiler can build their
     backend (native_unavailable says why not, in the report header)."""
     from modelgen import default_variants
 
@@ -615,6 +615,6 @@ def pytest_report_header(config):
     if config.getoption("--models-dir") is None:
         reason = native_unavailable()
         if reason:
-            lines.append(f"native implicit-state models left out: {reason}")
+            lines.append(f"native implicit-state models and the split ensemble left out: {reason}")
         lines += [f"left out on this build: {name} ({why})" for name, why in _refused_by_build(config)]
     return lines

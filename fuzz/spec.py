@@ -249,14 +249,15 @@ class ModelSpec:
 
     @classmethod
     def of_ensemble(cls, cfg: mc.ModelConfig, steps: dict) -> "ModelSpec":
-        """An ensemble of one stateful step (`steps`: its steps' configs by name), perhaps behind
-        decoupled steps that cut each request into chunks (a CHUNKS parameter says how many), takes
-        the step's sequence batching, under the ensemble's name, inputs, outputs and batch size."""
+        """An ensemble of one stateful step (`steps`: its steps' configs by name), its other steps
+        decoupled ones that cut each request into chunks (a CHUNKS parameter says how many; their
+        order is the config's, not checked here), takes the step's sequence batching, under the
+        ensemble's name, inputs, outputs and batch size."""
         stateful = [c for c in steps.values() if c.HasField("sequence_batching")]
         fronts = [c for c in steps.values() if not c.HasField("sequence_batching")]
         if len(stateful) != 1 or any(_chunks(c) is None for c in fronts):
             raise ContractError(f"ensemble {cfg.name!r} does not follow the accumulator contract: it needs exactly "
-                                f"one step that is a sequence model, and before it only decoupled steps that say "
+                                f"one step that is a sequence model, and beside it only decoupled steps that say "
                                 f"how many chunks they cut a request into (parameter CHUNKS, 2 to 16) "
                                 f"(steps: {sorted(steps) or 'none'}, sequence models among them: "
                                 f"{sorted(c.name for c in stateful) or 'none'})")

@@ -696,7 +696,9 @@ class Engine(CancelSteps, SharedSteps):
         now = time.monotonic()
         if not isinstance(exp, Answer) or req.start or got.ok or now < exp.at_risk_from:
             return None
-        if not refused_for_start(self.spec, got, req.seq_id):
+        # (where the step's refusal is never answered, its silence)
+        lost = self.refusals_lost and got.status == "CLIENT_TIMEOUT"
+        if not (refused_for_start(self.spec, got, req.seq_id) or lost):
             return None
         self.model.reaped_first(key_of(req.seq_id), now)
         self.stats.ambiguous_waits += 1
@@ -927,6 +929,9 @@ class Engine(CancelSteps, SharedSteps):
                 self.going_out(req)
                 self._queue(client, req, exp, action)
                 return None
+            if self.refusal_guard and refused_on_enqueue(self.spec, exp):
+                event(f"{action}: not sent, the step would refuse it unanswered (ensemble-step-refusal-unanswered)")
+                return None
             if not isinstance(exp, Ambiguous):
                 self.going_out(req)
                 item = client, req, exp, self.streams[client].send(req), action
@@ -985,6 +990,11 @@ class Engine(CancelSteps, SharedSteps):
         late = [r for k, r in firsts.items() if self.model.at_its_window(k, now)]
         if late:
             raise Stale(f"{late[0].describe()}: its sequence reached its idle window before it went")
+        # (asked before the model is: what its step would refuse, a split ensemble never answers)
+        lost = [r for k, r in firsts.items() if self.refusal_guard and (
+            r.seq_id in (0, "") or not (r.start or self.model.is_live(k)))]
+        if lost:
+            raise Stale(f"{lost[0].describe()}: the step would refuse it unanswered (ensemble-step-refusal-unanswered)")
         exps, by_client = [], {}
         for i, (client, req) in enumerate(reqs):
             if self.model.waits_for_an_answer(key_of(req.seq_id)):  # e.g. a shrunk program's backlogged START
@@ -1268,7 +1278,8 @@ class Engine(CancelSteps, SharedSteps):
                     break
                 req = self.spec.request(key[1], self.as_value(0), end=True)
                 self.send(self.teardown_client, req, "grpc", "end (teardown)")
-            if not (self.pending or self.parked):
+            # (not where the step's refusal is never answered: such a START is left to its idle window)
+            if not (self.pending or self.parked or self.refusals_lost):
                 for key in self.model.settled_maybe_ran(time.monotonic()):
                     self._end_maybe_ran(key)
             if not (self.model.seqs or self.pending or self.parked):

@@ -150,6 +150,7 @@ static void split(TRITONBACKEND_Request* request) {
     }
     bool last = chunk == 1 || err != NULL;  /* an error is the request's one and final response */
     log_error(TRITONBACKEND_ResponseSend(response, last ? RESPONSE_COMPLETE_FINAL : 0, err), "sending a response");
+    if (err != NULL) TRITONSERVER_ErrorDelete(err);  /* the sender keeps what it sent */
     if (last) break;
   }
   log_error(TRITONBACKEND_ResponseFactoryDelete(factory), "deleting a response factory");
