@@ -28,7 +28,7 @@ from .lag import Lag
 from ..checker import linearize
 from ..values import Cancelled, EndedOr, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..values import LOST_CONNECTION, UNSETTLED
-from ..checker.divergences import accepted, known_for, steered_around
+from ..checker.divergences import accepted, by_key, steered_around
 from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
 from ..checker.model import (DTYPE_ERROR, KEPT_WINDOWS, LONG_LIFE_S, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued,
     Refusal, Window, idle_margins, key_of, refused_for_start, refused_on_enqueue, too_long)
@@ -285,8 +285,8 @@ class Engine(CancelSteps, SharedSteps):
         self.start_end_guard = setup.guarded("iterative-start-after-start-end-stalls")
         self.refusal_guard = setup.guarded("ensemble-step-refusal-unanswered")
         # where the step's refusals go unanswered, guarded or not: the clean-up sends none
-        self.refusals_lost = any(d.key == "ensemble-step-refusal-unanswered"
-                                 for d in known_for(self.spec, getattr(self.server, "version", None)))
+        self.refusals_lost = by_key("ensemble-step-refusal-unanswered").applies(
+            self.spec, getattr(self.server, "version", None))
         self.salt = salt  # fresh ids differ per example: no state leaks between them
         # steering aims at what this example has not reached (what the campaign lacks first)
         self.stats.coverage.new_example(shrinking=self.stats.first_failure_s is not None)
@@ -314,7 +314,7 @@ class Engine(CancelSteps, SharedSteps):
         self.last_step_at = time.monotonic()
         # What the clients saw since stats_before. A cancelled START: the client cancels locally and
         # never hears whether the server ran it first (a slot can free before the cancel arrives).
-        self.tally = Tally(answers_per_run=max(1, self.spec.chunks))
+        self.tally = self._new_tally()
         self.stats_before = None  # taken at the first request: the last example's stragglers are not ours
         self.failed = False
         self.finished = False
@@ -627,8 +627,7 @@ class Engine(CancelSteps, SharedSteps):
             self.collect()
         # Recorded as the silence before this send (since the later of when it was drawn and
         # the last step), so a replay, which runs the steps in order, sleeps just that gap.
-        if self.refusal_guard and refused_on_enqueue(self.spec, exp):
-            event(f"{action}: not sent, the step would refuse it unanswered (ensemble-step-refusal-unanswered)")
+        if self._kept_back(exp, action):
             return exp
         waited = now - max(since, self.last_step_at)
         self.going_out(req)
@@ -646,6 +645,19 @@ class Engine(CancelSteps, SharedSteps):
             self.stats.lag.saw(got.latency_s, self.settings.prompt_s, ran=got.ok)
         self.check(client, req, exp, got, via, action, wait_s=waited, context=context)
         return exp
+
+    def _kept_back(self, exp, action: str) -> bool:
+        """Whether a request is not sent: its step would refuse it as it is enqueued, and that
+        refusal is never answered (ensemble-step-refusal-unanswered, guarded)."""
+        if not (self.refusal_guard and refused_on_enqueue(self.spec, exp)):
+            return False
+        event(f"{action}: not sent, the step would refuse it unanswered (ensemble-step-refusal-unanswered)")
+        return True
+
+    def _new_tally(self) -> Tally:
+        """What the clients saw, from nothing; a split ensemble's statistics count one inference
+        for the answers of all its chunks."""
+        return Tally(answers_per_run=max(1, self.spec.chunks))
 
     def _release_parked(self) -> None:
         """Sends every parked request whose time has come, the earliest first."""
@@ -929,8 +941,7 @@ class Engine(CancelSteps, SharedSteps):
                 self.going_out(req)
                 self._queue(client, req, exp, action)
                 return None
-            if self.refusal_guard and refused_on_enqueue(self.spec, exp):
-                event(f"{action}: not sent, the step would refuse it unanswered (ensemble-step-refusal-unanswered)")
+            if self._kept_back(exp, action):
                 return None
             if not isinstance(exp, Ambiguous):
                 self.going_out(req)
@@ -1217,7 +1228,7 @@ class Engine(CancelSteps, SharedSteps):
             self.connect()
         self.model.forget_all()
         self.silenced.clear()
-        self.stats_before, self.tally = None, Tally(answers_per_run=max(1, self.spec.chunks))
+        self.stats_before, self.tally = None, self._new_tally()
         if fault.name != "reload":
             self.hooked = bool(fault.env)  # the server now runs with (or without) the scheduler hooks
 

@@ -15,17 +15,18 @@ def unavailable_reason() -> str | None:
 
 
 def write(variant, version_dir: Path) -> None:
-    try:
-        library = native.build()
-    except native.NativeUnavailable as exc:
-        raise BackendUnavailable(str(exc)) from None
-    shutil.copyfile(library, Path(version_dir) / library.name)
+    _copy_library(Path(version_dir), native.SOURCE, native.BACKEND)
 
 
 def write_split(variant, version_dir: Path) -> None:
     """A split ensemble's first step: the split backend's library (modelgen/native/split.c)."""
+    _copy_library(Path(version_dir), native.SPLIT_SOURCE, native.SPLIT_BACKEND)
+
+
+def _copy_library(version_dir: Path, source: str, backend: str) -> None:
+    """The backend's library, built from `source` on first use, into the version folder."""
     try:
-        library = native.build(native.SPLIT_SOURCE, native.SPLIT_BACKEND)
+        library = native.build(source, backend)
     except native.NativeUnavailable as exc:
         raise BackendUnavailable(str(exc)) from None
-    shutil.copyfile(library, Path(version_dir) / library.name)
+    shutil.copyfile(library, version_dir / library.name)
