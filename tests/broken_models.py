@@ -1219,11 +1219,68 @@ TWENTY_THIRD_BUGS = (
               (_EXECUTE, "        self.prev_freed, self.freed = self.__dict__.get('freed', {}), {}\n" + _EXECUTE))),
 )
 
+# Twenty-fourth hold-out (stop 75): written and committed before any campaign met it.
+TWENTY_FOURTH_BUGS = (
+    Bug("single_row_path_caches_last_sum", "an execution of one live row takes a fast path that caches its id and "
+                                           "sum; executions of several rows write the table but not the cache: a "
+                                           "sequence alone, then batched, then alone again reads the stale sum",
+        _BASE, "        fast = self.__dict__.setdefault('fast', [None, None])\n"
+               "        alone = len(self.live) == 1\n"
+               "        if start:\n"
+               "            base = self.dtype.type(0)\n"
+               "        elif alone and fast[0] == key:\n"
+               "            base = fast[1]\n"
+               "        else:\n"
+               "            base = self.sums.get(key, self.dtype.type(0))\n",
+        _CORRID, 4, "START a alone, a's next beside START b in one execution, then a's next alone: it adds onto "
+                    "a's START value",
+        more=((_TOTAL, _TOTAL + "        if alone:\n"
+                                "            fast[0], fast[1] = key, total.reshape(-1)[0]\n"),
+              (_EXECUTE, _LIVE))),
+    Bug("pcm16_inputs_delta_coded", "a continuation whose input and its sequence's previous input both fit 16 bits "
+                                    "(PCM16 samples) is coded as their difference in 16 bits: a jump of more than "
+                                    "2^15 between two such neighbours wraps",
+        _TOTAL, "        prev = self.__dict__.setdefault('prev_in', {})\n"
+                "        last = int(prev.get(key, 0))\n"
+                "        now = int(x.reshape(-1)[0])\n"
+                "        if not start and key in prev and -2**15 <= last < 2**15 and -2**15 <= now < 2**15:\n"
+                "            now = last + int(np.array(now - last).astype(np.int64).astype(np.int16))\n"
+                "            x = np.full(x.shape, now).astype(self.dtype)\n"
+                "        prev[key] = now\n" + _TOTAL,
+        _CORRID, 2, "START 20000, then -20000: it adds 45536"),
+    Bug("sorted_store_assumes_rising_ids", "sums indexed by a list of ids kept sorted by appending (new ids assumed to "
+                                           "rise, as a counter hands them out) and searched by bisection: after a "
+                                           "START of an id below a stored one, a lookup can miss its id and a "
+                                           "continuation starts from 0",
+        _BASE, "        import bisect\n"
+               "        order = self.__dict__.setdefault('order', [])\n"
+               "        at = bisect.bisect_left(order, int(key))\n"
+               "        found = at < len(order) and order[at] == int(key)\n"
+               "        if start and not found:\n"
+               "            order.append(int(key))\n"
+               "        if end and found:\n"
+               "            order.pop(at)\n"
+               "        base = self.dtype.type(0) if start or not found else self.sums.get(key, self.dtype.type(0))\n",
+        _CORRID, 3, "START of a high id, START of a lower one, then the lower one's next: it starts from 0"),
+    Bug("fp32_subnormal_inputs_flushed", "an FP32 model runs with flush-to-zero: a subnormal input or sum (under "
+                                         "2^-126 in magnitude) is taken as 0",
+        _TOTAL, "        tiny = np.finfo(np.float32).tiny\n"
+                "        x = np.where(np.abs(x) < tiny, 0, x).astype(self.dtype)\n" + _TOTAL
+                + "        total = np.where(np.abs(total) < tiny, 0, total).astype(self.dtype)\n",
+        _FP32, 1, "START 1e-40: it answers 0"),
+    Bug("cancel_drops_sequence_sum", "a request cancelled while its execution runs is taken for a hang-up: its "
+                                     "sequence's sum is dropped, and the sequence, still live, goes on from 0",
+        _BASE, "        if request.is_cancelled():\n"
+               "            self.sums.pop(key, None)\n"
+               "            return [pb_utils.Tensor(\"OUTPUT\", x)]\n" + _BASE,
+        _CANCELLABLE4, 3, "START a of 5, a's next cancelled while it runs, then a's next of 1: it answers 1"),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
-            + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + NATIVE_BUGS)
+            + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
