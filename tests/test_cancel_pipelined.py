@@ -170,6 +170,36 @@ def test_a_cancel_that_comes_after_the_requests_ran_leaves_the_sequence_going_on
     assert not engine.failed
 
 
+def test_a_cancel_that_finds_the_request_running_leaves_the_sequence_going_on(slow_triton, tmp_path):
+    """No witness: the cancel comes a quarter of the first's latency (about 25 ms) after its
+    answer, while the request behind runs (100 ms). The batcher does not end a sequence for that: it goes on with that request's sum,
+    one of those the group leaves possible. The group replays as recorded, its wait kept, here
+    and standalone."""
+    engine = _engine(slow_triton, DIRECT)
+    spec, seq_id = engine.spec, 8_500 + engine.salt
+    engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start")
+    assert engine.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc",
+                                      late=0.25)
+    steps = engine.log[:6]
+    assert [s.kind for s in steps[1:]] == [Kind.ASIDE, Kind.BEHIND, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER,
+                                           Kind.AFTER_CANCEL]
+    waited = steps[3].wait_s
+    assert 0.02 < waited < 0.06 and steps[3].got == "0 of 1 request(s) behind answered before the cancel"
+    assert steps[5].outcome.value == 1 + 2 + 4 + 16, steps[5].got  # it ran, and the sequence went on
+    assert engine.model.total(("u", seq_id)) == 23
+    assert "situation: cancelled while running" in engine.stats.coverage.reached
+    engine.finish()
+    assert not engine.failed
+    again = replay_steps(slow_triton, spec, steps)
+    assert again[3].wait_s == waited and again[5].outcome.value == 23
+    entry = attrs.evolve(corpus.make_entry(spec, slow_triton.version, "sums_match", "test program", steps),
+                         status="must-pass")
+    script = corpus.write(tmp_path, entry).with_suffix(".py")
+    out = subprocess.run([sys.executable, str(script), "--url", slow_triton.grpc_url], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and "<-- DIVERGES" not in out.stdout, out.stdout + out.stderr
+
+
 def test_the_rule_is_drawn_and_left_out_where_guarded(slow_triton, triton):
     machine = make_machine(slow_triton, ModelSpec.fetch(slow_triton, DIRECT), FuzzSettings())
     assert callable(machine.cancel_pipelined) and machine.left_out == ()

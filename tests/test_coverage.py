@@ -8,7 +8,7 @@ from fuzz.generator.coverage import (FLAG_SHAPES, FULL_END, FULL_START, ID_STATE
     twin_place, twin_places, twins_of)
 from fuzz.generator.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of,
     core_targets, exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, shared_low_bits,
-    string_twin, value_edges)
+    string_twin, swing_goals, swing_values, swings, value_edges)
 from fuzz.checker.model import BatcherModel, key_of
 from fuzz.spec import ModelSpec
 from fuzz.generator.steering import (TWIN_STEPS, choose, edge_ids, open_churn, open_depth, open_id_edges, open_start_goals,
@@ -114,6 +114,39 @@ def test_goals_follow_the_model():
     iterative = goals_for(spec(iterations=3), strings=False, expiry=True)
     assert not any(g.startswith(("sum ", "depth", "twins")) for g in iterative)
     assert "situation: kept alive" not in iterative  # an iterative sequence is one request
+    assert "situation: cancelled while running" not in direct  # where cancel_pipelined is drawn only
+    assert "situation: cancelled while running" in goals_for(spec(), strings=False, expiry=True, cancels=True)
+
+
+def test_swings_are_neighbours_both_in_a_narrower_width_whose_difference_is_not():
+    assert swing_goals(*INT32) == ("swing across 8 bits", "swing across 16 bits")
+    assert swing_goals(-(2**63), 2**63 - 1)[-1] == "swing across 32 bits"
+    assert swing_goals(0, 255) == () and swing_goals(0, 2**16 - 1) == ("swing across 8 bits",)
+    assert swing_goals(-3.4e38, 3.4e38) == ()  # a float past any integer width's
+    assert swings(5, -32768, *INT32) == ("swing across 16 bits",)
+    assert swings(100, -100, *INT32) == ("swing across 8 bits",) and swings(100, -27, *INT32) == ()
+    assert swings(40000, -40000, *INT32) == ()  # 40000 fits no narrower width
+    assert swings(0.5, -100.0, *INT32) == ()
+    # from each value, the negation and every narrower width's far end on its other side
+    assert swing_values(5, *INT32) == (-5, -128, -32768)
+    assert swing_values(-5, *INT32) == (5, 127, 32767)
+    assert swing_values(40000, *INT32) == (-40000,)
+    assert swing_values(3, 0, 2**16 - 1) == (255,)  # unsigned: no negation, the top of 8 bits
+    for previous in (5, -5, 127, -128, 0):
+        assert all(swings(previous, v, *INT32) or v == -previous for v in swing_values(previous, *INT32))
+
+
+def test_the_tracker_counts_swings_within_a_sequence_since_its_start():
+    cover = Coverage(*INT32)
+    cover.sent(Request("m", 7, 5, start=True), plain=True)
+    cover.sent(Request("m", 8, -32768, start=True), plain=True)  # another sequence: no swing
+    assert not any(g.startswith("swing") for g in cover.reached)
+    cover.sent(Request("m", 8, 5, start=True), plain=True)  # a restart: its last input is 5 now
+    cover.sent(Request("m", 7, -32768), plain=True)
+    assert "swing across 16 bits" in cover.reached and cover.last_input[7] == -32768
+    cover.new_example()
+    assert cover.last_input == {}
+    assert "swing across 8 bits" in goals_for(spec(), strings=False, expiry=True)
 
 
 def test_the_tracker_reaches_goals_once_and_reports_the_rest_as_gaps():

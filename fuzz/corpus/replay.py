@@ -229,7 +229,7 @@ def _behind(engine, step, spec, settings) -> None:
 @replays(Kind.CANCEL_STREAM)
 def _cancel_stream(engine, step, spec, settings) -> None:
     _in_cancel_group(engine, step)
-    engine.cancel_stream(step.client, step.action)
+    engine.cancel_stream(step.client, step.action, step.wait_s)
 
 
 @replays(Kind.ASIDE_ANSWER)

@@ -449,7 +449,7 @@ class Player:
             self.diverged.append(step["index"])
 
     def play(self, step):
-        if step["wait_s"]:
+        if step["wait_s"] and step["kind"] != "cancel_stream":
             time.sleep(step["wait_s"])
         client, req = step["client"], step["request"]
         who = f"client {client}" if client is not None else "all clients"
@@ -487,7 +487,14 @@ class Player:
         self.stream(step["client"]).send(step["request"], self.args.model)
         time.sleep(0.017)
 
-    def cancel_stream(self, step):
+    def cancel_stream(self, step):  # a cancel that waited: it waited that long after the first's answer
+        boxes = self.asides.get(step["client"]) or []
+        if step["wait_s"] and boxes:
+            try:
+                boxes[0].put(boxes[0].get(timeout=self.args.timeout))  # (read again when it is checked)
+            except queue.Empty:
+                pass
+            time.sleep(step["wait_s"])
         if step["client"] in self.streams:
             self.streams.pop(step["client"]).close(cancel_requests=True)
 

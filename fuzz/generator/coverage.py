@@ -14,7 +14,8 @@ import time
 import attrs
 
 from .edges import (ALIGNED_BITS, ID_EDGES, STRING_FAMILIES, VALUE_GOALS, aligned_place,
-    band_of, float_goals, id_bands, id_edges, low_bit_widths, shared_low_bits, string_twin, value_edges)
+    band_of, float_goals, id_bands, id_edges, low_bit_widths, shared_low_bits, string_twin, swing_goals, swings,
+    value_edges)
 
 DEPTHS = (8, 64, 256, 1024)  # requests in one sequence, from START to its end
 # Depths steered onto only while the campaign lacks them (a run of a thousand requests a campaign,
@@ -78,6 +79,9 @@ FULL_END = "END in a full execution"
 KEPT_ALIVE = "kept alive"
 LONG_LIFE = "long life"  # a sequence went on LONG_LIFE_S (10 s) after its START (fuzz/checker/model.py)
 QUIET = "quiet model"
+# A request cancelled on its stream ran all the same (the cancel found it running, with no
+# witness queued behind it), and its sequence went on: cancel_pipelined's late cancel.
+CANCELLED_RUNNING = "cancelled while running"
 
 
 def together_goal(a: str, b: str) -> str:
@@ -175,16 +179,18 @@ def full_rows(spec) -> int:
     return rows if spec.says_live_rows and rows > 1 else 0
 
 
-def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statistics: bool = True) -> tuple:
+def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statistics: bool = True,
+              cancels: bool = False) -> tuple:
     """Every goal this model can reach, in report order: twins of the string `families` the
     generator may make where `strings` are taken, live rows only where the server's statistics
-    can be read."""
+    can be read, a cancel that finds its request running where cancel_pipelined is drawn."""
     edges = VALUE_GOALS + (float_goals(spec.value_range[1]) if spec.is_float else ())
     if spec.value_range[0] >= 0:  # an unsigned model: no sum or value below 0
         edges = tuple(e for e in edges if e != "-1")
     goals = [f"input {e}" for e in edges]
     if not spec.iterations:  # an iterative START's sums are multiples of its value
         goals += [f"sum {e}" for e in edges]
+        goals += list(swing_goals(*spec.value_range))
         if spec.capacity > 1:  # two sequences hold slots at once
             goals += [twin_goal(f, p) for f in INTEGER_TWINS for p in twin_places(f, spec.id_bits)]
             goals += [twin_goal(NEGATIVES), twin_goal(SCALED)]
@@ -204,6 +210,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         # an iterative sequence is its START: no START comes while it runs, so none throws a sum away
         situations += ([] if spec.iterations else [FULL_START]) + [FULL_END]
         situations += [end_in_row(k) for k in range(rows)] if spec.says_row else []
+    situations += [CANCELLED_RUNNING] if cancels else []
     goals += together_goals(spec)
     # an iterative sequence ends itself: none is left to idle out, or kept going
     # (a quiet model stops every client for most of a window: not where a window is too long to wait)
@@ -231,10 +238,14 @@ class Coverage:
     seen: frozenset = frozenset()
     # The rows of the executions answering lately, by serial (ran_in): what ran together.
     executions: dict = attrs.Factory(dict)
+    # Each id's last input since its START, in this example: what a swing is measured from (and
+    # what the generator's swings are drawn from: machine._fit).
+    last_input: dict = attrs.Factory(dict)
 
     def new_example(self, shrinking: bool = False) -> None:
         self.here = set()
         self.executions = {}  # (a reload in the example may count serials again)
+        self.last_input = {}
         if not shrinking:
             self.seen = frozenset(self.reached)
 
@@ -248,6 +259,11 @@ class Coverage:
         if plain:
             for e in value_edges(req.value, self.lo, self.hi):
                 self.hit(f"input {e}")
+            previous = self.last_input.get(req.seq_id)
+            if previous is not None and not req.start:
+                for goal in swings(previous, req.value, self.lo, self.hi):
+                    self.hit(goal)
+            self.last_input[req.seq_id] = req.value
         for e in id_edges(req.seq_id):
             self.hit(e)
 

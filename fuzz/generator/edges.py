@@ -118,6 +118,52 @@ def float_goals(hi: float) -> tuple:
 
 FP32_GOALS = float_goals(2**24)
 
+# -- swings: one input of a sequence against the one before it -----------------------------
+
+# A model that codes a sequence's inputs against the one before (a delta or predictive codec, a
+# slew-rate limiter) in a narrower type breaks where two neighbours both fit that type and their
+# difference does not: a swing across w bits. Widths narrower than the dtype's only.
+SWING_WIDTHS = (8, 16, 32)
+
+
+def _width_range(w: int, signed: bool) -> tuple:
+    return (-(2 ** (w - 1)), 2 ** (w - 1) - 1) if signed else (0, 2**w - 1)
+
+
+def swing_widths(lo: float, hi: float) -> tuple:
+    """The SWING_WIDTHS narrower than an integer dtype of range lo..hi (none for a float's)."""
+    if not (float(lo).is_integer() and float(hi).is_integer()) or hi > 2**64:
+        return ()
+    return tuple(w for w in SWING_WIDTHS if _width_range(w, lo < 0)[1] < hi)
+
+
+def swings(previous, value, lo: float, hi: float) -> tuple:
+    """The widths `value` swings across from `previous`: both within the width's range, their
+    difference at least half its span. Labels "swing across {w} bits"."""
+    if not all(isinstance(v, int) or float(v).is_integer() for v in (previous, value)):
+        return ()
+    out = []
+    for w in swing_widths(lo, hi):
+        a, b = _width_range(w, lo < 0)
+        if a <= previous <= b and a <= value <= b and abs(value - previous) >= 2 ** (w - 1):
+            out.append(f"swing across {w} bits")
+    return tuple(out)
+
+
+def swing_goals(lo: float, hi: float) -> tuple:
+    return tuple(f"swing across {w} bits" for w in swing_widths(lo, hi))
+
+
+def swing_values(previous, lo: float, hi: float) -> tuple:
+    """Next inputs that swing from `previous`: its negation, and for each narrower width it fits,
+    that width's far end on the other side of it (from 5, -128 and -32768 on an INT32 model)."""
+    out = [-previous] if lo <= -previous <= hi else []
+    for w in swing_widths(lo, hi):
+        a, b = _width_range(w, lo < 0)
+        if a <= previous <= b:
+            out.append(a if previous - a >= b - previous else b)
+    return tuple(out)
+
 # -- ids ------------------------------------------------------------------------------------
 
 # Integer ids at the powers of two where a narrower or signed type, or a float, cuts them (a byte

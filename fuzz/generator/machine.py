@@ -20,7 +20,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from .. import nemesis
 from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets, wide_values,
-    WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin)
+    WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin,
+    swing_values)
 from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
     sibling_family, together_goals, twin_places)
@@ -78,6 +79,19 @@ CROWD_DEPTHS = st.integers(2, 24)
 # A value that brings a sum (a START's, or a running sequence's) to another live sequence's: two
 # sequences of one state, which a store that interns, dedups or caches by content makes one.
 OTHER_SUM = "another live sequence's sum"
+# A value that swings from its sequence's last input (edges.swing_values: its negation, or a
+# narrower width's far end on its other side), where a codec of neighbours' differences breaks.
+SWING = "a swing from the sequence's last input"
+
+
+class Swing(int):
+    """A drawn SWING: 0 as a number, which _fit, where it knows the sequence, makes the index-th
+    of its swing values (no last input: 0)."""
+
+    def __new__(cls, index: int):
+        swing = super().__new__(cls, 0)
+        swing.index = index
+        return swing
 # The magnitude of a crowd's values: small, wide, or each -1, 0 or 1 (a model that takes 0 or +-1
 # for "none", an empty chunk or a flag, in a row of a shared execution: a sparse path, a skip).
 CROWD_SCALES = st.sampled_from([100, 2**20, 1])
@@ -85,6 +99,10 @@ CROWD_SCALES = st.sampled_from([100, 2**20, 1])
 # ("rows": rows of one execution alike but for their sequence), or every request one value ("all":
 # executions one after another alike too, what a cache keyed by a batch's content answers again).
 CROWD_ALIKE = st.sampled_from([None, None, "rows", "all"])
+# When cancel_pipelined cancels: None, at once behind a witness (the request behind still queued
+# on a slow model), or with no witness, this many times the first's latency after its answer,
+# when the request behind, queued behind it, runs (on a 20 ms model: from 0 to about 8 ms after).
+CANCEL_LATE = st.sampled_from((None, None, None, 0, 0, 0.1, 0.25))
 GIVE_UP_MAX_US = 100_000  # give_up_beside's longest deadline: a slow model's cancels land within it
 GIVE_UP_SLOTS = 3  # the free slots give_up_beside needs (see the rule)
 # The per-request `timeout` (microseconds) on a request of a running sequence: Triton checks it
@@ -332,8 +350,9 @@ class Plan:
         # model (FP16, FP32, FP64) also gets quarters, which every sum keeps exactly below its
         # fraction limit (FP32: edges.FRACTION_LIMIT).
         # 0 and +-1 among the small ones: a value a careless model takes for "none" or a flag; and
-        # OTHER_SUM (_value): what brings a sum to another live sequence's.
-        values = [st.one_of(st.integers(-100, 100), st.sampled_from((0, 1, -1, OTHER_SUM))), st.integers(lo_sum, hi_sum)] + [
+        # OTHER_SUM (_value): what brings a sum to another live sequence's; SWING (_fit): what
+        # swings from the sequence's last input.
+        values = [st.one_of(st.integers(-100, 100), st.sampled_from((0, 1, -1, OTHER_SUM, SWING))), st.integers(lo_sum, hi_sum)] + [
             st.sampled_from(targets).map(lambda t: t if t is OTHER_SUM else target(t - spec.initial_sum))
             for targets in ((*core_targets(lo_sum, hi_sum, floating, spec.fraction_limit), OTHER_SUM),
                             power_targets(lo_sum, hi_sum))]
@@ -404,6 +423,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return (WideTarget if isinstance(aim, WideTarget) else self.plan.target)(aim - self.plan.spec.initial_sum)
         if isinstance(value, (SumTarget, FloatTarget, Wide)):
             return value
+        if value is SWING:
+            return Swing(index)
         if value is OTHER_SUM:
             # (a sum past the exact range, where a Wide value left one, is not aimed at: a START
             # sent with it would not stay exact)
@@ -419,9 +440,14 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         value = abs(value) if self.plan.lo_sum >= 0 else value
         return self.plan.as_value(min(max(value, self.plan.lo_sum), self.plan.hi_sum))
 
-    def _fit(self, value, total):
+    def _fit(self, value, total, seq_id=None):
         """The value clamped so that it and total + value stay where the model's dtype is exact
-        (a sum with a fraction: narrower); a drawn sum target becomes what brings total there."""
+        (a sum with a fraction: narrower); a drawn sum target becomes what brings total there,
+        a Swing one of the swing values from `seq_id`'s last input."""
+        if isinstance(value, Swing):
+            previous = self.engine.stats.coverage.last_input.get(seq_id)
+            swung = swing_values(previous, self.plan.lo_sum, self.plan.hi_sum) if previous is not None else ()
+            value = swung[value.index % len(swung)] if swung else 0
         wide = isinstance(value, (Wide, WideTarget))
         aimed = isinstance(value, (SumTarget, FloatTarget))
         if aimed:
@@ -446,7 +472,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 
     def _next_of(self, key, value, **flags):
         """The next request of the live sequence `key`: `value` fitted to its running sum."""
-        return self.plan.spec.request(key[1], self._fit(value, self.engine.model.total(key)), **flags)
+        return self.plan.spec.request(key[1], self._fit(value, self.engine.model.total(key), key[1]), **flags)
 
     # Requests whose order the server picks (or which a cancel may leave out) can make any sum
     # of a few of them: small values (|v| <= Plan.small, 100 on most dtypes; none below 0 on
@@ -883,7 +909,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
                 start, end = FLAGS[shape]
                 action = LIVE_ACTIONS[shape]
         total = self.plan.spec.initial_sum if start else self.engine.model.total(key)
-        req = self.plan.spec.request(key[1], self._fit(value, total), start=start, end=end, timeout_us=timeout)
+        req = self.plan.spec.request(key[1], self._fit(value, total, key[1]), start=start, end=end, timeout_us=timeout)
         return client, req, via, self.engine.send(client, req, via, action)
 
     @rule(data=st.data())
@@ -1194,25 +1220,29 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         it on its stream and a third behind that (on unary gRPC or a stream of its own), cancels
         its stream while the second waits in the queue (a slow model makes sure it does), then sends the sequence's
         next request: the sequence must have ended with the cancelled request, and the third
-        failed with it (cancel_ends_sequence); see fuzz/harness/cancelling.py for the timing."""
+        failed with it (cancel_ends_sequence); see fuzz/harness/cancelling.py for the timing.
+        Now and then no third goes and the cancel comes later, when the second may be running:
+        the sequence must then end or go on from one of the sums the group leaves possible."""
         client = self._client(data)
         key = self._pick(data, self.engine.live(), "sequence")
         values = [self._value(data) for _ in range(4)]
         end = data.draw(st.booleans(), label="end after")
         via = data.draw(st.sampled_from(self.plan.after_cancel_vias), label="via after")
         witness_via = data.draw(st.sampled_from(self.plan.witness_vias), label="witness via")
+        late = data.draw(CANCEL_LATE, label="cancel after the first's answer (its latencies; None: behind a witness)")
         self.engine.collect()
         if client is None or key is None or key not in self.engine.live():
             return self._skip("cancel pipelined: " + ("no idle client" if client is None else "no live sequence"))
         # The slot a cancel frees goes to the backlog at a moment no one sees.
         if self.engine.pending or self.engine.model.backlog:
             return self._skip("cancel pipelined: a START waits in the backlog")
-        if self.engine.model.seqs[key].expiry.lo < time.monotonic() + 2 * self.plan.settings.wire_s + 0.1:
+        if self.engine.model.seqs[key].expiry.lo < time.monotonic() + 2 * self.plan.settings.wire_s + 0.1 + \
+                (0 if late is None else 2 * self.engine.stats.lag.typical()):
             return self._skip("cancel pipelined: the sequence is near its idle timeout")
         if self._near_edge(key):
             return self._skip("cancel pipelined: the sum is near the edge of the model's dtype")
         reqs = [self.plan.spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
-        if not self.engine.pipeline_and_cancel(client, *reqs, via, witness_via):
+        if not self.engine.pipeline_and_cancel(client, *reqs, via, witness_via, late):
             self._skip("cancel pipelined: the sequence is not answered at once")
 
     @rule(data=st.data())

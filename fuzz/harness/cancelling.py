@@ -18,15 +18,22 @@ sequence already ended) only if that request reached the queue and was cancelled
 sequence is over and `after` must be refused. Answered, the witness says whether the cancelled
 request had run before it; whatever the server's timing, `after` must then be one of the sums it
 leaves possible, or refused if the cancelled request came to the queue after the witness.
+
+Now and then the cancel comes later, with no witness: right after the first's answer, or a
+fraction of its latency later, when the request behind, queued behind it, may be running. A model must keep a sequence whose
+running request was cancelled going as the batcher does (or end it as the batcher would, had it
+seen the cancel in the queue): `after` must be refused or one of the sums the group leaves possible.
 """
 from __future__ import annotations
 
+import queue
 import time
 
 import attrs
 
-from .client import StreamClient
+from .client import StreamClient, UnaryCall
 from ..events import event
+from ..generator.coverage import CANCELLED_RUNNING
 from ..checker.invariants import InvariantViolation, check_prompt, describe_expectation
 from ..checker.model import Ambiguous, Answer, Refusal, Window, key_of, normalize_message, refused_for_start
 from ..values import EndedOr, Kind, Outcome, Request
@@ -113,16 +120,29 @@ class CancelSteps:
         time.sleep(self.settings.wire_s / 3)
         return True
 
-    def cancel_stream(self, client: int, action: str) -> None:
-        """The client cancels its stream. The request behind may have been answered first."""
+    def cancel_stream(self, client: int, action: str, wait_s: float = 0.0, late: float | None = None) -> None:
+        """The client cancels its stream. A late cancel waits for the first's answer and then
+        `late` times the first's latency (the request behind, queued behind the first, runs
+        then), and records that wait; a replay's `wait_s` (a cancel that waited) waits as long
+        after the first's answer."""
         g = self.group
+        if wait_s or late is not None:
+            first, took = g.asides[0][2], 0.0
+            if isinstance(first, UnaryCall):  # (its answer is read again when it is checked)
+                try:
+                    took = first.get(self.answer_bound()).latency_s or 0.0
+                except queue.Empty:
+                    pass
+            if late is not None:
+                wait_s = max(late * took, 1e-4)  # (never 0: a cancel that did not wait)
+            time.sleep(wait_s)
         self.streams[client].close(cancel_requests=True, timeout_s=self.settings.prompt_s)
         got = [StreamClient.poll(call, 0) for _, call in g.behind]
         ran = sum(1 for o in got if o is not None and o.ok)
         g.cancelled = ran < len(got)
         for o in got:  # one not answered OK: the server may have run it before the cancel, or not
             self.tally.saw(o) if o is not None and o.ok else self.tally.cancel()
-        self.record(client=client, action=action, kind=Kind.CANCEL_STREAM,
+        self.record(client=client, action=action, kind=Kind.CANCEL_STREAM, wait_s=wait_s,
                     got=f"{ran} of {len(got)} request(s) behind answered before the cancel")
 
     def check_aside(self, client: int, action: str) -> None:
@@ -201,8 +221,11 @@ class CancelSteps:
     def _any_sum(self, without: Request | None = None) -> frozenset:
         """Every sum some of this group's requests (but `without`) could make on its base: what
         the server's order may have made of a group whose order the answers show was lost."""
-        sums = {self.group.base}
-        for r in [a[0] for a in self.group.asides] + [r for r, _ in self.group.behind]:
+        return self._any_sum_of(self.group, without)
+
+    def _any_sum_of(self, g: Group, without: Request | None = None) -> frozenset:
+        sums = {g.base}
+        for r in [a[0] for a in g.asides] + [r for r, _ in g.behind]:
             if r is not without:
                 sums |= {self.model.then(s, r.value) for s in sums}
         return frozenset(sums)
@@ -214,6 +237,8 @@ class CancelSteps:
     def after_cancel(self, client: int, req: Request, via: str, action: str) -> None:
         """The sequence's next request, held to what the answers so far leave possible."""
         g, self.group = self.group, None
+        if len(g.asides) < 2:  # no witness says whether the cancelled one ended the sequence: every sum it may go on with
+            g.sums = self._any_sum_of(g)
         key = key_of(req.seq_id)
         while True:
             exp = self.expect(req, time.monotonic())  # as if everything before it ran
@@ -232,27 +257,47 @@ class CancelSteps:
         go_on = sorted({self.model.then(s, req.value) for s in g.sums}) if isinstance(exp, Answer) and not g.ended else []
         expected = "the START-flag error, or CANCELLED (the sequence ended with its cancelled request)"
         if go_on:
-            expected += "; or, had the cancelled request not been queued before, OUTPUT=" + \
+            expected += ("; or, had the cancel found it running (or not there yet), OUTPUT=" if len(g.asides) < 2 else
+                         "; or, had the cancelled request not been queued before, OUTPUT=") + \
                         " or ".join(f"{v!r}" for v in go_on)
         rec = self.record(client=client, action=action, kind=Kind.AFTER_CANCEL, request=req, via=via,
                           expected=expected, got=got.describe(),
                           expect=EndedOr(go_on), outcome=got)
         self.tally.saw(got)
-        event(f"cancel pipelined: witness {'failed with it' if g.ended else 'ran without it'}, "
-              f"the sequence {'ended' if ended else 'went on'}")
+        event("cancel pipelined: " + ("no witness" if len(g.asides) < 2 else
+                                      f"witness {'failed with it' if g.ended else 'ran without it'}")
+              + f", the sequence {'ended' if ended else 'went on'}")
         if ended:
             self.model.cut(key, Window(g.sent_at, time.monotonic()))
             self.model.reaped(key)
         elif got.ok and got.value in go_on:
             self.model.went_on(key, got.value, time.monotonic())
+            if len(g.asides) < 2 and self._ran_behind(g, req, got):
+                self.stats.coverage.situation(CANCELLED_RUNNING)
         else:
-            self.fail(InvariantViolation("cancel_ends_sequence", self._went_on(g, req, got)), rec)
+            # With no witness the sequence may go on: a sum none of the group's leaves possible
+            # is a wrong sum, whatever the cancel found.
+            late = len(g.asides) < 2 and got.ok and bool(go_on)
+            self.fail(InvariantViolation("sums_match" if late else "cancel_ends_sequence", self._went_on(g, req, got)), rec)
+
+    def _ran_behind(self, g: Group, req: Request, got: Outcome) -> bool:
+        """The answer after the group holds the cancelled request's value (and only such a sum)."""
+        with_it = self.model.then(self.model.then(self.model.then(g.base, g.asides[0][0].value),
+                                                  self._behind_value_of(g)), req.value)
+        without = self.model.then(self.model.then(g.base, g.asides[0][0].value), req.value)
+        return got.value == with_it != without
+
+    def _behind_value_of(self, g: Group) -> float:
+        return sum(r.value for r, _ in g.behind)
 
     def _went_on(self, g: Group, req: Request, got: Outcome) -> str:
         cancelled, _ = g.behind[0]
-        what = (f"{cancelled.describe()} was cancelled while queued behind {g.asides[0][0].describe()}"
+        late = len(g.asides) < 2  # no witness: the cancel may have found it running
+        what = (f"{cancelled.describe()} was cancelled behind {g.asides[0][0].describe()}"
+                + (" (queued, or running)" if late else ", while queued")
                 + (f", and {g.asides[1][0].describe()}, queued behind it, failed with it" if g.ended else "")
-                + ": the sequence must end with it")
+                + (": the sequence must end with it, or go on from a sum of the requests sent" if late
+                   else ": the sequence must end with it"))
         if not got.ok:
             return f"{what}, but its next request was refused with another error"
         if got.value == g.base + g.asides[0][0].value + req.value:
@@ -260,8 +305,11 @@ class CancelSteps:
         return f"{what}, but it went on (OUTPUT={got.value!r})"
 
     def pipeline_and_cancel(self, client: int, first: Request, behind: Request, witness: Request,
-                            after: Request, via: str, witness_via: str = "grpc") -> bool:
-        """The whole rule: False (nothing sent) if the model would not answer `first` at once."""
+                            after: Request, via: str, witness_via: str = "grpc", late: float | None = None) -> bool:
+        """The whole rule: False (nothing sent) if the model would not answer `first` at once.
+        `late` (a fraction): no witness goes, and the cancel comes that many of the first's
+        latency after its answer, as the one behind runs; the next request may find the sequence
+        ended or going on from any of the group's sums."""
         if witness_via == "stream":
             self.side_stream()  # connected before the group's timing starts
         if not self.send_aside(client, first, "next request, on unary gRPC"):
@@ -271,14 +319,18 @@ class CancelSteps:
             event("cancel pipelined: the sequence reached its idle window before the one behind went")
             self.check_aside(client, "answer to the first")
             return True
+        if late is not None:  # no witness: the cancel is to land while the one behind runs
+            self.cancel_stream(client, "cancel its stream once the first is answered", late=late)
+            self.check_aside(client, "answer to the first")
+            self.after_cancel(client, after, via, "next request after the cancel")
+            return True
         witnessed = self.send_aside(client, witness, "one more behind that, " + (
             "on a stream of its own" if witness_via == "stream" else "on unary gRPC"), witness_via)
         self.cancel_stream(client, "cancel its stream")
         self.check_aside(client, "answer to the first")
         if witnessed:
             self.check_aside(client, "answer to the one behind the cancelled one")
-        else:  # no witness says whether the cancelled one ended the sequence: every sum it may go on with
+        else:
             event("cancel pipelined: the sequence reached its idle window before the witness went")
-            self.group.sums = self._any_sum()
         self.after_cancel(client, after, via, "next request after the cancel")
         return True
