@@ -183,7 +183,8 @@ class Kind(str, enum.Enum):
     # sequence on unary gRPC, not waited for (ASIDE); one behind it on the client's stream
     # (BEHIND); a witness behind that on unary gRPC or a stream of its own (ASIDE, its `via`);
     # the stream cancelled; the two answers (ASIDE_ANSWER); the sequence's next request
-    # (AFTER_CANCEL, EndedOr).
+    # (AFTER_CANCEL, EndedOr). A late group has no witness: its CANCEL_STREAM waited (wait_s) that
+    # long after the first's answer came, and the first's ASIDE_ANSWER follows it.
     ASIDE = "aside"
     BEHIND = "behind"
     CANCEL_STREAM = "cancel_stream"

@@ -186,6 +186,7 @@ def test_a_cancel_that_finds_the_request_running_leaves_the_sequence_going_on(sl
     waited = steps[3].wait_s
     assert 0.02 < waited < 0.06 and steps[3].got == "0 of 1 request(s) behind answered before the cancel"
     assert steps[5].outcome.value == 1 + 2 + 4 + 16, steps[5].got  # it ran, and the sequence went on
+    assert steps[5].expect == EndedOr((1 + 2 + 16, 1 + 2 + 4 + 16))  # on the first's sum, with it or not
     assert engine.model.total(("u", seq_id)) == 23
     assert "situation: cancelled while running" in engine.stats.coverage.reached
     engine.finish()

@@ -122,7 +122,9 @@ def test_swings_are_neighbours_both_in_a_narrower_width_whose_difference_is_not(
     assert swing_goals(*INT32) == ("swing across 8 bits", "swing across 16 bits")
     assert swing_goals(-(2**63), 2**63 - 1)[-1] == "swing across 32 bits"
     assert swing_goals(0, 255) == () and swing_goals(0, 2**16 - 1) == ("swing across 8 bits",)
-    assert swing_goals(-3.4e38, 3.4e38) == ()  # a float past any integer width's
+    # a float's range is where its whole numbers are exact: FP32 swings across 8 and 16 bits
+    assert swing_goals(*spec(dtype="FP32").value_range) == ("swing across 8 bits", "swing across 16 bits")
+    assert swing_goals(-(2.0**70), 2.0**70) == ()
     assert swings(5, -32768, *INT32) == ("swing across 16 bits",)
     assert swings(100, -100, *INT32) == ("swing across 8 bits",) and swings(100, -27, *INT32) == ()
     assert swings(40000, -40000, *INT32) == ()  # 40000 fits no narrower width
@@ -144,6 +146,8 @@ def test_the_tracker_counts_swings_within_a_sequence_since_its_start():
     cover.sent(Request("m", 8, 5, start=True), plain=True)  # a restart: its last input is 5 now
     cover.sent(Request("m", 7, -32768), plain=True)
     assert "swing across 16 bits" in cover.reached and cover.last_input[7] == -32768
+    cover.sent(Request("m", 7, 1, end=True), plain=True)  # over: nothing to swing from on 7 now
+    assert 7 not in cover.last_input and cover.last_input[8] == 5
     cover.new_example()
     assert cover.last_input == {}
     assert "swing across 8 bits" in goals_for(spec(), strings=False, expiry=True)

@@ -210,7 +210,8 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         # an iterative sequence is its START: no START comes while it runs, so none throws a sum away
         situations += ([] if spec.iterations else [FULL_START]) + [FULL_END]
         situations += [end_in_row(k) for k in range(rows)] if spec.says_row else []
-    situations += [CANCELLED_RUNNING] if cancels else []
+    # (an iterative model keeps no sequence live for a group, and the goal needs a sum that shows it ran)
+    situations += [CANCELLED_RUNNING] if cancels and not spec.iterations else []
     goals += together_goals(spec)
     # an iterative sequence ends itself: none is left to idle out, or kept going
     # (a quiet model stops every client for most of a window: not where a window is too long to wait)
@@ -264,6 +265,8 @@ class Coverage:
                 for goal in swings(previous, req.value, self.lo, self.hi):
                     self.hit(goal)
             self.last_input[req.seq_id] = req.value
+            if req.end:  # over: a request without START on it later swings from nothing
+                self.last_input.pop(req.seq_id)
         for e in id_edges(req.seq_id):
             self.hit(e)
 

@@ -131,7 +131,8 @@ def _width_range(w: int, signed: bool) -> tuple:
 
 
 def swing_widths(lo: float, hi: float) -> tuple:
-    """The SWING_WIDTHS narrower than an integer dtype of range lo..hi (none for a float's)."""
+    """The SWING_WIDTHS narrower than a dtype's value range lo..hi (a float's is where its whole
+    numbers are exact: FP32's 8 and 16 bits; none past 2**64)."""
     if not (float(lo).is_integer() and float(hi).is_integer()) or hi > 2**64:
         return ()
     return tuple(w for w in SWING_WIDTHS if _width_range(w, lo < 0)[1] < hi)

@@ -52,6 +52,8 @@ class Group:
     overtaken: bool = False  # the first request's answer shows it came after the others
     ended: bool | None = None  # the witness showed the sequence ended (True), going on (False), or cannot tell
     sums: frozenset = frozenset()  # the sums (before `after`) the sequence may go on with
+    late: bool = False  # cancelled after the first's answer, with no witness (the one behind may have run)
+    first: float | None = None  # the first's sum, answered before the others
 
 
 def swept(got: Outcome, via: str = "grpc") -> bool:
@@ -127,14 +129,17 @@ class CancelSteps:
         after the first's answer."""
         g = self.group
         if wait_s or late is not None:
-            first, took = g.asides[0][2], 0.0
+            g.late, first = True, g.asides[0][2]
             if isinstance(first, UnaryCall):  # (its answer is read again when it is checked)
                 try:
-                    took = first.get(self.answer_bound()).latency_s or 0.0
+                    first.get(self.answer_bound())
                 except queue.Empty:
                     pass
             if late is not None:
-                wait_s = max(late * took, 1e-4)  # (never 0: a cancel that did not wait)
+                # From when the answer came, which may be before this looked (the one behind has
+                # been running since): never 0, which would be a cancel that did not wait.
+                done = getattr(first, "done_at", None) or time.monotonic()
+                wait_s = max(done + late * (done - first.started) - time.monotonic(), 1e-4)
             time.sleep(wait_s)
         self.streams[client].close(cancel_requests=True, timeout_s=self.settings.prompt_s)
         got = [StreamClient.poll(call, 0) for _, call in g.behind]
@@ -156,6 +161,8 @@ class CancelSteps:
         if g.checked == 1:
             check, indeterminate = self._first(req, exp, got, check)
             expect = exp
+            if got.ok and check.violation is None and not g.overtaken:
+                g.first = got.value
         else:
             check, indeterminate = self._witness(req, exp, got, check, via)
             expect = EndedOr((exp.value, exp.value - self._behind_value()))
@@ -237,8 +244,12 @@ class CancelSteps:
     def after_cancel(self, client: int, req: Request, via: str, action: str) -> None:
         """The sequence's next request, held to what the answers so far leave possible."""
         g, self.group = self.group, None
-        if len(g.asides) < 2:  # no witness says whether the cancelled one ended the sequence: every sum it may go on with
-            g.sums = self._any_sum_of(g)
+        if len(g.asides) < 2:  # no witness says whether the cancelled one ended the sequence
+            # The first answered before the others: its sum, with or without the one behind;
+            # else every sum the group's requests may have made.
+            behind = self._behind_value_of(g)
+            g.sums = frozenset({g.first, self.model.then(g.first, behind)}) if g.first is not None \
+                else self._any_sum_of(g)
         key = key_of(req.seq_id)
         while True:
             exp = self.expect(req, time.monotonic())  # as if everything before it ran
@@ -257,7 +268,7 @@ class CancelSteps:
         go_on = sorted({self.model.then(s, req.value) for s in g.sums}) if isinstance(exp, Answer) and not g.ended else []
         expected = "the START-flag error, or CANCELLED (the sequence ended with its cancelled request)"
         if go_on:
-            expected += ("; or, had the cancel found it running (or not there yet), OUTPUT=" if len(g.asides) < 2 else
+            expected += ("; or, had the cancel found it running (or not there yet), OUTPUT=" if g.late else
                          "; or, had the cancelled request not been queued before, OUTPUT=") + \
                         " or ".join(f"{v!r}" for v in go_on)
         rec = self.record(client=client, action=action, kind=Kind.AFTER_CANCEL, request=req, via=via,
@@ -272,13 +283,14 @@ class CancelSteps:
             self.model.reaped(key)
         elif got.ok and got.value in go_on:
             self.model.went_on(key, got.value, time.monotonic())
-            if len(g.asides) < 2 and self._ran_behind(g, req, got):
+            if g.late and self._ran_behind(g, req, got):
                 self.stats.coverage.situation(CANCELLED_RUNNING)
         else:
             # With no witness the sequence may go on: a sum none of the group's leaves possible
             # is a wrong sum, whatever the cancel found.
-            late = len(g.asides) < 2 and got.ok and bool(go_on)
-            self.fail(InvariantViolation("sums_match" if late else "cancel_ends_sequence", self._went_on(g, req, got)), rec)
+            wrong_sum = g.late and got.ok and bool(go_on)
+            self.fail(InvariantViolation("sums_match" if wrong_sum else "cancel_ends_sequence",
+                                         self._went_on(g, req, got)), rec)
 
     def _ran_behind(self, g: Group, req: Request, got: Outcome) -> bool:
         """The answer after the group holds the cancelled request's value (and only such a sum)."""
@@ -292,7 +304,7 @@ class CancelSteps:
 
     def _went_on(self, g: Group, req: Request, got: Outcome) -> str:
         cancelled, _ = g.behind[0]
-        late = len(g.asides) < 2  # no witness: the cancel may have found it running
+        late = g.late  # the cancel may have found it running
         what = (f"{cancelled.describe()} was cancelled behind {g.asides[0][0].describe()}"
                 + (" (queued, or running)" if late else ", while queued")
                 + (f", and {g.asides[1][0].describe()}, queued behind it, failed with it" if g.ended else "")

@@ -205,6 +205,11 @@ class UnaryCall:
 
     def __init__(self, future, started: float):
         self._future, self._started = future, started
+        self.done_at: float | None = None  # when its answer came (gRPC's thread), however late it is read
+        future.add_done_callback(self._done)
+
+    def _done(self, _future) -> None:
+        self.done_at = time.monotonic()
 
     @property
     def started(self) -> float:
