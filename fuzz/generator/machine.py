@@ -1078,10 +1078,13 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """Ends live sequences other than `keep` until `needed` slots are free; where sequences
         left to expire hold them (on a small model, most of the time: seen, 63 of 69 churns of a
         2-slot campaign found no room), every client waits for those (_stuck_wait) and it tries
-        again. False where it cannot."""
-        return self._end_for_room(client, via, keep, value, needed) or \
+        again. False where it cannot, or where `keep`, live before, idled out meanwhile (seen once
+        in CI: a churn's keeper reaped during the wait, then a KeyError)."""
+        was_live = keep is not None and keep in self.engine.live()
+        made = self._end_for_room(client, via, keep, value, needed) or \
             (self._stuck_wait(self.engine.wait_for_slots, needed, keep) > 0 and
              self._end_for_room(client, via, keep, value, needed))
+        return made and not (was_live and keep not in self.engine.live())
 
     def _end_for_room(self, client, via, keep, value, needed: int) -> bool:
         """Ends live sequences other than `keep` until `needed` slots are free (a slot an END
