@@ -55,6 +55,10 @@ class Group:
     late: bool = False  # cancelled after the first's answer, with no witness (the one behind may have run)
     first: float | None = None  # the first's sum, answered before the others
 
+    @property
+    def behind_value(self) -> float:
+        return sum(r.value for r, _ in self.behind)
+
 
 def swept(got: Outcome, via: str = "grpc") -> bool:
     """Failed with the cancelled request it was queued behind: CANCELLED, with an empty message
@@ -165,7 +169,7 @@ class CancelSteps:
                 g.first = got.value
         else:
             check, indeterminate = self._witness(req, exp, got, check, via)
-            expect = EndedOr((exp.value, exp.value - self._behind_value()))
+            expect = EndedOr((exp.value, exp.value - g.behind_value))
         rec = self.record(client=client, action=action, kind=Kind.ASIDE_ANSWER, request=req, via=via,
                           expected=check.expected, got=check.got, expect=None if indeterminate else expect,
                           outcome=got)
@@ -188,7 +192,7 @@ class CancelSteps:
             return attrs.evolve(check, violation=None, expected=f"{check.expected}, or {why} (indeterminate)"), True
         if check.violation is None:
             return check, False
-        after_others = {self.model.then(v, req.value) for v in self._any_sum(without=req)}
+        after_others = {self.model.then(v, req.value) for v in self._any_sum(g, without=req)}
         if not (self._refused_with_it(got, req) or got.ok and got.value in after_others):
             return check, False
         g.overtaken = True
@@ -205,11 +209,11 @@ class CancelSteps:
         after it, had ended the sequence: a false valid_is_accepted)."""
         g = self.group
         with_behind = exp.value
-        without = exp.value - self._behind_value() if self.model.carries_state else exp.value
+        without = exp.value - g.behind_value if self.model.carries_state else exp.value
         check = attrs.evolve(check, expected=f"{check.expected}, or OUTPUT={without!r} (the one behind not there "
                                              f"yet), or CANCELLED with it")
         if g.overtaken:
-            g.sums = self._any_sum()
+            g.sums = self._any_sum(g)
             fits = self._refused_with_it(got, req, via) or got.ok and got.value in g.sums
             return (attrs.evolve(check, violation=None), True) if fits else (check, False)
         if self._refused_with_it(got, req, via):
@@ -222,15 +226,9 @@ class CancelSteps:
             return attrs.evolve(check, violation=None), False
         return check, False
 
-    def _behind_value(self) -> float:
-        return sum(r.value for r, _ in self.group.behind)
-
-    def _any_sum(self, without: Request | None = None) -> frozenset:
-        """Every sum some of this group's requests (but `without`) could make on its base: what
+    def _any_sum(self, g: Group, without: Request | None = None) -> frozenset:
+        """Every sum some of the group's requests (but `without`) could make on its base: what
         the server's order may have made of a group whose order the answers show was lost."""
-        return self._any_sum_of(self.group, without)
-
-    def _any_sum_of(self, g: Group, without: Request | None = None) -> frozenset:
         sums = {g.base}
         for r in [a[0] for a in g.asides] + [r for r, _ in g.behind]:
             if r is not without:
@@ -247,9 +245,8 @@ class CancelSteps:
         if len(g.asides) < 2:  # no witness says whether the cancelled one ended the sequence
             # The first answered before the others: its sum, with or without the one behind;
             # else every sum the group's requests may have made.
-            behind = self._behind_value_of(g)
-            g.sums = frozenset({g.first, self.model.then(g.first, behind)}) if g.first is not None \
-                else self._any_sum_of(g)
+            g.sums = frozenset({g.first, self.model.then(g.first, g.behind_value)}) if g.first is not None \
+                else self._any_sum(g)
         key = key_of(req.seq_id)
         while True:
             exp = self.expect(req, time.monotonic())  # as if everything before it ran
@@ -295,12 +292,9 @@ class CancelSteps:
     def _ran_behind(self, g: Group, req: Request, got: Outcome) -> bool:
         """The answer after the group holds the cancelled request's value (and only such a sum)."""
         with_it = self.model.then(self.model.then(self.model.then(g.base, g.asides[0][0].value),
-                                                  self._behind_value_of(g)), req.value)
+                                                  g.behind_value), req.value)
         without = self.model.then(self.model.then(g.base, g.asides[0][0].value), req.value)
         return got.value == with_it != without
-
-    def _behind_value_of(self, g: Group) -> float:
-        return sum(r.value for r, _ in g.behind)
 
     def _went_on(self, g: Group, req: Request, got: Outcome) -> str:
         cancelled, _ = g.behind[0]
