@@ -75,6 +75,7 @@ ID_STATES = ("fresh", "live", "done")
 FULL_START = "restart in a full execution"
 PIPELINED_RESTART = "restart in a pipelined run"
 REUSED_AT_ONCE = "reused at once"
+EXPIRY_REUSE = "expiry reuse"
 FULL_END = "END in a full execution"
 KEPT_ALIVE = "kept alive"
 LONG_LIFE = "long life"  # a sequence went on LONG_LIFE_S (10 s) after its START (fuzz/checker/model.py)
@@ -215,7 +216,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     goals += together_goals(spec)
     # an iterative sequence ends itself: none is left to idle out, or kept going
     # (a quiet model stops every client for most of a window: not where a window is too long to wait)
-    waited = ["expiry reuse", KEPT_ALIVE, LONG_LIFE, QUIET] if expiry and not spec.iterations else []
+    waited = [EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET] if expiry and not spec.iterations else []
     goals += [f"situation: {s}" for s in situations + waited]
     return tuple(goals)
 

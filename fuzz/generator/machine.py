@@ -22,7 +22,7 @@ from .. import nemesis
 from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets, wide_values,
     WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin,
     swing_values)
-from .coverage import (FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
+from .coverage import (EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
     sibling_family, together_goals, twin_places)
 from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
@@ -1308,8 +1308,12 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         value = self._value(data)
         new_id = self._fresh(data.draw(self.plan.ids, label="id"))
         new = data.draw(st.booleans(), label="a new sequence comes instead")
+        steer = data.draw(STEER, label="steer reuse")
         if key is None:
             return self._skip("let expire: no live sequence")
+        # A campaign's first long wait is often its only one (the share of waits): while no slot
+        # an expiry freed has been taken, the client mostly comes back with a new sequence.
+        new = new or (steer >= STEER_GAP_FROM and f"situation: {EXPIRY_REUSE}" not in self.engine.stats.coverage.seen)
         if self._waits_had_their_share():
             return self._skip("let expire: waits for long idle windows took their share of the campaign")
         keys = [key] + [k for k in self.engine.live() if k != key and everyone]

@@ -22,7 +22,7 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from ..generator.coverage import KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows
+from ..generator.coverage import EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
@@ -406,7 +406,7 @@ class Engine(CancelSteps, SharedSteps):
             if self.model.restarts:
                 self.stats.coverage.situation("restart")
             if self.model.depth.reuse_cycles:
-                self.stats.coverage.situation("expiry reuse")
+                self.stats.coverage.situation(EXPIRY_REUSE)
             if self.model.long_gaps:
                 self.stats.coverage.situation("long gap")
             if self.model.quiet_gaps:
