@@ -1273,11 +1273,72 @@ TWENTY_FOURTH_BUGS = (
         _CANCELLABLE4, 3, "START a of 5, a's next cancelled while it runs, then a's next of 1: it answers 1"),
 )
 
+# Twenty-fifth hold-out (stop 76): written and committed before any campaign met it.
+TWENTY_FIFTH_BUGS = (
+    Bug("shared_start_written_in_place", "sequences whose history is one START of the same value share one state "
+                                         "cell, as a prefix cache shares blocks; a continuation writes the shared "
+                                         "cell in place (no copy on write), so its twin's sum moves with it",
+        _BASE, "        cells = self.__dict__.setdefault('cells', {})\n"
+               "        hist = self.__dict__.setdefault('hist', {})\n"
+               "        first = int(x.reshape(-1)[0])\n"
+               "        if start:\n"
+               "            twin = next((k for k, h in hist.items() if k != key and h == (first,)), None)\n"
+               "            cells[key] = cells[twin] if twin is not None else [self.dtype.type(0)]\n"
+               "            hist[key] = (first,)\n"
+               "        else:\n"
+               "            hist[key] = hist.get(key, ()) + (first,)\n"
+               "        cell = cells.setdefault(key, [self.dtype.type(0)])\n"
+               "        base = self.dtype.type(0) if start else cell[0]\n",
+        _CORRID4, 4, "START a of 5, START b of 5, a's next of 1, then b's next of 1: it answers 7",
+        more=((_TOTAL, _TOTAL + "        cell[0] = total.reshape(-1)[0]\n"
+                                "        if end:\n"
+                                "            cells.pop(key, None)\n"
+                                "            hist.pop(key, None)\n"),)),
+    Bug("batch_shape_replays_captured_keys", "an execution of n >= 2 live rows replays a graph captured by the first "
+                                             "execution of n live rows: each row gathers its base from the sequence "
+                                             "that held that row when the graph was captured (stale pointers)",
+        _BASE, "        at = self.live_keys.index(key) if key in self.live_keys else -1\n"
+               "        src = self.graph[at] if self.graph is not None and at >= 0 else key\n"
+               "        base = self.dtype.type(0) if start else self.sums.get(src, self.dtype.type(0))\n",
+        _CORRID4, 4, "START a and START b in one execution (captured), END a, START c, then b's and c's next "
+                     "in one execution with c in a's row: c adds onto a's sum (or 0)",
+        more=((_EXECUTE, "        self.live_keys = [_scalar(r, 'CORRID') for r in requests if _scalar(r, 'READY', 1)]\n"
+                         "        graphs = self.__dict__.setdefault('graphs', {})\n"
+                         "        n = len(self.live_keys)\n"
+                         "        self.graph = graphs.setdefault(n, list(self.live_keys)) if n >= 2 else None\n"
+               + _EXECUTE),)),
+    Bug("cancelled_rows_compacted_answers_shift", "an execution drops its cancelled rows before it runs (their "
+                                                  "sequences are left as they were) but hands the answers out in "
+                                                  "the original order: every row behind a cancelled one gets the "
+                                                  "next row's answer, the last a zero",
+        _EXECUTE, "        kept = [p for p, r in enumerate(requests) if not r.is_cancelled()]\n"
+                  "        outs = [self._answer(self._one(p, requests[p], ready[p]), live) for p in kept]\n"
+                  "        blank = np.zeros(pb_utils.get_input_tensor_by_name(requests[0], 'INPUT').as_numpy().shape, "
+                  "self.dtype)\n"
+                  "        responses = outs + [self._answer([pb_utils.Tensor('OUTPUT', blank)], live)\n"
+                  "                            for _ in range(len(requests) - len(outs))]\n",
+        _CANCELLABLE4, 4, "START a, START b, then a's next (cancelled while it runs) beside b's next in one "
+                          "execution: b's answer is 0"),
+    Bug("request_id_taken_for_a_retry", "a request whose request id was answered in the last 8 executions is taken "
+                                        "for a client's retry and answered that sum, nothing added (ids are unique "
+                                        "per client, not across clients: every stream counts its own)",
+        _BASE, "        rid = request.request_id()\n"
+               "        answered = self.__dict__.setdefault('answered', {})\n"
+               "        if rid and rid in answered and self.execution - answered[rid][0] <= 8:\n"
+               "            return [pb_utils.Tensor('OUTPUT', np.full(x.shape, answered[rid][1], self.dtype))]\n"
+               + _BASE,
+        _CORRID, 2, "two clients' streams each send their first request (both id r0): the second is answered the "
+                    "first's sum",
+        more=((_TOTAL, _TOTAL + "        if rid:\n"
+                                "            answered[rid] = (self.execution, total.reshape(-1)[0])\n"),)),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
-            + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + NATIVE_BUGS)
+            + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS
+            + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
