@@ -525,3 +525,50 @@ def test_a_failure_that_needs_earlier_examples_is_never_reported_in_place_of_a_c
     campaign._rate_cuts(None, SPEC, violations, [leak], replayable, unreplayable, {id(leak)}, FuzzSettings(),
                         trusted=True)
     assert violations == [cut] and not replayable and id(cut) in unreplayable
+
+
+def _long_program(n: int) -> list:
+    """n sequences of three requests each, one after another, on ids 100..."""
+    return [step(3 * s + k + 1, s % 4, 100 + s, start=k == 0) for s in range(n) for k in range(3)]
+
+
+def test_a_long_failure_that_replays_is_rated_on_the_sequences_it_ended_with_before_it_is_whole(monkeypatch):
+    """A polish of a program longer than FOCUS_FIRST_STEPS whose bug needs its last two sequences:
+    plain replays of the last sequence alone (all pass), then of the last two (fail), and the whole
+    is never replayed (a replay of thousands of steps takes seconds: rating it whole once took
+    a shrink's whole budget)."""
+    lengths = []
+    steps = _long_program(40)
+    needs = {138, 139}
+
+    def plain(server, spec, steps_, invariant, settings):
+        lengths.append(len(steps_))
+        return failing(steps_, needs)
+
+    monkeypatch.setattr(isolate, "_moved", plain)
+    monkeypatch.setattr(isolate, "_try", lambda server, spec, s, inv, settings, **k: failing(s, needs, _program(s)))
+    v = failing(steps, needs)
+    polished = isolate.polish(None, SPEC, v, FuzzSettings(), 30)
+    assert polished is not None
+    assert sorted({s.request.seq_id for s in polished.program if s.request is not None}) == [138, 139]
+    assert set(lengths[:lengths.index(6)]) == {3} and len(steps) not in lengths
+
+
+def test_a_long_failure_from_a_fresh_model_is_cut_from_its_last_sequences_before_any_whole_try(monkeypatch):
+    """Hypothesis could not replay it (a cancel's or a batch's luck): its last sequences are cut
+    with plain replays and confirmed from a fresh model before the whole program is tried fresh."""
+    fresh_lengths = []
+    steps = _long_program(40)
+    needs = {138, 139}
+    monkeypatch.setattr(isolate, "_moved", lambda server, spec, s, inv, settings: failing(s, needs))
+
+    def fresh(server, spec, s, invariant, settings, reload=True, fresh=None):
+        fresh_lengths.append(len(s))
+        return failing(s, needs, _program(s))
+
+    monkeypatch.setattr(isolate, "_try", fresh)
+    monkeypatch.setattr(isolate.FreshCopies, "of", staticmethod(lambda server, spec: None))
+    found = isolate.from_fresh_model(None, SPEC, failing(steps, needs), FuzzSettings(), 30)
+    assert found is not None and found.program[0].kind is Kind.FAULT
+    assert sorted({s.request.seq_id for s in found.program if s.request is not None}) == [138, 139]
+    assert len(steps) not in fresh_lengths

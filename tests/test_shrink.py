@@ -392,3 +392,16 @@ def test_a_removed_end_does_not_move_past_requests_of_its_sequence_sent_at_once(
              req(3, 5, 2, kind=Kind.HELD_ANSWER), req(4, 5, 3, end=True)]
     assert sent(without(steps, {3}, SPEC))[0] == (5, 1 + 3, True, False)
     assert sent(without([steps[0], steps[3]], {1}, SPEC)) == [(5, 1 + 3, True, True)]
+
+
+def test_focus_cuts_as_programs_come_in_focus_order_each_shorter_and_capped():
+    """The programs a long failure is rated on before it is whole (fuzz/corpus/isolate.py): the
+    last sequence alone, then the last 2, 4, ...; at most `most`, none as long as the program."""
+    from fuzz.corpus.shrink import focused
+
+    steps = [req(3 * n + k, 10 + n, 1, start=k == 0, end=k == 2) for n in range(10) for k in range(3)]
+    cuts = focused(steps, SPEC, 3)
+    assert [sorted({s.request.seq_id for s in c}) for c in cuts] == [[19], [18, 19], [16, 17, 18, 19]]
+    assert all(len(c) < len(steps) for c in focused(steps, SPEC, 10))
+    assert len(focused(steps, SPEC, 10)) == 4  # 1, 2, 4, 8 of 10 sequences: 16 would be the whole
+    assert focused(steps[:3], SPEC, 5) == []  # one sequence: no cut is shorter

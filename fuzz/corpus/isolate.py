@@ -96,6 +96,13 @@ HELD_PLAIN_SHARE = 2 / 3
 # The most of that share each of a crowd's cores (shrink.crowd_cores) is rated for, before the
 # whole program is.
 CORE_SHARE = 1 / 8
+# A program longer than this is rated first on its focus cuts (shrink.focused: the sequences it
+# ended with, up to FOCUS_CORES of them), each for CORE_SHARE of what is left, as a crowd's cores
+# are: a plain replay of thousands of steps takes seconds, and rating such a program whole took a
+# shrink's whole budget (seen: a 4-request bug behind a 1025-request run kept at 7416 steps, and
+# a cancel group's bug at the end of 2102 steps, its whole never failing again from a fresh model).
+FOCUS_FIRST_STEPS = 60
+FOCUS_CORES = 5
 # Steps that make a plain replay slow (an idle timeout waited out, a restart or reload): plain
 # replays cut a program without them, where it fails without them.
 SLOW_STEPS = (*shrink.WAITS, Kind.FAULT)
@@ -137,8 +144,17 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
             # On the model itself: what is found here is the shrink's fallback, shown as it is kept.
             # Alone, up to ALONE_TRIES times: a crowd's batch shows a bug in some replays only, and
             # a program with history is hundreds of steps longer.
-            found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant, settings),
-                                   ALONE_TRIES if back == 0 else 1)
+            found = early = quick = None
+            cuts: list = []
+            if back == 0 and len(failing) > FOCUS_FIRST_STEPS:
+                # A long program's fresh tries take seconds each (and a cancel's or a batch's
+                # failure comes back in some only): the sequences it ended with first, cut
+                # with plain replays and confirmed from a fresh model.
+                quick, cuts = _cut_quickly(server, spec, violation, settings, deadline, whole=False)
+                found = early = quick
+            if found is None:
+                found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant,
+                                                    settings), ALONE_TRIES if back == 0 else 1)
             if found is None and back == 0 and not sends_at_once(in_turn) and \
                     (slow := shrink.paced(in_turn)) != list(failing):
                 # Replays send faster than the campaign did: once more with its gaps between steps
@@ -160,7 +176,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                     if quick is None:
                         return None
                 found = quick
-            elif found is not None:
+            elif found is not None and early is None:
                 # It may fail without a fresh model too, or need only what the history left
                 # behind, which a cut of the whole keeps. But where the longest program a fresh
                 # model passed on fails in plain replays all the same, what a plain replay leaves
@@ -206,8 +222,17 @@ def _without_slow(steps, spec: ModelSpec) -> list[StepRecord]:
     return shrink.without(list(steps), slow, spec) if slow else list(steps)
 
 
+def _cores(steps, spec: ModelSpec) -> list:
+    """The short programs a failing program is rated on before it is whole: its crowd's cores
+    (shrink.crowd_cores), and where it is long (FOCUS_FIRST_STEPS), its focus cuts."""
+    cores = shrink.crowd_cores(steps, spec)
+    if len(steps) > FOCUS_FIRST_STEPS:
+        cores += [c for c in shrink.focused(steps, spec, FOCUS_CORES) if c not in cores]
+    return cores
+
+
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
-                 deadline: float) -> tuple[InvariantViolation | None, list]:
+                 deadline: float, whole: bool = True) -> tuple[InvariantViolation | None, list]:
     """`found` (it failed from a fresh model) cut down with plain replays, ids moved (ms a
     try, where a reload takes 1.4 s), for up to PLAIN_SHARE of the time left (HELD_PLAIN_SHARE
     where it sends requests at once), as long as they fail
@@ -218,16 +243,17 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     only a batch that the server does not compose the same way every time (a crowd's): a reload
     per try would leave it long. Each cut gets as many replays as the program's own failure rate
     asks for (`_rated`). A program that sends requests at once starts from its crowd's cores
-    where their replays fail (`shrink.crowd_cores`): a long one is slow to rate, a core fast."""
+    where their replays fail (`shrink.crowd_cores`), and a long program from the sequences it ended
+    with (`_cores`): a long one is slow to rate, a core fast. Not `whole`: the cores only."""
     fraction = HELD_PLAIN_SHARE if sends_at_once(found.program) else PLAIN_SHARE
     share = time.monotonic() + (deadline - time.monotonic()) * fraction
     plain = lambda steps: _moved(server, spec, steps, found.invariant, settings)  # noqa: E731
     # A crowd's failure is first rated on the sequences of the crowd that failed (`crowd_cores`),
     # each core for an eighth of the share at most: short, they replay fast.
-    cores = [(core, CORE_SHARE) for core in shrink.crowd_cores(_body(found), spec)]
+    cores = [(core, CORE_SHARE) for core in _cores(_body(found), spec)]
     in_turn = shrink.in_turn(_body(found))
     first = [(in_turn, CORE_SHARE)] if in_turn != _body(found) else []
-    for body, part in first + cores + [(_body(found), 1 / 2)]:
+    for body, part in first + cores + ([(_body(found), 1 / 2)] if whole else []):
         # Every plain try of a program that waits would take seconds too: without its waits (and
         # faults), or not at all. Most programs that fail fail without them (the `pause` that
         # waits for slots to free up mid-example is in many).
@@ -427,6 +453,12 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
             # Sent one at a time it cuts faster (plain requests fold, and it is rated as such),
             # where its bug needs no execution its pipelined requests shared.
             found, rate = _rated(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE)
+        if found is None and len(violation.program) > FOCUS_FIRST_STEPS:
+            # A long one from the sequences it ended with: a replay of it whole takes seconds.
+            for core in shrink.focused(list(violation.program), spec, FOCUS_CORES):
+                found, rate = _rated(plain, core, time.monotonic() + (deadline - time.monotonic()) * CORE_SHARE)
+                if found is not None:
+                    break
         if found is None:
             found, rate = _rated(plain, violation.program, deadline)
         if found is None:

@@ -70,20 +70,35 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
 
 def focus(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
           deadline: float) -> InvariantViolation:
-    """The program cut to the sequences it ended with: the one of its last step alone, then the
-    last 2, 4, ... to have sent (by_sequence's groups, by their last step), the first of those
-    that fails. A promise breaks at the program's end, mostly on what the last few sequences
-    did, and a crowd's program of hundreds of steps leaves ddmin's halving no time for its
-    single steps (seen: 188 steps, three tries of 1.5 s each per pass, and the budget gone
-    before a sequence was removed). A few tries, each shorter than the whole; a cut that no
-    longer fails is tried once more keeping the time the cut sequences took, as silence (a
-    sequence's age or gap the bug needs, which they filled), as _ddmin does."""
+    """The program cut to the sequences it ended with (`focus_cuts`), the first cut that fails.
+    A promise breaks at the program's end, mostly on what the last few sequences did, and a
+    crowd's program of hundreds of steps leaves ddmin's halving no time for its single steps
+    (seen: 188 steps, three tries of 1.5 s each per pass, and the budget gone before a sequence
+    was removed). A few tries, each shorter than the whole; a cut that no longer fails is tried
+    once more keeping the time the cut sequences took, as silence (a sequence's age or gap the
+    bug needs, which they filled), as _ddmin does."""
     steps = body(found)
+    for gone in focus_cuts(steps):
+        if time.monotonic() >= deadline:
+            break
+        kept = without(steps, gone, spec)
+        again = try_(kept) if kept else None
+        if again is None and kept and time.monotonic() < deadline:
+            again = _try_spaced(try_, steps, gone, kept, spec)
+        if again is not None and len(body(again)) < len(steps):
+            return again
+    return found
+
+
+def focus_cuts(steps) -> list[set]:
+    """The step positions each of focus's cuts removes, in the order it tries them: every
+    sequence but the one of the last step, then but the last 2, 4, ... to have sent (by_sequence's
+    groups, by their last step); after the first, the sequences no END closed (left to their
+    idle timeouts, or running at the end) and what sent nothing (the waits, the sequences left
+    to expire) are kept as well: a leak the idle timeouts grow needs those, wherever they fell
+    (seen: 435 steps, five expiries spread over the program)."""
     groups = sorted(by_sequence(steps), key=max)
     cuts = [groups[-1:]]
-    # Then the sequences no END closed (left to their idle timeouts, or running at the end) and
-    # what sent nothing (the waits, the sequences left to expire): a leak the idle timeouts grow
-    # needs those, wherever they fell (seen: 435 steps, five expiries spread over the program).
     open_ = {min(g) for g in unended(steps)}
     outlived = [g for g in groups[:-1] if min(g) in open_] + groups[-1:]
     if len(cuts[0]) < len(outlived) < len(groups):
@@ -92,17 +107,19 @@ def focus(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     while k < len(groups):
         cuts.append(groups[-k:])
         k *= 2
-    for cut in cuts:
-        if time.monotonic() >= deadline:
-            break
-        gone = {i for g in groups if g not in cut for i in g}
+    return [{i for g in groups if g not in cut for i in g} for cut in cuts]
+
+
+def focused(steps, spec: ModelSpec, most: int) -> list[list[StepRecord]]:
+    """Up to `most` of focus's cuts as programs, in its order, each shorter than `steps`."""
+    out: list = []
+    for gone in focus_cuts(steps):
         kept = without(steps, gone, spec)
-        again = try_(kept) if kept else None
-        if again is None and kept and time.monotonic() < deadline:
-            again = _try_spaced(try_, steps, gone, kept, spec)
-        if again is not None and len(body(again)) < len(steps):
-            return again
-    return found
+        if kept and len(kept) < len(steps) and kept not in out:
+            out.append(kept)
+        if len(out) == most:
+            break
+    return out
 
 
 def alone(found: InvariantViolation, try_: Try, body: Body, deadline: float) -> InvariantViolation:
