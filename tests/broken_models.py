@@ -1295,13 +1295,14 @@ TWENTY_FIFTH_BUGS = (
                                 "            cells.pop(key, None)\n"
                                 "            hist.pop(key, None)\n"),)),
     Bug("batch_shape_replays_captured_keys", "an execution of n >= 2 live rows replays a graph captured by the first "
-                                             "execution of n live rows: each row gathers its base from the sequence "
-                                             "that held that row when the graph was captured (stale pointers)",
+                                             "execution of n live rows: its k-th live row gathers its base from the "
+                                             "sequence that was the k-th live row when the graph was captured (stale "
+                                             "pointers)",
         _BASE, "        at = self.live_keys.index(key) if key in self.live_keys else -1\n"
                "        src = self.graph[at] if self.graph is not None and at >= 0 else key\n"
                "        base = self.dtype.type(0) if start else self.sums.get(src, self.dtype.type(0))\n",
-        _CORRID4, 4, "START a and START b in one execution (captured), END a, START c, then b's and c's next "
-                     "in one execution with c in a's row: c adds onto a's sum (or 0)",
+        _CORRID4, 4, "START a and START b in one execution (captured: live rows a, b), then b's next beside "
+                     "START c in one execution (live rows b, c): b adds onto a's sum",
         more=((_EXECUTE, "        self.live_keys = [_scalar(r, 'CORRID') for r in requests if _scalar(r, 'READY', 1)]\n"
                          "        graphs = self.__dict__.setdefault('graphs', {})\n"
                          "        n = len(self.live_keys)\n"

@@ -150,7 +150,10 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # A long program's fresh tries take seconds each (and a cancel's or a batch's
                 # failure comes back in some only): the sequences it ended with first, cut
                 # with plain replays and confirmed from a fresh model.
-                quick, cuts = _cut_quickly(server, spec, violation, settings, deadline, whole=False)
+                # A quarter of the budget: where plain cuts mean nothing (a leak still in the
+                # model fails every plain cut, and no fresh one), the whole tries get the rest.
+                quick, cuts = _cut_quickly(server, spec, violation, settings,
+                                           time.monotonic() + budget_s / 4, whole=False)
                 found = early = quick
             if found is None:
                 found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant,
@@ -166,7 +169,8 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # (ms each, where a reload takes 1.4 s) before history is added, which makes a
                 # program hundreds of steps long that then fails as much by chance (seen: 1619
                 # steps kept of a 7-step bug, its 68-step example having passed three reloads).
-                quick, cuts = _cut_quickly(server, spec, violation, settings, deadline)
+                quick, more = _cut_quickly(server, spec, violation, settings, deadline)
+                cuts += more  # the early plain cuts too: `spread` takes them by length
                 if quick is None and cuts:
                     # Plain replays of it alone fail: it needs no history, only a fresh model's
                     # replay to fail as well, which a short cut's does in few of its replays (seen:
@@ -189,7 +193,8 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # luck, not a leftover: its example alone was rated at back 0, and never failed.
                 unfaithful = bool(back) and not sends_at_once(in_turn) and \
                     _fails_plainly(server, spec, passed, violation.invariant, settings, deadline)
-                quick, cuts = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline)
+                quick, more = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline)
+                cuts = more if unfaithful else cuts + more
             if found is not None:
                 # The plain cuts shorter than what a fresh model confirmed, tried again for half
                 # the time left, before a reload a try cuts the rest: that seldom gets far with a
@@ -233,7 +238,7 @@ def _cores(steps, spec: ModelSpec) -> list:
 
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
                  deadline: float, whole: bool = True) -> tuple[InvariantViolation | None, list]:
-    """`found` (it failed from a fresh model) cut down with plain replays, ids moved (ms a
+    """`found` (it failed from a fresh model, or, not `whole`, in the campaign) cut down with plain replays, ids moved (ms a
     try, where a reload takes 1.4 s), for up to PLAIN_SHARE of the time left (HELD_PLAIN_SHARE
     where it sends requests at once), as long as they fail
     too: (the shortest cut a fresh model fails on too (`_first_fresh`: its program starts with
@@ -249,11 +254,14 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     share = time.monotonic() + (deadline - time.monotonic()) * fraction
     plain = lambda steps: _moved(server, spec, steps, found.invariant, settings)  # noqa: E731
     # A crowd's failure is first rated on the sequences of the crowd that failed (`crowd_cores`),
-    # each core for an eighth of the share at most: short, they replay fast.
+    # a long program's on the sequences it ended with (`_cores`), each core for an eighth of the
+    # share at most: short, they replay fast. The program sent in turn is as long as the whole:
+    # after a long program's cores, and only where `whole`.
     cores = [(core, CORE_SHARE) for core in _cores(_body(found), spec)]
     in_turn = shrink.in_turn(_body(found))
-    first = [(in_turn, CORE_SHARE)] if in_turn != _body(found) else []
-    for body, part in first + cores + ([(_body(found), 1 / 2)] if whole else []):
+    first = [(in_turn, CORE_SHARE)] if in_turn != _body(found) and whole else []
+    long_ = len(_body(found)) > FOCUS_FIRST_STEPS
+    for body, part in (cores + first if long_ else first + cores) + ([(_body(found), 1 / 2)] if whole else []):
         # Every plain try of a program that waits would take seconds too: without its waits (and
         # faults), or not at all. Most programs that fail fail without them (the `pause` that
         # waits for slots to free up mid-example is in many).
@@ -448,17 +456,18 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
     plain = lambda steps: _moved(server, spec, steps, violation.invariant, settings)  # noqa: E731
     try:
         found, rate = None, None
-        in_turn = shrink.in_turn(violation.program)
-        if in_turn != list(violation.program):
-            # Sent one at a time it cuts faster (plain requests fold, and it is rated as such),
-            # where its bug needs no execution its pipelined requests shared.
-            found, rate = _rated(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE)
-        if found is None and len(violation.program) > FOCUS_FIRST_STEPS:
-            # A long one from the sequences it ended with: a replay of it whole takes seconds.
+        if len(violation.program) > FOCUS_FIRST_STEPS:
+            # A long one from the sequences it ended with first: a replay of it whole (or sent
+            # in turn, as long) takes seconds.
             for core in shrink.focused(list(violation.program), spec, FOCUS_CORES):
                 found, rate = _rated(plain, core, time.monotonic() + (deadline - time.monotonic()) * CORE_SHARE)
                 if found is not None:
                     break
+        in_turn = shrink.in_turn(violation.program)
+        if found is None and in_turn != list(violation.program):
+            # Sent one at a time it cuts faster (plain requests fold, and it is rated as such),
+            # where its bug needs no execution its pipelined requests shared.
+            found, rate = _rated(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE)
         if found is None:
             found, rate = _rated(plain, violation.program, deadline)
         if found is None:

@@ -92,11 +92,11 @@ def focus(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
 
 def focus_cuts(steps) -> list[set]:
     """The step positions each of focus's cuts removes, in the order it tries them: every
-    sequence but the one of the last step, then but the last 2, 4, ... to have sent (by_sequence's
-    groups, by their last step); after the first, the sequences no END closed (left to their
-    idle timeouts, or running at the end) and what sent nothing (the waits, the sequences left
-    to expire) are kept as well: a leak the idle timeouts grow needs those, wherever they fell
-    (seen: 435 steps, five expiries spread over the program)."""
+    sequence but the one of the last step; then but that one and the sequences no END closed
+    (left to their idle timeouts, or running at the end) and what sent nothing (the waits, the
+    sequences left to expire): a leak the idle timeouts grow needs those, wherever they fell
+    (seen: 435 steps, five expiries spread over the program); then but the last 2, 4, ... to
+    have sent (by_sequence's groups, by their last step)."""
     groups = sorted(by_sequence(steps), key=max)
     cuts = [groups[-1:]]
     open_ = {min(g) for g in unended(steps)}
