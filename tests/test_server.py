@@ -544,3 +544,14 @@ def test_two_servers_started_at_once_each_get_their_own_stub_regions(tmp_path, r
         for s in servers:
             s.stop()
         pool.shutdown()
+
+
+def test_a_start_up_that_lost_a_port_to_another_process_is_told_apart():
+    """The ports are found free, then bound by tritonserver a moment later: another process can
+    take one in between. Those start-ups are retried on new ports; other failures are not."""
+    from fuzz.harness.server import lost_port_race
+
+    assert lost_port_race('E1204 main.cc:293] "failed to start Metrics service: Unavailable - '
+                          "Socket '127.0.0.1:36173' already in use \"")
+    assert lost_port_race("failed to listen on 127.0.0.1:8001: Address already in use")
+    assert not lost_port_race("model 'm' failed to load: unexpected shape")
