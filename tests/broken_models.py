@@ -1334,11 +1334,49 @@ TWENTY_FIFTH_BUGS = (
                                 "            answered[rid] = (self.execution, total.reshape(-1)[0])\n"),)),
 )
 
+# Twenty-sixth hold-out (stop 77): written and committed before any campaign met it. Kinds no
+# earlier hold-out named: ids made one by a float64 key (only past 2**53), a valid id the model
+# refuses (its top bit), an answer with no OUTPUT at all, and a final flag held back until the
+# instance's next execution (a hang that more traffic hides).
+TWENTY_SIXTH_BUGS = (
+    _keyed_by("corrid_keyed_as_float64", "sums keyed by the CORRID as a float64 (a JSON session store): ids past "
+                                         "2**53 that differ in their low bits are one key",
+              'float(_scalar(request, "CORRID"))', "2**53 + 1, the next float64 after a = 2**53"),
+    Bug("top_bit_ids_refused", "a CORRID with its top bit set (2**63 or more) is refused with an error: the store's "
+                               "id column is a signed 64-bit integer and its range check rejects a negative one",
+        _EXECUTE, "        responses = [pb_utils.InferenceResponse(error=pb_utils.TritonError('CORRID out of range'))\n"
+                  "                     if ready[position] and int(_scalar(request, 'CORRID', 0)) >= 2**63\n"
+                  "                     else self._answer(self._one(position, request, ready[position]), live)\n"
+                  "                     for position, request in enumerate(requests)]\n",
+        _CORRID, 1, "one START on id 2**63: refused"),
+    Bug("zero_end_answered_without_output", "an END whose final sum is 0 is answered with no OUTPUT tensor (a closing "
+                                            "frame with nothing to say)",
+        "        return [pb_utils.Tensor(\"OUTPUT\", total)]\n",
+        "        self.drop = end and int(total.reshape(-1)[0]) == 0\n"
+        "        return [pb_utils.Tensor(\"OUTPUT\", total)]\n", _CORRID,
+        1, "one START with END of 0: an answer with no OUTPUT",
+        more=(("        return pb_utils.InferenceResponse(outputs)\n",
+               "        drop, self.drop = getattr(self, 'drop', False), False\n"
+               "        return pb_utils.InferenceResponse([o for o in outputs if not (drop and o.name() == 'OUTPUT')])\n"),)),
+    Bug("decoupled_final_flushed_lazily", "a decoupled model sends each answer at once but its final flag at the "
+                                          "start of its instance's next execution (a sender flushed lazily): the "
+                                          "last request before a lull is not completed until more traffic comes",
+        _DECOUPLED_FINAL, "            else:\n"
+                          "                request.get_response_sender().send(response)\n"
+                          "                self.unflushed.append(request.get_response_sender())\n",
+        _DECOUPLED4, 1, "one START: answered, never completed",
+        more=(("        self.execution += 1\n",
+               "        self.execution += 1\n"
+               "        for sender in self.__dict__.setdefault('unflushed', []):\n"
+               "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
+               "        self.unflushed = []\n"),)),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
-            + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS
+            + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS + TWENTY_SIXTH_BUGS
             + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
