@@ -145,3 +145,17 @@ def test_a_call_that_ends_fails_its_own_requests_only_and_those_prepared_for_it(
     got = c.poll(late, 0)
     assert got.status == "UNAVAILABLE" and "already ended" in got.message, got
     assert c._outbox.qsize() == 1 and not c._pending and not c._calls  # only the first went out
+
+
+def test_a_request_answered_but_never_flagged_final_says_what_it_answered():
+    """A decoupled model that answers and holds its final flag back (flushed lazily, say) leaves
+    the request incomplete: the timeout says what came, not "no response"."""
+    from fuzz.harness.client import Request
+
+    c = _bare_stream(None)
+    _, (box,) = c.prepare([Request("m", 5, 1, start=True)])
+    c._read([_stream_answer("r0", [1, 1], False, value=4)])
+    got = StreamClient.wait(box, 0.01)
+    assert got.status == "CLIENT_TIMEOUT" and "no final response" in got.message and "OUTPUT=4" in got.message
+    silent = Box()
+    assert StreamClient.wait(silent, 0.01).message == "no response within 0.01 s"

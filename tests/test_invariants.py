@@ -57,3 +57,18 @@ def test_an_answer_shaped_otherwise_than_its_input_is_not_well_formed():
     assert judged(attrs.evolve(typed, outcome=Outcome(value=7, shape=(1, 1), datatype="INT32")), SPEC) is None
     with pytest.raises(ValueError, match="built in"):
         unregister("answers_well_formed")
+
+
+def test_an_answer_without_its_output_is_malformed_not_refused():
+    """A response that came but carries no OUTPUT breaks answers_well_formed (the report says it was
+    answered, and how); an error response is still a refusal."""
+    from fuzz.checker.invariants import check_prompt
+    from fuzz.checker.model import Answer
+
+    req = Request("m", 5, 1, start=True)
+    bad = Outcome(status="BAD_RESPONSE", message="no OUTPUT in response (got ['SEQFUZZ_ROW'])")
+    check = check_prompt(req, Answer(1), bad, "stream")
+    assert check.violation.invariant == "answers_well_formed" and "answered, but no OUTPUT" in check.violation.detail
+    refused = check_prompt(req, Answer(1), Outcome(status="ERROR", message="boom"), "stream")
+    assert refused.violation.invariant == "valid_is_accepted"
+    assert check_prompt(req, Answer(1), bad, "stream", context="refill").violation.invariant == "answers_well_formed"

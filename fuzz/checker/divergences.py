@@ -182,7 +182,7 @@ KNOWN = KNOWN + (
         "witness on a stream of its own, which the guard keeps on unary gRPC.",
         versions=("2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0"),
         symptom="an empty response (no OUTPUT, no error) on the stream",
-        affects=lambda m: True, invariant="valid_is_accepted",
+        affects=lambda m: True, invariant="valid_is_accepted", also_under=("answers_well_formed",),
         guard="the request a cancel may sweep up (cancel_pipelined's witness) goes over unary gRPC, never a "
               "stream (and cancel_pipelined is left out for a decoupled model, which takes streams only)"),
 )
@@ -307,7 +307,7 @@ KNOWN = KNOWN + (
         versions=("2.41.0", "2.44.0", "2.46.0", "2.51.0"),
         symptom="one answer, then nothing: no further iteration and no final response (once: an empty response)",
         affects=lambda m: bool(getattr(m, "iterations", 0)), invariant="no_hangs", also_under=("valid_is_accepted",),
-        signatures=("no response within", "no OUTPUT in response"),
+        signatures=("no response within", "no final response within", "no OUTPUT in response"),
         guard="no request goes to the id of an iterative START+END again"),
 )
 
@@ -379,7 +379,7 @@ KNOWN = KNOWN + (
         affects=lambda m: getattr(m, "chunks", 0) > 1, invariant="no_hangs",
         # no answer where the step's refusal was due (each of its enqueue refusals says "must specify"),
         # whichever promise the check names (no_hangs, invalid_is_refused)
-        signatures=("no response within",), expected_signatures=("must specify",),
+        signatures=("no response within", "no final response within"), expected_signatures=("must specify",),
         guard="no request that the step would refuse as it is enqueued (no START, a zero id) is sent to a split ensemble"),
 )
 

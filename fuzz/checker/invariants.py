@@ -129,6 +129,14 @@ def describe_expectation(exp) -> str:
     return repr(exp)
 
 
+def _not_answered(got: Outcome, refused: InvariantViolation) -> InvariantViolation:
+    """What a request that must be answered broke when no usable answer came: an answer without
+    its OUTPUT (or with an empty one) is a malformed answer, not a refusal."""
+    if got.status == "BAD_RESPONSE":
+        return InvariantViolation("answers_well_formed", f"answered, but {got.message}")
+    return refused
+
+
 def check_prompt(req: Request, exp, got: Outcome, transport: str, *, context: str = "") -> Check:
     """A request the server must answer at once (Answer or Refusal)."""
     expected = describe_expectation(exp)
@@ -139,7 +147,7 @@ def check_prompt(req: Request, exp, got: Outcome, transport: str, *, context: st
     elif isinstance(exp, Answer):
         if not got.ok:
             invariant = "slots_reused" if context == "refill" else "valid_is_accepted"
-            violation = InvariantViolation(invariant, "refused a request that must be accepted")
+            violation = _not_answered(got, InvariantViolation(invariant, "refused a request that must be accepted"))
         elif not same_sum(got.value, exp.value):
             violation = InvariantViolation("sums_match", "wrong running sum")
         elif not same_sums(got.partials, exp.partials):
@@ -165,7 +173,7 @@ def check_served(req: Request, exp: Queued, got: Outcome, capacity_problem: str 
     if capacity_problem:
         violation = InvariantViolation("capacity_respected", capacity_problem)
     elif not got.ok:
-        violation = InvariantViolation("valid_is_accepted", "a backlogged START was refused")
+        violation = _not_answered(got, InvariantViolation("valid_is_accepted", "a backlogged START was refused"))
     elif not same_sum(got.value, exp.value) or not same_sums(got.partials, exp.partials):
         violation = InvariantViolation("sums_match", "wrong running sum for a START let in from the backlog")
     return Check(req, expected, got.describe(), violation)

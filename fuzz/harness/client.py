@@ -173,13 +173,14 @@ class Box:
     queue.Queue(maxsize=1)'s get/get_nowait (queue.Empty when nothing came) at a fraction of its
     cost: a queue builds three conditions, which every request sent on a stream paid."""
 
-    __slots__ = ("_ready", "_item", "started")
+    __slots__ = ("_ready", "_item", "started", "answered")
 
     def __init__(self):
         self._ready = threading.Lock()
         self._ready.acquire()  # released by put
         self._item = None
         self.started = time.monotonic()  # made just before its request is sent
+        self.answered: list = []  # answers before its final one, as they came (told if the final never does)
 
     def put(self, item: Outcome) -> None:
         self._item = item
@@ -366,6 +367,7 @@ class StreamClient:
                 got = decode(response, self._pending[rid][0])
                 self._partials.setdefault(rid, []).append(got.value if got.ok else got.describe())
                 self._last[rid] = got
+                self._pending[rid][1].answered.append(got.describe())
                 if got.ok and (got.shape, got.datatype) not in self._forms.setdefault(rid, []):
                     self._forms[rid].append((got.shape, got.datatype))
 
@@ -452,6 +454,9 @@ class StreamClient:
         try:
             return box.get(timeout=timeout_s)
         except queue.Empty:
+            if box.answered:  # answered, but never flagged final: the request never completed
+                return Outcome(status="CLIENT_TIMEOUT", message=f"no final response within {timeout_s} s (it answered "
+                               f"{', '.join(box.answered)}, none flagged final)", **_took(box.started))
             return Outcome(status="CLIENT_TIMEOUT", message=f"no response within {timeout_s} s", **_took(box.started))
 
     @staticmethod
