@@ -79,6 +79,15 @@ def test_a_refusal_did_not_run_and_is_not_judged():
     assert [v.verdict for v in p.verdicts()] == ["kept"]
 
 
+def test_an_answer_without_its_output_ran_to_a_sum_nobody_saw():
+    """A response with no OUTPUT is the model's answer: the request ran (its sum went on), so the
+    next answer is judged with it counted, and without it too (its sum was not seen)."""
+    bare = Outcome(status="BAD_RESPONSE", message="no OUTPUT in response")
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    p.add(request=req(5, 2), outcome=bare).add(request=req(5, 4), outcome=ok(7))
+    assert [v.verdict for v in p.verdicts()] == ["kept"], "it ran: 1 + 2 + 4"
+
+
 @pytest.mark.parametrize("answers, verdict", [
     ((7, 5), "kept"),  # both sent before either answer came: the second client's ran first
     ((3, 5), "broken"),  # each answer is some order's, but no one order gives both

@@ -75,8 +75,9 @@ def _clock(steps) -> tuple[list, list, bool]:
 
 
 def _happened(outcome: Outcome | None) -> bool | None:
-    """True: it ran; None: it may have; False: it did not (an error the server gives instead)."""
-    if outcome is None or outcome.status in UNSEEN:
+    """True: it ran; None: it may have; False: it did not (an error the server gives instead). An
+    answer without a usable OUTPUT ran, to a sum nobody saw: as good as one that may have."""
+    if outcome is None or outcome.status in UNSEEN or outcome.status == "BAD_RESPONSE":
         return None
     return outcome.ok
 
