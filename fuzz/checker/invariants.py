@@ -129,7 +129,7 @@ def describe_expectation(exp) -> str:
     return repr(exp)
 
 
-def _not_answered(got: Outcome, refused: InvariantViolation) -> InvariantViolation:
+def not_answered(got: Outcome, refused: InvariantViolation) -> InvariantViolation:
     """What a request that must be answered broke when no usable answer came: an answer without
     its OUTPUT (or with an empty one) is a malformed answer, not a refusal."""
     if got.status == "BAD_RESPONSE":
@@ -147,7 +147,7 @@ def check_prompt(req: Request, exp, got: Outcome, transport: str, *, context: st
     elif isinstance(exp, Answer):
         if not got.ok:
             invariant = "slots_reused" if context == "refill" else "valid_is_accepted"
-            violation = _not_answered(got, InvariantViolation(invariant, "refused a request that must be accepted"))
+            violation = not_answered(got, InvariantViolation(invariant, "refused a request that must be accepted"))
         elif not same_sum(got.value, exp.value):
             violation = InvariantViolation("sums_match", "wrong running sum")
         elif not same_sums(got.partials, exp.partials):
@@ -173,7 +173,7 @@ def check_served(req: Request, exp: Queued, got: Outcome, capacity_problem: str 
     if capacity_problem:
         violation = InvariantViolation("capacity_respected", capacity_problem)
     elif not got.ok:
-        violation = _not_answered(got, InvariantViolation("valid_is_accepted", "a backlogged START was refused"))
+        violation = not_answered(got, InvariantViolation("valid_is_accepted", "a backlogged START was refused"))
     elif not same_sum(got.value, exp.value) or not same_sums(got.partials, exp.partials):
         violation = InvariantViolation("sums_match", "wrong running sum for a START let in from the backlog")
     return Check(req, expected, got.describe(), violation)

@@ -29,7 +29,8 @@ from ..checker import linearize
 from ..values import Cancelled, EndedOr, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..values import LOST_CONNECTION, UNSETTLED
 from ..checker.divergences import accepted, by_key, steered_around
-from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
+from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged, \
+    not_answered
 from ..checker.model import (DTYPE_ERROR, KEPT_WINDOWS, LONG_LIFE_S, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued,
     Refusal, Window, idle_margins, key_of, refused_for_start, refused_on_enqueue, too_long)
 from ..checker.server_stats import Lenience, Snapshot, Tally, judge
@@ -1256,7 +1257,8 @@ class Engine(CancelSteps, SharedSteps):
         elif got.ok and not same_sum(got.value, total):
             violation = InvariantViolation("sums_match", "wrong running sum for a cancelled START that ran")
         elif not got.ok and not self._refused_with_it(got, req):
-            violation = InvariantViolation("valid_is_accepted", "refused, but neither for want of START nor cancelled")
+            violation = not_answered(got, InvariantViolation("valid_is_accepted",
+                                                             "refused, but neither for want of START nor cancelled"))
         if violation is not None:
             self.fail(violation, rec, lost=got.status in LOST_CONNECTION)
 

@@ -17,7 +17,7 @@ import attrs
 
 from .client import StreamClient
 from ..events import event
-from ..checker.invariants import InvariantViolation
+from ..checker.invariants import InvariantViolation, not_answered
 from ..checker.model import Answer, key_of, refused_for_start
 from ..values import AnyOrder, Kind, Outcome, Request
 
@@ -144,8 +144,10 @@ class SharedSteps:
     def _no_order(g: Shared, got: list[Outcome]) -> InvariantViolation:
         said = ", ".join(f"{req.value!r} -> {o.describe()}" for (_, req, _, _), o in zip(g.sent, got))
         if not all(o.ok for o in got):
-            return InvariantViolation("valid_is_accepted", f"one of {len(got)} requests of one sequence sent at once "
-                                                           f"was refused (from the sum {g.base!r}: {said})")
+            bad = next(o for o in got if not o.ok)
+            return not_answered(bad, InvariantViolation("valid_is_accepted", f"one of {len(got)} requests of one "
+                                                        f"sequence sent at once was refused (from the sum {g.base!r}: "
+                                                        f"{said})"))
         return InvariantViolation("order_kept", f"{len(got)} requests of one sequence sent at once from the sum "
                                                 f"{g.base!r} were answered in no arrival order's running sums: {said}")
 
