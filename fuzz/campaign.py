@@ -176,7 +176,8 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     goals = goals_for(spec, strings=string_ids_allowed(spec, version, fuzz_settings.find_known),
                       families=twin_families(spec, version, fuzz_settings.find_known),
                       statistics=runs_before is not None,
-                      expiry=machine.expiry_ok, cancels=machine.cancel_pipelined is not None)
+                      expiry=machine.expiry_ok, cancels=machine.cancel_pipelined is not None,
+                      gives_up=machine.give_up_beside is not None)
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)
     started = time.monotonic()

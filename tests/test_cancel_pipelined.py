@@ -92,7 +92,7 @@ def test_a_witness_on_a_stream_of_its_own_loses_its_error_and_the_fuzzer_says_so
         engine.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc", "stream")
     engine.failed = True
     engine.finish()
-    assert raised.value.invariant == "valid_is_accepted" and "no OUTPUT in response" in str(raised.value)
+    assert raised.value.invariant == "answers_well_formed" and "no OUTPUT in response" in str(raised.value)
     witness, answer = engine.log[3], engine.log[6]
     assert (witness.kind, witness.via, answer.kind, answer.via) == (Kind.ASIDE, "stream", Kind.ASIDE_ANSWER, "stream")
     assert [d.key for d in known_for(spec, slow_triton.version) if d.invariant == raised.value.invariant] == [SWEPT]
@@ -100,7 +100,7 @@ def test_a_witness_on_a_stream_of_its_own_loses_its_error_and_the_fuzzer_says_so
     assert [_step_from_json(_step_to_json(s), 0) for s in steps] == steps
     with pytest.raises(InvariantViolation, match="no OUTPUT in response"):
         replay_steps(slow_triton, spec, steps, FuzzSettings(find_known={SWEPT}))
-    entry = corpus.make_entry(spec, slow_triton.version, "valid_is_accepted", "test program", steps)
+    entry = corpus.make_entry(spec, slow_triton.version, "answers_well_formed", "test program", steps)
     script = corpus.write(tmp_path, entry).with_suffix(".py")
     out = subprocess.run([sys.executable, str(script), "--url", slow_triton.grpc_url], capture_output=True,
                          text=True, timeout=120)

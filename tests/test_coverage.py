@@ -13,7 +13,7 @@ from fuzz.checker.model import BatcherModel, key_of
 from fuzz.spec import ModelSpec
 from fuzz.generator.steering import (TWIN_STEPS, choose, edge_ids, open_churn, open_depth, open_id_edges, open_start_goals,
     open_sums, open_twins, twin_aim)
-from fuzz.values import Request
+from fuzz.values import Outcome, Request
 
 INT32 = (-(2**31), 2**31 - 1)
 
@@ -116,6 +116,32 @@ def test_goals_follow_the_model():
     assert "situation: kept alive" not in iterative  # an iterative sequence is one request
     assert "situation: cancelled while running" not in direct  # where cancel_pipelined is drawn only
     assert "situation: cancelled while running" in goals_for(spec(), strings=False, expiry=True, cancels=True)
+    # where give_up_beside is drawn, and the model says its executions and their live rows
+    told = spec(says_execution=True, says_live_rows=True)
+    assert "situation: cancelled beside a live row" in goals_for(told, strings=False, expiry=True, gives_up=True)
+    assert "situation: cancelled beside a live row" not in goals_for(told, strings=False, expiry=True)
+    assert "situation: cancelled beside a live row" not in goals_for(spec(), strings=False, expiry=True, gives_up=True)
+
+
+def test_a_spared_call_whose_execution_carried_rows_that_never_answered_ran_beside_calls_given_up():
+    from fuzz.harness.engine import ran_beside_given_up
+
+    def answer(execution, rows, after_s=0.05):
+        return attrs.evolve(Outcome(5, live_rows=rows, latency_s=after_s), execution=execution)
+
+    gave_up = Outcome(status="CANCELLED", message="cancelled by the client")
+    # three calls given up 30 ms after they went: the first ran alone (execution 1); a spared one,
+    # answered 50 ms after it went, ran beside a cancelled one in execution 2
+    assert ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, True], 0.03)
+    # its execution was over before the cancels went: they found nothing running
+    assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2, after_s=0.02)], [False, False, True], 0.03)
+    # every row of the spared call's execution answered: nothing given up ran beside it
+    assert not ran_beside_given_up([answer(1, 1), answer(2, 2), answer(2, 2)], [False, False, True], 0.03)
+    # a call given up that ran beside others, but no spared one among them
+    assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, False], 0.03)
+    # a model that does not say its executions
+    assert not ran_beside_given_up([Outcome(5), gave_up, Outcome(5, live_rows=2, latency_s=0.05)],
+                                   [False, False, True], 0.03)
 
 
 def test_swings_are_neighbours_both_in_a_narrower_width_whose_difference_is_not():

@@ -83,6 +83,11 @@ QUIET = "quiet model"
 # A request cancelled on its stream ran all the same (the cancel found it running, with no
 # witness queued behind it), and its sequence went on: cancel_pipelined's late cancel.
 CANCELLED_RUNNING = "cancelled while running"
+# Calls given up in flight ran in an execution beside a spared call that answered (its execution
+# carried more live rows than answers came from it): give_up_beside's cancels found their rows
+# running with another's, which a model that drops or reorders an execution's cancelled rows
+# answers wrong. Seen where the model says its executions and their live rows.
+CANCELLED_BESIDE = "cancelled beside a live row"
 
 
 def together_goal(a: str, b: str) -> str:
@@ -181,10 +186,11 @@ def full_rows(spec) -> int:
 
 
 def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statistics: bool = True,
-              cancels: bool = False) -> tuple:
+              cancels: bool = False, gives_up: bool = False) -> tuple:
     """Every goal this model can reach, in report order: twins of the string `families` the
     generator may make where `strings` are taken, live rows only where the server's statistics
-    can be read, a cancel that finds its request running where cancel_pipelined is drawn."""
+    can be read, a cancel that finds its request running where cancel_pipelined is drawn, and
+    one beside a live row where give_up_beside is."""
     edges = VALUE_GOALS + (float_goals(spec.value_range[1]) if spec.is_float else ())
     if spec.value_range[0] >= 0:  # an unsigned model: no sum or value below 0
         edges = tuple(e for e in edges if e != "-1")
@@ -213,6 +219,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         situations += [end_in_row(k) for k in range(rows)] if spec.says_row else []
     # (an iterative model keeps no sequence live for a group, and the goal needs a sum that shows it ran)
     situations += [CANCELLED_RUNNING] if cancels and not spec.iterations else []
+    situations += [CANCELLED_BESIDE] if gives_up and spec.says_execution and spec.says_live_rows else []
     goals += together_goals(spec)
     # an iterative sequence ends itself: none is left to idle out, or kept going
     # (a quiet model stops every client for most of a window: not where a window is too long to wait)

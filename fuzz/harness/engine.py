@@ -22,7 +22,7 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from ..generator.coverage import EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows
+from ..generator.coverage import CANCELLED_BESIDE, EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
@@ -272,6 +272,20 @@ class Setup:
         cancel = ("cancel: this build runs a START cancelled in the backlog all the same (cancel-not-honoured)",) \
             if self.guarded("cancel-not-honoured") else ()
         return out + cancel + ((self.cancel_pipelined_guard,) if self.cancel_pipelined_guard else ())
+
+
+CANCEL_WIRE_S = 0.001  # a cancel's way to the server, for ran_beside_given_up
+
+
+def ran_beside_given_up(got: list, spared: list, deadline_s: float) -> bool:
+    """Whether a spared call that answered ran in an execution that carried more live rows than
+    answers came from it (the rest were calls given up in flight: nothing else is sent while calls
+    are hurried), and came after the calls were given up (`deadline_s` after they went): their
+    cancels reached the server while that execution ran, not once it was over."""
+    answered = collections.Counter(o.execution for o in got if o.ok and o.execution is not None)
+    return any(keep and o.ok and o.execution is not None and o.live_rows is not None
+               and o.live_rows > answered[o.execution] and o.latency_s > deadline_s + CANCEL_WIRE_S
+               for o, keep in zip(got, spared))
 
 
 class Engine(CancelSteps, SharedSteps):
@@ -1177,6 +1191,9 @@ class Engine(CancelSteps, SharedSteps):
                                    + (f"; the {spared} spared answered" if spared else ""),
                           got=f"{len(got) - timed_out} answered, {timed_out} given up")
         self._check_given_up(rec, reqs, expected, got, given_up, "stream" if streams else "grpc")
+        if fault.name == "give_up" and ran_beside_given_up(got, [fault.spared(i) for i in range(len(got))],
+                                                           fault.deadline_us / 1e6):
+            self.stats.coverage.situation(CANCELLED_BESIDE)
         if fault.name == "deadlines":  # unary calls given up once stopped unary gRPC's serving (PR 7325)
             self._unary_witness(rec, fault.ids[0])
         return True
