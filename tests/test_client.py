@@ -159,3 +159,21 @@ def test_a_request_answered_but_never_flagged_final_says_what_it_answered():
     assert got.status == "CLIENT_TIMEOUT" and "no final response" in got.message and "OUTPUT=4" in got.message
     silent = Box()
     assert StreamClient.wait(silent, 0.01).message == "no response within 0.01 s"
+
+
+def test_a_unary_call_never_answered_times_out_as_a_box_does():
+    """StreamClient.wait reads a unary call (UnaryCall) like a stream's box: a call still in flight
+    at the bound is CLIENT_TIMEOUT, not a harness error (share_sequence waits so on unary calls)."""
+    import grpc
+
+    from fuzz.harness.client import UnaryCall
+
+    class Pending:
+        def add_done_callback(self, _):
+            pass
+
+        def result(self, timeout=None):
+            raise grpc.FutureTimeoutError()
+
+    got = StreamClient.wait(UnaryCall(Pending(), started=0.0), 0.01)
+    assert got.status == "CLIENT_TIMEOUT" and got.message == "no response within 0.01 s"

@@ -121,27 +121,30 @@ def test_goals_follow_the_model():
     assert "situation: cancelled beside a live row" in goals_for(told, strings=False, expiry=True, gives_up=True)
     assert "situation: cancelled beside a live row" not in goals_for(told, strings=False, expiry=True)
     assert "situation: cancelled beside a live row" not in goals_for(spec(), strings=False, expiry=True, gives_up=True)
+    # nor where an execution carries one live row (no batch dimension)
+    one_row = spec(says_execution=True, says_live_rows=True, strategy="oldest", max_batch_size=0)
+    assert "situation: cancelled beside a live row" not in goals_for(one_row, strings=False, expiry=True, gives_up=True)
 
 
 def test_a_spared_call_whose_execution_carried_rows_that_never_answered_ran_beside_calls_given_up():
     from fuzz.harness.engine import ran_beside_given_up
 
     def answer(execution, rows, after_s=0.05):
-        return attrs.evolve(Outcome(5, live_rows=rows, latency_s=after_s), execution=execution)
+        return attrs.evolve(Outcome(5, live_rows=rows, latency_s=after_s, sent_at=0.0), execution=execution)
 
-    gave_up = Outcome(status="CANCELLED", message="cancelled by the client")
-    # three calls given up 30 ms after they went: the first ran alone (execution 1); a spared one,
-    # answered 50 ms after it went, ran beside a cancelled one in execution 2
-    assert ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, True], 0.03)
-    # its execution was over before the cancels went: they found nothing running
-    assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2, after_s=0.02)], [False, False, True], 0.03)
+    # calls sent at 0: the second given up, its stream's cancel gone by 30 ms (when its outcome came)
+    gave_up = Outcome(status="CANCELLED", message="cancelled by the client", latency_s=0.03, sent_at=0.0)
+    # the first ran alone (execution 1); a spared one, answered at 50 ms, ran beside it in execution 2
+    assert ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, True])
+    # its execution was over before the cancel went: the cancel found nothing running
+    assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2, after_s=0.02)], [False, False, True])
     # every row of the spared call's execution answered: nothing given up ran beside it
-    assert not ran_beside_given_up([answer(1, 1), answer(2, 2), answer(2, 2)], [False, False, True], 0.03)
+    assert not ran_beside_given_up([answer(1, 1), answer(2, 2), answer(2, 2)], [False, False, True])
     # a call given up that ran beside others, but no spared one among them
-    assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, False], 0.03)
+    assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, False])
     # a model that does not say its executions
-    assert not ran_beside_given_up([Outcome(5), gave_up, Outcome(5, live_rows=2, latency_s=0.05)],
-                                   [False, False, True], 0.03)
+    assert not ran_beside_given_up([Outcome(5), gave_up, Outcome(5, live_rows=2, latency_s=0.05, sent_at=0.0)],
+                                   [False, False, True])
 
 
 def test_swings_are_neighbours_both_in_a_narrower_width_whose_difference_is_not():

@@ -184,6 +184,7 @@ KNOWN = KNOWN + (
         symptom="an empty response (no OUTPUT, no error) on the stream",
         # an answer without OUTPUT breaks answers_well_formed (valid_is_accepted until stop 77)
         affects=lambda m: True, invariant="answers_well_formed", also_under=("valid_is_accepted",),
+        signatures=("no OUTPUT in response",),  # not every malformed answer: this one
         guard="the request a cancel may sweep up (cancel_pipelined's witness) goes over unary gRPC, never a "
               "stream (and cancel_pipelined is left out for a decoupled model, which takes streams only)"),
 )
@@ -307,7 +308,8 @@ KNOWN = KNOWN + (
         "seed's campaign; pinned live (tests/test_iterative.py).",
         versions=("2.41.0", "2.44.0", "2.46.0", "2.51.0"),
         symptom="one answer, then nothing: no further iteration and no final response (once: an empty response)",
-        affects=lambda m: bool(getattr(m, "iterations", 0)), invariant="no_hangs", also_under=("valid_is_accepted",),
+        affects=lambda m: bool(getattr(m, "iterations", 0)), invariant="no_hangs",
+        also_under=("valid_is_accepted", "answers_well_formed"),
         signatures=("no response within", "no final response within", "no OUTPUT in response"),
         guard="no request goes to the id of an iterative START+END again"),
 )

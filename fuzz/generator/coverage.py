@@ -219,7 +219,8 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         situations += [end_in_row(k) for k in range(rows)] if spec.says_row else []
     # (an iterative model keeps no sequence live for a group, and the goal needs a sum that shows it ran)
     situations += [CANCELLED_RUNNING] if cancels and not spec.iterations else []
-    situations += [CANCELLED_BESIDE] if gives_up and spec.says_execution and spec.says_live_rows else []
+    beside = gives_up and spec.says_execution and spec.says_live_rows and live_row_goals(spec) >= 2
+    situations += [CANCELLED_BESIDE] if beside else []
     goals += together_goals(spec)
     # an iterative sequence ends itself: none is left to idle out, or kept going
     # (a quiet model stops every client for most of a window: not where a window is too long to wait)

@@ -34,7 +34,7 @@ import attrs
 from .client import StreamClient, UnaryCall
 from ..events import event
 from ..generator.coverage import CANCELLED_RUNNING
-from ..checker.invariants import InvariantViolation, check_prompt, describe_expectation
+from ..checker.invariants import InvariantViolation, check_prompt, describe_expectation, not_answered
 from ..checker.model import Ambiguous, Answer, Refusal, Window, key_of, normalize_message, refused_for_start
 from ..values import EndedOr, Kind, Outcome, Request
 
@@ -286,8 +286,8 @@ class CancelSteps:
             # With no witness the sequence may go on: a sum none of the group's leaves possible
             # is a wrong sum, whatever the cancel found.
             wrong_sum = g.late and got.ok and bool(go_on)
-            self.fail(InvariantViolation("sums_match" if wrong_sum else "cancel_ends_sequence",
-                                         self._went_on(g, req, got)), rec)
+            violation = InvariantViolation("sums_match" if wrong_sum else "cancel_ends_sequence", self._went_on(g, req, got))
+            self.fail(violation if got.ok else not_answered(got, violation), rec)
 
     def _ran_behind(self, g: Group, req: Request, got: Outcome) -> bool:
         """The answer after the group holds the cancelled request's value (and only such a sum)."""

@@ -204,6 +204,8 @@ class UnaryCall:
     """A unary gRPC call in flight, read like a StreamClient box: get(timeout) gives its Outcome
     or raises queue.Empty."""
 
+    answered = ()  # (a Box's answers before its final one: a unary call has none)
+
     def __init__(self, future, started: float):
         self._future, self._started = future, started
         self.done_at: float | None = None  # when its answer came (gRPC's thread), however late it is read

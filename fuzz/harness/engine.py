@@ -277,14 +277,19 @@ class Setup:
 CANCEL_WIRE_S = 0.001  # a cancel's way to the server, for ran_beside_given_up
 
 
-def ran_beside_given_up(got: list, spared: list, deadline_s: float) -> bool:
+def ran_beside_given_up(got: list, spared: list) -> bool:
     """Whether a spared call that answered ran in an execution that carried more live rows than
     answers came from it (the rest were calls given up in flight: nothing else is sent while calls
-    are hurried), and came after the calls were given up (`deadline_s` after they went): their
-    cancels reached the server while that execution ran, not once it was over."""
+    are hurried), and came after every call given up had been cancelled (a given-up call's outcome
+    is stamped once its stream's cancel went): those cancels reached the server while that
+    execution ran, not once it was over."""
+    cancels = [o.sent_at + o.latency_s for o, keep in zip(got, spared) if not keep and not o.ok and o.sent_at is not None]
+    if not cancels:
+        return False
+    last_cancel = max(cancels)
     answered = collections.Counter(o.execution for o in got if o.ok and o.execution is not None)
-    return any(keep and o.ok and o.execution is not None and o.live_rows is not None
-               and o.live_rows > answered[o.execution] and o.latency_s > deadline_s + CANCEL_WIRE_S
+    return any(keep and o.ok and o.execution is not None and o.live_rows is not None and o.sent_at is not None
+               and o.live_rows > answered[o.execution] and o.sent_at + o.latency_s > last_cancel + CANCEL_WIRE_S
                for o, keep in zip(got, spared))
 
 
@@ -1191,8 +1196,7 @@ class Engine(CancelSteps, SharedSteps):
                                    + (f"; the {spared} spared answered" if spared else ""),
                           got=f"{len(got) - timed_out} answered, {timed_out} given up")
         self._check_given_up(rec, reqs, expected, got, given_up, "stream" if streams else "grpc")
-        if fault.name == "give_up" and ran_beside_given_up(got, [fault.spared(i) for i in range(len(got))],
-                                                           fault.deadline_us / 1e6):
+        if fault.name == "give_up" and ran_beside_given_up(got, [fault.spared(i) for i in range(len(got))]):
             self.stats.coverage.situation(CANCELLED_BESIDE)
         if fault.name == "deadlines":  # unary calls given up once stopped unary gRPC's serving (PR 7325)
             self._unary_witness(rec, fault.ids[0])

@@ -154,7 +154,7 @@ class Nemesis:
                 got = StreamClient.wait(box, spared_s if fault.spared(i) else 5.0)
                 if gave_up and not got.ok and got.status not in LOST_CONNECTION | {"CANCELLED"}:
                     got = Outcome(status="CANCELLED", message=f"cancelled by the client ({got.describe()})",
-                                  latency_s=got.latency_s)
+                                  latency_s=got.latency_s, sent_at=got.sent_at)
                 outcomes.append(got)
             for s in streams:
                 s.close_channel()
