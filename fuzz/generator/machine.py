@@ -572,6 +572,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     def _via(self, data) -> str:
         return data.draw(self.plan.via_draw, label="via")
 
+    def _lacks(self, situation: str) -> bool:
+        """Whether the campaign had not reached `situation` when the example began (what steering
+        toward it reads: Coverage.seen, fixed for the example and its shrinking)."""
+        return f"situation: {situation}" not in self.engine.stats.coverage.seen
+
     def _skip(self, why: str):
         event(f"skipped: {why}")
         self._stuck_wait(self.engine.wait_while_stuck)
@@ -1239,9 +1244,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # A late cancel of a campaign with none yet that found its request running (a dev campaign
         # of ten examples missed one, and a model that forgot a cancelled request's sum) lands
         # while it runs, not at once; those behind a witness stay as drawn.
-        if late is not None and steer >= STEER_GAP_FROM \
-                and f"situation: {CANCELLED_RUNNING}" not in self.engine.stats.coverage.seen:
-            late = RUNNING_LATE[steer % len(RUNNING_LATE)]
+        if late is not None and steer >= STEER_GAP_FROM and self._lacks(CANCELLED_RUNNING):
+            late = choose(RUNNING_LATE, steer)
         self.engine.collect()
         if client is None or key is None or key not in self.engine.live():
             return self._skip("cancel pipelined: " + ("no idle client" if client is None else "no live sequence"))
@@ -1322,7 +1326,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("let expire: no live sequence")
         # A campaign's first long wait is often its only one (the share of waits): while no slot
         # an expiry freed has been taken, the client mostly comes back with a new sequence.
-        new = new or (steer >= STEER_GAP_FROM and f"situation: {EXPIRY_REUSE}" not in self.engine.stats.coverage.seen)
+        new = new or (steer >= STEER_GAP_FROM and self._lacks(EXPIRY_REUSE))
         if self._waits_had_their_share():
             return self._skip("let expire: waits for long idle windows took their share of the campaign")
         keys = [key] + [k for k in self.engine.live() if k != key and everyone]
@@ -1685,8 +1689,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # A late deadline of a campaign whose cancels have not yet met a spared call's execution
         # (a dev campaign took 267 s to, on a model that compacts cancelled rows out of one) lands
         # while the calls behind the first run together; the earlier ones stay as drawn.
-        if times >= 1 and steer >= STEER_GAP_FROM and f"situation: {CANCELLED_BESIDE}" not in self.engine.stats.coverage.seen:
-            times = BESIDE_TIMES[steer % len(BESIDE_TIMES)]
+        if times >= 1 and steer >= STEER_GAP_FROM and self._lacks(CANCELLED_BESIDE):
+            times = choose(BESIDE_TIMES, steer)
         typical = max(self.engine.stats.lag.typical(), 0.0005)
         self._give_up(data, "give_up", rounds=(1, 2), deadlines_us=(min(int(times * typical * 1e6), GIVE_UP_MAX_US),),
                       spare=(2, 3))

@@ -287,7 +287,7 @@ class CancelSteps:
             # is a wrong sum, whatever the cancel found.
             wrong_sum = g.late and got.ok and bool(go_on)
             violation = InvariantViolation("sums_match" if wrong_sum else "cancel_ends_sequence", self._went_on(g, req, got))
-            self.fail(violation if got.ok else not_answered(got, violation), rec)
+            self.fail(not_answered(got, violation), rec)
 
     def _ran_behind(self, g: Group, req: Request, got: Outcome) -> bool:
         """The answer after the group holds the cancelled request's value (and only such a sum)."""
