@@ -607,6 +607,64 @@ def triton(request, tmp_path_factory):
         server.stop()
 
 
+class LoneServers:
+    """Servers of their own for the models that a known divergence of this build kills a shared
+    server beside (KnownDivergence.alone: iterative-beside-backlog-crash), where this run's
+    workers fuzz two models at a time on the one server it started: that death would fail the
+    other worker's model too. Started on first use, one per model, stopped at the session's end."""
+
+    def __init__(self, config, tmp_path_factory):
+        self.config, self.tmp = config, tmp_path_factory
+        self.servers: dict[str, EmbeddedTriton] = {}
+
+    def for_model(self, shared, model: str):
+        """The server `model`'s tests run on: its own where it needs one, else `shared`."""
+        if model in self.servers:
+            return self.servers[model]
+        variant = self._needs_own(shared, model)
+        if variant is None:
+            return shared
+        from modelgen import write_repository
+
+        models_dir = self.tmp.mktemp(f"models-{model}")
+        write_repository([variant], models_dir)
+        print(f"\n{model}: fuzzed on a server of its own (known divergence "
+              f"{', '.join(d.key for d in KNOWN if d.alone and d.applies(variant, shared.version))} kills a "
+              f"server it shares with other models' traffic)", file=progress.console(), flush=True)
+        install_dir = self.config.getoption("--triton-install")
+        server = EmbeddedTriton(models_dir, install=TritonInstall.find(install_dir) if install_dir else None,
+                                workdir=self.tmp.mktemp(f"triton-{model}"), **explicit_control(models_dir))
+        self.servers[model] = server.start()
+        return server
+
+    def _needs_own(self, shared, model: str):
+        """`model`'s Variant where it needs a server of its own here, else None: only on a worker
+        of a run that started the server its workers share (an external one, or one given its
+        models, is the user's to arrange)."""
+        config = self.config
+        if xdist_support.server_for_worker(config) is None or config.getoption("--triton-url") or \
+                config.getoption("--models-dir"):
+            return None
+        variant = next((v for v in _generated_variants(config) if v.name == model), None)
+        version = getattr(shared, "version", None)
+        if variant is None or not any(d.alone and d.applies(variant, version) for d in KNOWN):
+            return None
+        return variant
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def lone_servers(request, tmp_path_factory):
+    servers = LoneServers(request.config, tmp_path_factory)
+    try:
+        yield servers
+    finally:
+        servers.stop()
+
+
 def pytest_report_header(config):
     url = config.getoption("--triton-url")
     if url:

@@ -7,10 +7,11 @@ from fuzz.checker.invariants import InvariantViolation
 from fuzz.corpus.replay import ReplayNeeds, check_entry
 
 
-def test_corpus(triton, corpus_item, fuzz_options, request):
+def test_corpus(triton, lone_servers, corpus_item, fuzz_options, request):
     if corpus_item.error is not None:
         raise corpus_item.error
     entry = corpus_item.entry
+    triton = lone_servers.for_model(triton, entry.model)
     loaded = {m.name for m in triton.client().get_model_repository_index().models if m.state == "READY"}
     if entry.model not in loaded:
         pytest.skip(f"{entry.name}: model {entry.model} is not loaded on the Triton at {triton.grpc_url}")

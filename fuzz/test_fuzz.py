@@ -7,7 +7,9 @@ from fuzz.plugin import _death, reproduction
 from fuzz.harness.server import stopping
 
 
-def test_sequence_batcher(request, triton, fuzz_model_name, fuzz_options, fuzz_results, corpus_written):
+def test_sequence_batcher(request, triton, lone_servers, fuzz_model_name, fuzz_options, fuzz_results,
+                          corpus_written):
+    triton = lone_servers.for_model(triton, fuzz_model_name)
     try:
         result, error = fuzz_model(triton, fuzz_model_name, fuzz_options.hypothesis_settings(),
                                    budget_s=fuzz_options.budget_s, fuzz_settings=fuzz_options.fuzz_settings)

@@ -7,7 +7,8 @@ from fuzz import seeds
 from fuzz.campaign import fuzz_model
 
 
-def test_seed(triton, seed_case, fuzz_options, fuzz_results):
+def test_seed(triton, lone_servers, seed_case, fuzz_options, fuzz_results):
+    triton = lone_servers.for_model(triton, seed_case.model)
     loaded = {m.name for m in triton.client().get_model_repository_index().models if m.state == "READY"}
     if seed_case.model not in loaded:
         pytest.skip(f"model {seed_case.model} is not loaded on the Triton at {triton.grpc_url}")

@@ -306,3 +306,16 @@ def test_a_split_ensembles_unanswered_refusal_is_known_only_where_a_refusal_was_
     assert refused_on_enqueue(spec, model.expect(spec.request(9, 3), 0.0))  # no START
     assert refused_on_enqueue(spec, model.expect(spec.request(0, 3, start=True), 0.0))  # id 0
     assert not refused_on_enqueue(spec, model.expect(spec.request(9, 3, start=True), 0.0))  # an answer
+
+
+def test_only_the_decoupled_iterative_model_is_fuzzed_alone_and_only_on_the_builds_it_kills():
+    """`pytest fuzz/ -n N` gives a model a server of its own (fuzz/plugin.py LoneServers) where a
+    known divergence kills a server it shares with another model's traffic: of the default models,
+    the decoupled iterative one on 2.46 and 2.51 (iterative-beside-backlog-crash), none on 2.44."""
+    from modelgen import default_variants
+
+    def alone(version):
+        return [v.name for v in default_variants(native=True) if any(d.alone and d.applies(v, version) for d in KNOWN)]
+    assert [v.name for v in default_variants(native=True) if v.iterations and v.decoupled] == alone("2.51.0")
+    assert alone("2.51.0") == alone("2.46.0") and len(alone("2.51.0")) == 1
+    assert alone("2.44.0") == []

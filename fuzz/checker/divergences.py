@@ -59,6 +59,9 @@ class KnownDivergence:
     as_built: str = ""
     # the nemesis fault it takes (FuzzSettings.nemesis): a campaign without it cannot meet it
     needs_fault: str = ""
+    # it kills a server its model shares with another model's traffic: where workers fuzz two
+    # models at a time on one server (xdist), a model it affects gets a server of its own
+    alone: bool = False
 
     def applies(self, model, version: str | None) -> bool:
         return version in self.versions and self.affects(model)
@@ -348,11 +351,12 @@ KNOWN = KNOWN + (
         "model's campaign killed the server 5 s in, beside the native implicit model's; an iterative "
         "START's answers cut short come first (sums_match). Pinned live (tests/test_iterative.py, by "
         "hand: CI's loaded run did not meet the race in 120 s). "
-        "The 30-minute runs gave the decoupled models a server of their own, and lived.",
+        "The 30-minute runs gave the decoupled models a server of their own, and lived; so does "
+        "`pytest fuzz/ -n N`, whose workers otherwise fuzz two models at a time on one server (alone).",
         versions=("2.46.0", "2.51.0"),
         symptom="the server dies (SIGSEGV) while another model's backlogged START is let in",
         affects=_decoupled_iterative,
-        invariant="server_alive", also_under=("no_hangs",)),
+        invariant="server_alive", also_under=("no_hangs",), alone=True),
     KnownDivergence(
         "ensemble-step-flags-kept",
         "An ensemble step's responses cannot take sequence flags away: the scheduler starts each chunk's "
