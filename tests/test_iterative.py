@@ -180,8 +180,11 @@ def test_an_iterative_sequence_is_its_first_request_run_again_and_later_requests
         s.send("c", 8, 1, 3, start=True)
         s.send("d", 8, 100, 2)
         answers = s.take(4)
-        # d runs between two of c's turns, after the first or (on a loaded machine) the second
-        assert {("d", 101, False), ("d", 102, False)} & set(answers) and ("c", 103, True) in answers, answers
+        # d runs after one of c's turns: the first or (on a loaded machine) the second, whose last
+        # turn then carries it (103), or the third, before c's final release (seen once in CI)
+        ran_after = [k for k in (1, 2, 3) if ("d", 100 + k, False) in answers]
+        assert len(ran_after) == 1, answers
+        assert ("c", 103 if ran_after[0] < 3 else 3, True) in answers, answers
         assert s.quiet(1.5), "no final answer was expected for request d"
         log = server.log_tail(400)
         assert "while the model is not configured to handle such a flag" in log
