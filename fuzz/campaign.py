@@ -177,6 +177,8 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                       families=twin_families(spec, version, fuzz_settings.find_known),
                       statistics=runs_before is not None,
                       expiry=machine.expiry_ok, cancels=machine.cancel_pipelined is not None,
+                      witness_vias=machine.plan.witness_vias, cancels_queued=machine.cancel is not None,
+                      again=not machine.plan.setup.lingering_guard,
                       gives_up=machine.give_up_beside is not None)
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)

@@ -126,6 +126,24 @@ def test_goals_follow_the_model():
     assert "situation: cancelled beside a live row" not in goals_for(one_row, strings=False, expiry=True, gives_up=True)
 
 
+
+def test_the_cancels_transitions_are_goals_where_their_rules_are_drawn():
+    """A START cancelled in the backlog where cancel is drawn, its id sent to again where that is
+    not guarded, and a witness swept over each transport cancel_pipelined sends it on."""
+    plain = goals_for(spec(), strings=False, expiry=True)
+    assert not any("cancelled in the backlog" in g or "witness swept" in g for g in plain)
+    queued = goals_for(spec(), strings=False, expiry=True, cancels_queued=True)
+    assert "situation: cancelled in the backlog" in queued and "situation: cancelled id sent to again" not in queued
+    assert "situation: cancelled id sent to again" in goals_for(spec(), strings=False, expiry=True,
+                                                               cancels_queued=True, again=True)
+    swept = goals_for(spec(), strings=False, expiry=True, cancels=True, witness_vias=("grpc", "stream"))
+    assert {"situation: witness swept over unary gRPC", "situation: witness swept on a stream"} <= set(swept)
+    guarded = goals_for(spec(), strings=False, expiry=True, cancels=True, witness_vias=("grpc",))
+    assert "situation: witness swept on a stream" not in guarded
+    assert not any("witness swept" in g for g in goals_for(spec(iterations=3), strings=False, expiry=True,
+                                                          cancels=True, witness_vias=("grpc",)))
+
+
 def test_a_spared_call_whose_execution_carried_rows_that_never_answered_ran_beside_calls_given_up():
     from fuzz.harness.engine import ran_beside_given_up
 

@@ -88,6 +88,18 @@ CANCELLED_RUNNING = "cancelled while running"
 # running with another's, which a model that drops or reorders an execution's cancelled rows
 # answers wrong. Seen where the model says its executions and their live rows.
 CANCELLED_BESIDE = "cancelled beside a live row"
+# The cancel's other transitions, each what a build's cancel path must get right apart: a START
+# waiting in the backlog cancelled (cancel); its id sent to again while the server may still hold
+# its place there (cancel's `again`); and a request of another client queued behind a cancelled
+# one, swept up by the cancel, on each transport the witness takes (cancel_pipelined): each
+# transport carries the error of a swept request its own way.
+CANCELLED_QUEUED = "cancelled in the backlog"
+CANCELLED_ID_AGAIN = "cancelled id sent to again"
+
+
+def swept_goal(via: str) -> str:
+    """A witness queued behind a cancelled request, sent over `via`, failed with it."""
+    return f"witness swept {'on a stream' if via == 'stream' else 'over unary gRPC'}"
 
 
 def together_goal(a: str, b: str) -> str:
@@ -186,11 +198,14 @@ def full_rows(spec) -> int:
 
 
 def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statistics: bool = True,
-              cancels: bool = False, gives_up: bool = False) -> tuple:
+              cancels: bool = False, gives_up: bool = False, witness_vias: tuple = (),
+              cancels_queued: bool = False, again: bool = False) -> tuple:
     """Every goal this model can reach, in report order: twins of the string `families` the
     generator may make where `strings` are taken, live rows only where the server's statistics
-    can be read, a cancel that finds its request running where cancel_pipelined is drawn, and
-    one beside a live row where give_up_beside is."""
+    can be read, a cancel that finds its request running (and a witness swept over each of
+    `witness_vias`) where cancel_pipelined is drawn, one beside a live row where give_up_beside
+    is, and a START cancelled in the backlog where cancel is (its id sent to `again` where that
+    is not guarded)."""
     edges = VALUE_GOALS + (float_goals(spec.value_range[1]) if spec.is_float else ())
     if spec.value_range[0] >= 0:  # an unsigned model: no sum or value below 0
         edges = tuple(e for e in edges if e != "-1")
@@ -219,6 +234,8 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         situations += [end_in_row(k) for k in range(rows)] if spec.says_row else []
     # (an iterative model keeps no sequence live for a group, and the goal needs a sum that shows it ran)
     situations += [CANCELLED_RUNNING] if cancels and not spec.iterations else []
+    situations += [swept_goal(v) for v in witness_vias] if cancels and not spec.iterations else []
+    situations += [CANCELLED_QUEUED] + ([CANCELLED_ID_AGAIN] if again else []) if cancels_queued else []
     beside = gives_up and spec.says_execution and spec.says_live_rows and live_row_goals(spec) >= 2
     situations += [CANCELLED_BESIDE] if beside else []
     goals += together_goals(spec)

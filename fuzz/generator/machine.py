@@ -22,9 +22,9 @@ from .. import nemesis
 from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets, wide_values,
     WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin,
     swing_values)
-from .coverage import (CANCELLED_BESIDE, CANCELLED_RUNNING, EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
+from .coverage import (CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_RUNNING, EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
-    sibling_family, together_goals, twin_places)
+    sibling_family, swept_goal, together_goals, twin_places)
 from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from ..checker.divergences import steered_around
@@ -1211,17 +1211,23 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
                          and now > p.sent_at + self.plan.settings.wire_s)  # it has reached the backlog
         client = self._pick(data, choices, "client")
         again = data.draw(st.booleans(), label="then its id again")
+        steer = data.draw(STEER, label="steer its id again")
         value, via = self._value(data), self._via(data)
         if client is None:
             return self._skip("cancel: nothing surely in the backlog")
+        # Until a campaign has sent to a cancelled id whose backlog place may still be there, 3 in 4 do.
+        again = again or (steer >= STEER_GAP_FROM and self._lacks(CANCELLED_ID_AGAIN))
         seq_id = self.engine.pending[client].request.seq_id
         self.engine.cancel_queued(client)
         key = key_of(seq_id)
         model = self.engine.model
         if again and not self.plan.setup.lingering_guard and (model.cancel_unsettled(key) is not None or (
                 not model.is_live(key) and not self.engine.blocked(seq_id))):  # the model holds it till the cancel settles
+            lingers = model.lingering(key)
             self.engine.send(client, self.plan.spec.request(seq_id, self._small(value)), via,
                              "its id again, without START")
+            if lingers:
+                self.engine.stats.coverage.situation(CANCELLED_ID_AGAIN)
 
     @when(lambda plan: not plan.setup.cancel_pipelined_guard)
     @rule(data=st.data())
@@ -1241,6 +1247,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         witness_via = data.draw(st.sampled_from(self.plan.witness_vias), label="witness via")
         late = data.draw(CANCEL_LATE, label="cancel after the first's answer (its latencies; None: behind a witness)")
         steer = data.draw(STEER, label="steer a cancel while it runs")
+        # A transport no witness was swept on yet takes the witness, 3 in 4 (each carries the error
+        # of a swept request its own way).
+        unswept = [v for v in self.plan.witness_vias if self._lacks(swept_goal(v))]
+        if unswept and steer >= STEER_GAP_FROM and late is None:
+            witness_via = choose(unswept, steer)
         # A late cancel of a campaign with none yet that found its request running (a dev campaign
         # of ten examples missed one, and a model that forgot a cancelled request's sum) lands
         # while it runs, not at once; those behind a witness stay as drawn.

@@ -33,7 +33,7 @@ import attrs
 
 from .client import StreamClient, UnaryCall
 from ..events import event
-from ..generator.coverage import CANCELLED_RUNNING
+from ..generator.coverage import CANCELLED_RUNNING, swept_goal
 from ..checker.invariants import InvariantViolation, check_prompt, describe_expectation, not_answered
 from ..checker.model import Ambiguous, Answer, Refusal, Window, key_of, normalize_message, refused_for_start
 from ..values import EndedOr, Kind, Outcome, Request
@@ -218,6 +218,7 @@ class CancelSteps:
             return (attrs.evolve(check, violation=None), True) if fits else (check, False)
         if self._refused_with_it(got, req, via):
             g.ended = True
+            self.stats.coverage.situation(swept_goal(via))
             return attrs.evolve(check, violation=None), False
         if got.ok and got.value == with_behind and with_behind != without:
             g.ended, g.sums = False, frozenset({with_behind})

@@ -22,7 +22,7 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from ..generator.coverage import CANCELLED_BESIDE, EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows
+from ..generator.coverage import CANCELLED_BESIDE, CANCELLED_QUEUED, EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
@@ -843,6 +843,7 @@ class Engine(CancelSteps, SharedSteps):
             return
         # (longer where answers come slowly: the lag's grace, ten times the slowest recent one)
         self.model.cancelled(key, settles_at=time.monotonic() + max(CANCEL_REACHES_S, self.stats.lag.grace()))
+        self.stats.coverage.situation(CANCELLED_QUEUED)
         self.tally.cancel()
         rec = self.record(client=client, action=action, kind=Kind.CANCEL_QUEUED, request=p.request,
                            via="stream", expected="CANCELLED, sequence ended",
