@@ -615,15 +615,16 @@ class LoneServers:
 
     def __init__(self, config, tmp_path_factory):
         self.config, self.tmp = config, tmp_path_factory
-        self.servers: dict[str, EmbeddedTriton] = {}
+        self.servers: dict[str, EmbeddedTriton | None] = {}  # None: the shared one
 
     def for_model(self, shared, model: str):
         """The server `model`'s tests run on: its own where it needs one, else `shared`."""
-        if model in self.servers:
-            return self.servers[model]
-        variant = self._needs_own(shared, model)
-        if variant is None:
-            return shared
+        if model not in self.servers:
+            variant = self._needs_own(shared, model)
+            self.servers[model] = None if variant is None else self._start(shared, model, variant)
+        return self.servers[model] or shared
+
+    def _start(self, shared, model: str, variant) -> EmbeddedTriton:
         from modelgen import write_repository
 
         models_dir = self.tmp.mktemp(f"models-{model}")
@@ -634,16 +635,19 @@ class LoneServers:
         install_dir = self.config.getoption("--triton-install")
         server = EmbeddedTriton(models_dir, install=TritonInstall.find(install_dir) if install_dir else None,
                                 workdir=self.tmp.mktemp(f"triton-{model}"), **explicit_control(models_dir))
-        self.servers[model] = server.start()
-        return server
+        try:
+            return server.start()
+        except BaseException:  # a start cut short (not only ServerStartError) leaves no process
+            server.stop()
+            raise
 
     def _needs_own(self, shared, model: str):
         """`model`'s Variant where it needs a server of its own here, else None: only on a worker
         of a run that started the server its workers share (an external one, or one given its
         models, is the user's to arrange)."""
         config = self.config
-        if xdist_support.server_for_worker(config) is None or config.getoption("--triton-url") or \
-                config.getoption("--models-dir"):
+        if config.getoption("--triton-url") or config.getoption("--models-dir") or \
+                not xdist_support.shares_the_controllers_server(config):
             return None
         variant = next((v for v in _generated_variants(config) if v.name == model), None)
         version = getattr(shared, "version", None)
@@ -653,7 +657,8 @@ class LoneServers:
 
     def stop(self) -> None:
         for server in self.servers.values():
-            server.stop()
+            if server is not None:
+                server.stop()
 
 
 @pytest.fixture(scope="session")

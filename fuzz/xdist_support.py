@@ -91,6 +91,11 @@ def unconfigure(config) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def shares_the_controllers_server(config) -> bool:
+    """Whether this is a worker that fuzzes on the server its controller started or was given."""
+    return is_worker(config) and WORKER_KEY in config.workerinput
+
+
 def server_for_worker(config):
     """The controller's server, seen from a worker (None outside xdist)."""
     if not is_worker(config) or WORKER_KEY not in config.workerinput:
