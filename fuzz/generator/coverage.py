@@ -235,7 +235,9 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     # (an iterative model keeps no sequence live for a group, and the goal needs a sum that shows it ran)
     situations += [CANCELLED_RUNNING] if cancels and not spec.iterations else []
     situations += [swept_goal(v) for v in witness_vias] if cancels and not spec.iterations else []
-    situations += [CANCELLED_QUEUED] + ([CANCELLED_ID_AGAIN] if again else []) if cancels_queued else []
+    # (an iterative START ends its sequence as it goes: nothing holds a slot, no START waits)
+    if cancels_queued and not spec.iterations:
+        situations += [CANCELLED_QUEUED] + ([CANCELLED_ID_AGAIN] if again else [])
     beside = gives_up and spec.says_execution and spec.says_live_rows and live_row_goals(spec) >= 2
     situations += [CANCELLED_BESIDE] if beside else []
     goals += together_goals(spec)

@@ -22,7 +22,7 @@ from .. import nemesis
 from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets, wide_values,
     WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin,
     swing_values)
-from .coverage import (CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_RUNNING, EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
+from .coverage import (CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, CANCELLED_RUNNING, EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
     sibling_family, swept_goal, together_goals, twin_places)
 from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
@@ -1213,9 +1213,14 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         again = data.draw(st.booleans(), label="then its id again")
         steer = data.draw(STEER, label="steer its id again")
         value, via = self._value(data), self._via(data)
+        new_id, starter = self._fresh(data.draw(self.plan.ids, label="id")), self._client(data)
+        # Until a campaign has cancelled a START in the backlog, 3 in 4 of these steps put one
+        # there when every slot is held and none can free soon (cancel otherwise waits for one).
+        if client is None and steer >= STEER_GAP_FROM and self._lacks(CANCELLED_QUEUED):
+            client = self._queue_to_cancel(starter, new_id, value)
         if client is None:
             return self._skip("cancel: nothing surely in the backlog")
-        # Until a campaign has sent to a cancelled id whose backlog place may still be there, 3 in 4 do.
+        # Until a campaign has sent to a cancelled id whose backlog place may still be there, 7 in 8 do.
         again = again or (steer >= STEER_GAP_FROM and self._lacks(CANCELLED_ID_AGAIN))
         seq_id = self.engine.pending[client].request.seq_id
         self.engine.cancel_queued(client)
@@ -1223,11 +1228,48 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         model = self.engine.model
         if again and not self.plan.setup.lingering_guard and (model.cancel_unsettled(key) is not None or (
                 not model.is_live(key) and not self.engine.blocked(seq_id))):  # the model holds it till the cancel settles
-            lingers = model.lingering(key)
             self.engine.send(client, self.plan.spec.request(seq_id, self._small(value)), via,
                              "its id again, without START")
-            if lingers:
-                self.engine.stats.coverage.situation(CANCELLED_ID_AGAIN)
+
+    def _queue_to_cancel(self, client, seq_id, value):
+        """Sends a START of a fresh sequence from `client` while every slot is held by a live
+        sequence that cannot idle out for a while: it waits in the backlog. The client, once it
+        has surely reached it (None, sending nothing, where it would not)."""
+        model, now = self.engine.model, time.monotonic()
+        model.settle(now)
+        wire = self.plan.settings.wire_s
+        if client is None or self._last_idle(client) or self._unusable(seq_id) or not self._fill_slots(client, seq_id, value):
+            return None
+        if model.free_slots() or not model.running or \
+                min(s.expiry.lo for s in model.running) < time.monotonic() + wire + 0.25:
+            return None
+        self.engine.send(client, self.plan.spec.request(seq_id, self._small(value), start=True), "stream",
+                         "start, every slot held (to cancel)")
+        if client not in self.engine.pending:
+            return None
+        time.sleep(wire)  # it reaches the backlog (the cancel rule's own bound)
+        return client if self.engine.model.surely_backlogged_until(key_of(seq_id)) > time.monotonic() + 0.2 else None
+
+    def _unusable(self, seq_id) -> bool:
+        """A fresh START cannot go to `seq_id` now: busy, live, or just idled out."""
+        key = key_of(seq_id)
+        return self.engine.blocked(seq_id) or self.engine.model.is_live(key) or key in self.engine.model.ghosts
+
+    def _fill_slots(self, starter, seq_id, value) -> bool:
+        """Every free slot taken by a fresh sequence (ids next to `seq_id`) from an idle client
+        other than `starter`, one client kept idle besides. False where there are too few."""
+        model = self.engine.model
+        need = 0 if model.backlog else model.free_slots()
+        others = [c for c in self.engine.idle_clients() if c != starter]
+        if need > len(others) - 1:
+            return False
+        for i, c in enumerate(others[:need]):
+            sid = self._fresh(f"{seq_id}.{i}") if isinstance(seq_id, str) else sibling(seq_id, i + 1, self.plan.spec.id_bits)
+            if sid is None or self._unusable(sid):
+                return False
+            self.engine.send(c, self.plan.spec.request(sid, self._small(value), start=True), "stream",
+                             "start, filling the slots (a START to cancel comes next)")
+        return True
 
     @when(lambda plan: not plan.setup.cancel_pipelined_guard)
     @rule(data=st.data())

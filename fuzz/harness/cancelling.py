@@ -218,7 +218,8 @@ class CancelSteps:
             return (attrs.evolve(check, violation=None), True) if fits else (check, False)
         if self._refused_with_it(got, req, via):
             g.ended = True
-            self.stats.coverage.situation(swept_goal(via))
+            if swept(got, via):  # (not the START-flag error: the path of a swept request's error)
+                self.stats.coverage.situation(swept_goal(via))
             return attrs.evolve(check, violation=None), False
         if got.ok and got.value == with_behind and with_behind != without:
             g.ended, g.sums = False, frozenset({with_behind})

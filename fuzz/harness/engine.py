@@ -22,7 +22,7 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from ..generator.coverage import CANCELLED_BESIDE, CANCELLED_QUEUED, EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows
+from ..generator.coverage import CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
@@ -650,6 +650,8 @@ class Engine(CancelSteps, SharedSteps):
         if self._kept_back(exp, action):
             return exp
         waited = now - max(since, self.last_step_at)
+        if self.model.lingering(key_of(req.seq_id)):  # as it goes, not when a rule chose it (it may park)
+            self.stats.coverage.situation(CANCELLED_ID_AGAIN)
         self.going_out(req)
         event(f"{action} -> {type(exp).__name__}")
         if isinstance(exp, Queued):
