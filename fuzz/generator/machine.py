@@ -1216,7 +1216,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         new_id, starter = self._fresh(data.draw(self.plan.ids, label="id")), self._client(data)
         # Until a campaign has cancelled a START in the backlog, 3 in 4 of these steps put one
         # there when every slot is held and none can free soon (cancel otherwise waits for one).
-        if client is None and steer >= STEER_GAP_FROM and self._lacks(CANCELLED_QUEUED):
+        if client is None and steer >= STEER_GAP_FROM and self._lacks(CANCELLED_QUEUED) and not self.plan.spec.iterations:
             client = self._queue_to_cancel(starter, new_id, value)
         if client is None:
             return self._skip("cancel: nothing surely in the backlog")
@@ -1238,7 +1238,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         model, now = self.engine.model, time.monotonic()
         model.settle(now)
         wire = self.plan.settings.wire_s
-        if client is None or self._last_idle(client) or self._unusable(seq_id) or not self._fill_slots(client, seq_id, value):
+        if client is None or self._last_idle(client) or self._unusable(seq_id) or \
+                self.plan.spec.idle_s - self.engine.margin < wire + 0.3 or not self._fill_slots(client, seq_id, value):
             return None
         if model.free_slots() or not model.running or \
                 min(s.expiry.lo for s in model.running) < time.monotonic() + wire + 0.25:
@@ -1247,13 +1248,13 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
                          "start, every slot held (to cancel)")
         if client not in self.engine.pending:
             return None
-        time.sleep(wire)  # it reaches the backlog (the cancel rule's own bound)
+        self.engine.wait_out(wire, "the START reaches the backlog")  # (the cancel rule's own bound; replayed too)
         return client if self.engine.model.surely_backlogged_until(key_of(seq_id)) > time.monotonic() + 0.2 else None
 
     def _unusable(self, seq_id) -> bool:
         """A fresh START cannot go to `seq_id` now: busy, live, or just idled out."""
-        key = key_of(seq_id)
-        return self.engine.blocked(seq_id) or self.engine.model.is_live(key) or key in self.engine.model.ghosts
+        key, model = key_of(seq_id), self.engine.model
+        return self.engine.blocked(seq_id) or model.is_live(key) or key in model.ghosts or model.lingering(key)
 
     def _fill_slots(self, starter, seq_id, value) -> bool:
         """Every free slot taken by a fresh sequence (ids next to `seq_id`) from an idle client
@@ -1264,7 +1265,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if need > len(others) - 1:
             return False
         for i, c in enumerate(others[:need]):
-            sid = self._fresh(f"{seq_id}.{i}") if isinstance(seq_id, str) else sibling(seq_id, i + 1, self.plan.spec.id_bits)
+            sid = clip_id(f"{i}.{seq_id}") if isinstance(seq_id, str) else sibling(seq_id, i + 1, self.plan.spec.id_bits)
             if sid is None or self._unusable(sid):
                 return False
             self.engine.send(c, self.plan.spec.request(sid, self._small(value), start=True), "stream",

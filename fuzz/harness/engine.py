@@ -650,7 +650,8 @@ class Engine(CancelSteps, SharedSteps):
         if self._kept_back(exp, action):
             return exp
         waited = now - max(since, self.last_step_at)
-        if self.model.lingering(key_of(req.seq_id)):  # as it goes, not when a rule chose it (it may park)
+        # As it goes, not when a rule chose it (it may park); one the model judges by the id alone
+        if isinstance(exp, Refusal) and exp.invariant == "start_is_required" and self.model.lingering(key_of(req.seq_id)):
             self.stats.coverage.situation(CANCELLED_ID_AGAIN)
         self.going_out(req)
         event(f"{action} -> {type(exp).__name__}")
@@ -898,6 +899,10 @@ class Engine(CancelSteps, SharedSteps):
         if keep in self.model.seqs and until >= self.model.seqs[keep].expiry.lo - self.settings.wire_s:
             return 0.0
         return self._wait_until(until, f"{needed} slot(s) free once sequences left to expire have")
+
+    def wait_out(self, seconds: float, why: str) -> None:
+        """Every client waits `seconds`, recorded as a pause, which a replay and a reproducer sleep too."""
+        self.record(client=None, action=f"every client waits: {why}", kind=Kind.PAUSE, wait_s=go_silent(seconds))
 
     def _wait_until(self, until: float, why: str) -> float:
         """Every client waits until `until` (at most one idle window from now), recorded as a
