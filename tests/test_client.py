@@ -177,3 +177,19 @@ def test_a_unary_call_never_answered_times_out_as_a_box_does():
 
     got = StreamClient.wait(UnaryCall(Pending(), started=0.0), 0.01)
     assert got.status == "CLIENT_TIMEOUT" and got.message == "no response within 0.01 s"
+
+
+def test_an_http_call_to_a_port_nobody_listens_on_comes_back_unavailable_as_grpc_says_it():
+    """A refused or reset connection (a server that died) is an Outcome the engine reads as a
+    lost connection, not an exception out of a replay (seen in CI: a shrink's replay over HTTP
+    after the server was killed raised ConnectionRefusedError, and the finding was lost)."""
+    import socket
+
+    from fuzz.harness.client import HttpClient
+    from fuzz.values import Request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again below: nothing listens there
+    got = HttpClient(f"127.0.0.1:{port}", timeout_s=2.0).infer(Request("m", 7, 1, start=True))
+    assert got.status == "UNAVAILABLE" and "no connection" in got.message, got

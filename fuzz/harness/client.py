@@ -273,6 +273,8 @@ class HttpClient:
             return Outcome(status=status, message=err.message(), **_took(started))
         except TimeoutError as err:  # the client's network timeout (gevent's socket timeout)
             return Outcome(status="CLIENT_TIMEOUT", message=f"no response: {err}", **_took(started))
+        except ConnectionError as err:  # refused or reset: what gRPC calls UNAVAILABLE (a dead server's)
+            return Outcome(status="UNAVAILABLE", message=f"no connection: {err}", **_took(started))
         out = result.as_numpy("OUTPUT")
         if out is None or out.size == 0:
             return Outcome(status="BAD_RESPONSE", message="no OUTPUT in response", **_took(started))
