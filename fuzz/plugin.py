@@ -589,12 +589,16 @@ def _start_server(config, tmp_path_factory, shared: bool = True):
 
         models_dir = tmp_path_factory.mktemp("models")
         write_repository(_generated_variants(config), models_dir)
+    return _embedded(config, models_dir, tmp_path_factory.mktemp("triton")).start()
+
+
+def _embedded(config, models_dir, workdir) -> EmbeddedTriton:
+    """An embedded server (not started) of `models_dir`, on the --triton-install build if given.
+    Explicit model control, every model loaded at start: the nemesis's reload and a failure's
+    shrinking from a fresh model (fuzz/corpus/isolate.py) load new copies through the repository API."""
     install_dir = config.getoption("--triton-install")
-    install = TritonInstall.find(install_dir) if install_dir else None
-    # Explicit model control, every model loaded at start: the nemesis's reload and a failure's
-    # shrinking from a fresh model (fuzz/corpus/isolate.py) load new copies through the repository API.
-    return EmbeddedTriton(models_dir, install=install, workdir=tmp_path_factory.mktemp("triton"),
-                          **explicit_control(models_dir)).start()
+    return EmbeddedTriton(models_dir, install=TritonInstall.find(install_dir) if install_dir else None,
+                          workdir=workdir, **explicit_control(models_dir))
 
 
 @pytest.fixture(scope="session")
@@ -632,9 +636,7 @@ class LoneServers:
         print(f"\n{model}: fuzzed on a server of its own (known divergence "
               f"{', '.join(d.key for d in KNOWN if d.alone and d.applies(variant, shared.version))} kills a "
               f"server it shares with other models' traffic)", file=progress.console(), flush=True)
-        install_dir = self.config.getoption("--triton-install")
-        server = EmbeddedTriton(models_dir, install=TritonInstall.find(install_dir) if install_dir else None,
-                                workdir=self.tmp.mktemp(f"triton-{model}"), **explicit_control(models_dir))
+        server = _embedded(self.config, models_dir, self.tmp.mktemp(f"triton-{model}"))
         try:
             return server.start()
         except BaseException:  # a start cut short (not only ServerStartError) leaves no process

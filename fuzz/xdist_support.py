@@ -98,7 +98,7 @@ def shares_the_controllers_server(config) -> bool:
 
 def server_for_worker(config):
     """The controller's server, seen from a worker (None outside xdist)."""
-    if not is_worker(config) or WORKER_KEY not in config.workerinput:
+    if not shares_the_controllers_server(config):
         return None
     from .harness.server import ExternalTriton
 

@@ -1252,9 +1252,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         return client if self.engine.model.surely_backlogged_until(key_of(seq_id)) > time.monotonic() + 0.2 else None
 
     def _unusable(self, seq_id) -> bool:
-        """A fresh START cannot go to `seq_id` now: busy, live, or just idled out."""
-        key, model = key_of(seq_id), self.engine.model
-        return self.engine.blocked(seq_id) or model.is_live(key) or key in model.ghosts or model.lingering(key)
+        """A fresh START cannot go to `seq_id` now: not _free, or a cancelled START's place lingers."""
+        return not self._free(seq_id) or self.engine.model.lingering(key_of(seq_id))
 
     def _fill_slots(self, starter, seq_id, value) -> bool:
         """Every free slot taken by a fresh sequence (ids next to `seq_id`) from an idle client
