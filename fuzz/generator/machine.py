@@ -564,7 +564,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         cov = self.engine.stats.coverage
         kinds = [(f, p) for f, p in self.plan.twin_kinds
                  if f in TWIN_STEPS and (f in MODULUS_FAMILIES or stands_at(base, p))]
-        aim = choose(open_twins(kinds, cov.here, cov.seen, gaps_only), index)
+        aim = choose(open_twins(kinds, cov.here, cov.seen, gaps_only, riders=False), index)
         if aim is None:
             return None
         return choose(twin_aim(*aim, self.plan.spec.id_bits)[1], index // len(kinds))

@@ -59,16 +59,30 @@ def open_sums(targets, here, lo: float, hi: float, seen=frozenset()) -> tuple:
     return campaign_first([t for t in targets if any(g not in here for g in goals(t))], goals, seen)
 
 
-def open_twins(kinds, here, seen=frozenset(), gaps_only: bool = False) -> tuple:
+def open_twins(kinds, here, seen=frozenset(), gaps_only: bool = False, riders: bool = True) -> tuple:
     """The twin kinds, (family, band) (band None for a string family), the example has not had
     live at once; those the campaign had not had where there are any (`gaps_only`: only those).
     Of ids 2^k apart, only the widest open width: twins that share more low bits are one key to
     every narrower cut too, so the first steered pair already finds a cut of any width (as a
-    steered depth goes to the largest level first); the narrower come in the turns after."""
-    open_kinds = campaign_first([k for k in dict.fromkeys(kinds) if twin_goal(*k) not in here],
-                                lambda k: [twin_goal(*k)], seen, gaps_only)
+    steered depth goes to the largest level first); the narrower come in the turns after. A width
+    stays open while an alignment that rides on it does (`riders`: where the aim can move the older
+    id to it, as `alias` does and a sibling of a given id cannot)."""
+    goals = _twin_goals if riders else (lambda k: [twin_goal(*k)])
+    open_kinds = campaign_first([k for k in dict.fromkeys(kinds) if any(g not in here for g in goals(k))],
+                                goals, seen, gaps_only)
     widest = max((_width(p) for f, p in open_kinds if f == "2^k apart"), default=None)
     return tuple(k for k in open_kinds if k[0] != "2^k apart" or _width(k[1]) == widest)
+
+
+def _twin_goals(kind: tuple) -> list:
+    """The goals a steered pair of `kind` can reach: its own, and for ids 2^k apart the alignments
+    of k bits or fewer that ride on them (aligned_twin). A width reached whose alignments are not
+    stays open: else, once the campaign had every width, steering went only to other families'
+    gaps and no aligned pair was ever made (the coverage table's most common gap, 9 of 21 models)."""
+    own = [twin_goal(*kind)]
+    if kind[0] != "2^k apart":
+        return own
+    return own + [twin_goal(ALIGNED, a) for a in ALIGNED_PLACES if _width(a) <= _width(kind[1])]
 
 
 def _width(place: str) -> int:
