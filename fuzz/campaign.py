@@ -23,6 +23,7 @@ from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_
 from .progress import Progress, Snapshot
 from .harness.server import Terminated, stopping
 from .spec import ModelSpec
+from .values import program_lines
 
 
 @attrs.frozen
@@ -362,7 +363,7 @@ def _judge(server, spec: ModelSpec, error: BaseException, stats: RunStats, expec
             unknown = v if _cut_short(error) or id(v) in replayable else error
             if unknown is not error:  # the summary says it was not fully shrunk; no chained traceback
                 unknown.__cause__, unknown.__suppress_context__ = None, True
-        program = tuple(r.describe() for r in getattr(v, "program", []))
+        program = tuple(program_lines(getattr(v, "program", [])))
         failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
                                 len(program), program, match,
                                 flaky=(flaky or id(v) in unreplayable) and id(v) not in replayable,

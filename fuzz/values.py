@@ -254,3 +254,25 @@ class StepRecord:
         if self.expected or self.got:
             line += f"\n       expected {self.expected}\n       got      {self.got}"
         return line
+
+
+def program_lines(steps) -> list[str]:
+    """Each step's text (StepRecord.describe), but a run of more than two alike requests sent back
+    to back (cancel_pipelined's queue behind its first: hundreds on a fast model) as its first
+    step's text and a count: the steps are all kept, the text says what they were."""
+    lines, i = [], 0
+    while i < len(steps):
+        j = i + 1
+        while j < len(steps) and _sent_alike(steps[i], steps[j]):
+            j += 1
+        if j - i > 2:
+            lines.append(f"{steps[i].describe()}\n       ... and {j - i - 1} more alike, sent back to back "
+                         f"(steps {steps[i + 1].index}-{steps[j - 1].index})")
+        else:
+            lines.extend(s.describe() for s in steps[i:j])
+        i = j
+    return lines
+
+
+def _sent_alike(a: StepRecord, b: StepRecord) -> bool:
+    return a.kind is b.kind is Kind.BEHIND and (a.client, a.action, a.request, a.via) == (b.client, b.action, b.request, b.via)

@@ -247,3 +247,17 @@ def test_an_entry_saved_before_times_were_kept_loads_untimed(tmp_path):
         assert "sent <= done" in str(err)
     else:
         raise AssertionError("a step sent after it was done loads")
+
+
+def test_a_queue_sent_back_to_back_is_one_line_of_the_program_text_and_every_step_is_kept():
+    from fuzz.values import Kind, Request, StepRecord, program_lines
+    req = Request(model="m", seq_id=9, value=1)
+    start = StepRecord(0, 0, "start", Request(model="m", seq_id=9, value=1, start=True), via="stream")
+    behind = [StepRecord(i, 0, "one more behind it on its stream", req, via="stream", kind=Kind.BEHIND) for i in range(1, 201)]
+    other = StepRecord(201, 0, "one more behind it on its stream", Request(model="m", seq_id=9, value=2), via="stream",
+                       kind=Kind.BEHIND)
+    lines = program_lines([start, *behind, other])
+    assert len(lines) == 3 and lines[0] == start.describe() and lines[2] == other.describe()
+    assert lines[1].startswith(behind[0].describe()) and lines[1].endswith("... and 199 more alike, sent back to back "
+                                                                          "(steps 2-200)")
+    assert program_lines(behind[:2]) == [s.describe() for s in behind[:2]]  # two are two lines

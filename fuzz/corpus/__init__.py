@@ -29,7 +29,7 @@ from ..checker.divergences import KNOWN
 from ..files import atomic_write
 from ..checker.model import too_long
 from ..spec import ModelSpec
-from ..values import Answer, AnyOrder, Cancelled, EndedOr, Fault, Kind, Outcome, Queued, Refusal, Request, StepRecord
+from ..values import Answer, AnyOrder, Cancelled, EndedOr, Fault, Kind, Outcome, Queued, Refusal, Request, StepRecord, program_lines
 
 FORMAT_VERSION = 2
 READS = (1, 2)  # format 1 entries are migrated on load
@@ -87,7 +87,7 @@ class CorpusEntry:
                 + (f" on Triton {', '.join(self.divergence_versions)}" if self.divergence_versions else "")
                 + f"): [{self.invariant}] {self.detail}, recorded on Triton {self.triton_version}\n"
                   f"model {self.spec.describe()}")
-        return head + "\nprogram:\n" + "\n".join(s.describe() for s in self.steps)
+        return head + "\nprogram:\n" + "\n".join(program_lines(self.steps))
 
     # -- serialization -----------------------------------------------------------------------
     def to_json(self) -> dict:

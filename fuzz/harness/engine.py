@@ -27,7 +27,7 @@ from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
 from ..values import Cancelled, EndedOr, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
-from ..values import LOST_CONNECTION, UNSETTLED
+from ..values import LOST_CONNECTION, UNSETTLED, program_lines
 from ..checker.divergences import accepted, by_key, steered_around
 from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged, \
     not_answered
@@ -541,7 +541,7 @@ class Engine(CancelSteps, SharedSteps):
                 violation = died
         if self.stats.first_failure_s is None:
             self.stats.first_failure_s = time.monotonic() - self.stats.started
-        program = "\n".join(r.describe() for r in self.log)
+        program = "\n".join(program_lines(self.log))
         where = f" at step {rec.index}" if rec else ""
         violation.program = list(self.log)
         violation.history = tuple(self.stats.history)  # the examples before this one
