@@ -426,6 +426,8 @@ class Player:
         self.streams, self.parked, self.touched, self.diverged = {}, {}, [], []
         self.asides = {}  # client -> its unary calls in flight, oldest first (cancel_pipelined)
         self.held = {}  # client -> its HELD requests' answers to come, oldest first (burst, crowd)
+        self.unsettled = False  # requests behind went back to back: what follows waits for them to get there
+        self.behind_sent = 0  # requests behind sent since the last cancel
         self.backlog_wait = args.timeout + (len(entry["steps"]) + 2) * self.spec["idle_s"] * 2
         if any(s["kind"] == "aside" and s["via"] == "stream" for s in entry["steps"]):
             # a witness on a stream of its own: connected now, so that it reaches the server before the cancel
@@ -471,7 +473,13 @@ class Player:
         got = box.get(timeout=self.args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
         self.verdict(step, got, "stream")
 
+    def settle(self):
+        if self.unsettled:
+            self.unsettled = False
+            time.sleep(0.017)
+
     def aside(self, step):  # unary (or the witness on a stream of its own), not waited for
+        self.settle()
         if step["kind"] == "aside" and step["via"] == "stream":
             self.asides.setdefault(step["client"], []).append(self.stream("side").send(step["request"], self.args.model))
             time.sleep(0.017)
@@ -483,11 +491,13 @@ class Player:
         if step["kind"] == "aside":
             time.sleep(0.017)  # let it reach the server before what follows
 
-    def behind(self, step):  # on the client's stream, to be cancelled
+    def behind(self, step):  # on the client's stream, to be cancelled (several go back to back)
         self.stream(step["client"]).send(step["request"], self.args.model)
-        time.sleep(0.017)
+        self.unsettled, self.behind_sent = True, self.behind_sent + 1
 
     def cancel_stream(self, step):  # a cancel that waited: it waited that long after the first's answer
+        self.settle()
+        queue_sent, self.behind_sent = self.behind_sent > 1, 0
         boxes = self.asides.get(step["client"]) or []
         if step["wait_s"] and boxes:
             try:
@@ -497,6 +507,8 @@ class Player:
             time.sleep(step["wait_s"])
         if step["client"] in self.streams:
             self.streams.pop(step["client"]).close(cancel_requests=True)
+        if queue_sent:  # one the server read off the stream as the cancel came is queued a moment later
+            time.sleep(0.017)
 
     def shared(self, step):  # one of several requests of a sequence sent at once
         if step["via"] != "stream":

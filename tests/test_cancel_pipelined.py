@@ -263,3 +263,36 @@ def test_a_sequence_at_its_idle_window_before_the_witness_goes_is_judged_without
     assert not engine.failed and engine.group is None
     engine.finish()
     assert not engine.failed
+
+
+def test_a_queue_of_requests_behind_is_cancelled_from_where_the_cancel_finds_it(slow_triton):
+    """Three requests behind the first, back to back on the stream (what a fast model needs for a
+    queue that lasts): the cancel comes while the first of them runs, the next is cancelled in the
+    queue, and the witness behind them all fails with it. On a loaded machine the cancel may come
+    later, finding fewer queued (or none: the witness then ran after all three); either way the
+    engine's judgement is the server's, never a finding, and the group replays."""
+    engine = _engine(slow_triton, DIRECT)
+    spec, seq_id = engine.spec, 8_500 + engine.salt
+    engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start")
+    assert engine.send_aside(0, spec.request(seq_id, 2), "first")
+    for _ in range(3):
+        assert engine.send_behind(0, spec.request(seq_id, 4), "behind")
+    assert engine.send_aside(0, spec.request(seq_id, 64), "witness")  # waits for those behind to get there
+    time.sleep(0.1)  # (the first runs 100 ms, then the first behind it)
+    engine.cancel_stream(0, "cancel")
+    engine.check_aside(0, "answer to the first")
+    engine.check_aside(0, "answer to the witness")
+    engine.after_cancel(0, spec.request(seq_id, 128), "grpc", "after")
+    witness, after = engine.log[-2], engine.log[-1]
+    assert engine.log[-3].outcome.value == 3
+    assert witness.expect == EndedOr((67, 71, 75, 79)), witness.expect  # none, one, two or all three behind ran
+    if witness.outcome.ok:  # the cancel found nothing queued: it ran after all three
+        assert witness.outcome.value == 79 and after.outcome.value == 79 + 128, (witness.got, after.got)
+    else:
+        assert witness.outcome.status == "CANCELLED" and "START flag" in after.outcome.message, (witness.got, after.got)
+    engine.finish()
+    assert not engine.failed
+    steps = engine.log[1:]
+    assert [s.kind for s in steps] == [Kind.ASIDE, *[Kind.BEHIND] * 3, *GROUP[2:]]
+    assert [_step_from_json(_step_to_json(s), 0) for s in steps] == steps
+    replay_steps(slow_triton, spec, engine.log)  # whatever its cancel finds this time, no finding

@@ -104,6 +104,16 @@ CROWD_ALIKE = st.sampled_from([None, None, "rows", "all"])
 # when the request behind, queued behind it, runs (on a 20 ms model: from 0 to about 8 ms after).
 CANCEL_LATE = st.sampled_from((None, None, None, 0, 0, 0.1, 0.25))
 RUNNING_LATE = (0.1, 0.25)  # those that land while it runs: steered while the campaign has had none
+# How many requests go behind the first, back to back on the client's stream (one queue, in their
+# order). A fast model runs one behind in a millisecond, long before the cancel comes (which waits
+# for the witness to get there: 15 of 15 groups on the one-slot model cancelled nothing); queued,
+# it runs 0.5 ms a request, so 64 are gone in the 35 ms the cancel takes, and a queue that lasts
+# takes hundreds. Each queue is held to QUEUE_BUDGET_S at the model's pace (its median latency, a
+# few times a queued request's: the witness behind it must come within the prompt bound); while
+# no witness has been swept on the campaign's transport, as deep as that.
+BEHIND_DEPTHS = st.sampled_from((1, 1, 1, 4, 16))
+DEEP_BEHIND = 256
+QUEUE_BUDGET_S = 0.25
 GIVE_UP_MAX_US = 100_000  # give_up_beside's longest deadline: a slow model's cancels land within it
 GIVE_UP_SLOTS = 3  # the free slots give_up_beside needs (see the rule)
 BESIDE_TIMES = (1.25, 1.5)  # its deadlines (typical latencies) that land as the calls behind the first run
@@ -486,15 +496,21 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         lowest = 0 if self.plan.lo_sum >= 0 else -small
         return self.plan.as_value(max(lowest, min(small, int(value))))  # whole: exact on any sum a float model holds
 
-    def _near_edge(self, key) -> bool:
-        """Within 4 small values (_small) of where the sum stops being exact: the dtype's edge,
+    def _queue_that_lasts(self) -> int:
+        """The most requests behind cancel_pipelined's first that the model runs within
+        QUEUE_BUDGET_S at its measured pace (DEEP_BEHIND before any was measured)."""
+        pace = self.engine.stats.lag.typical()
+        return DEEP_BEHIND if pace <= 0 else max(1, min(DEEP_BEHIND, int(QUEUE_BUDGET_S / pace)))
+
+    def _near_edge(self, key, requests: int = 4) -> bool:
+        """Within `requests` small values (_small) of where the sum stops being exact: the dtype's edge,
         or for a sum with a fraction the narrower one (ModelSpec.fraction_limit) where it still
         keeps it."""
         total = self.engine.model.total(key)
         if self.plan.floating and math.isfinite(total) and total * 4 != math.floor(total * 4):
             return True  # (a Wide value's: sums rebuilt from an answer by subtraction would not be exact)
         lo, hi = exact_range(self.plan.lo_sum, self.plan.hi_sum, is_fraction(total), self.plan.spec.fraction_limit)
-        margin = 4 * self.plan.small
+        margin = requests * self.plan.small
         return not lo + margin <= total <= hi - margin
 
     # -- rules: what clients do -------------------------------------------------------------
@@ -1288,18 +1304,30 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         via = data.draw(st.sampled_from(self.plan.after_cancel_vias), label="via after")
         witness_via = data.draw(st.sampled_from(self.plan.witness_vias), label="witness via")
         late = data.draw(CANCEL_LATE, label="cancel after the first's answer (its latencies; None: behind a witness)")
+        deep = data.draw(BEHIND_DEPTHS, label="requests behind the first")
         steer = data.draw(STEER, label="steer a cancel while it runs")
         # A transport no witness was swept on yet takes the witness, 3 in 4 (each carries the error
         # of a swept request its own way).
         unswept = [v for v in self.plan.witness_vias if self._lacks(swept_goal(v))]
+        most = self._queue_that_lasts()
         if unswept and steer >= STEER_GAP_FROM and late is None:
-            witness_via = choose(unswept, steer)
+            witness_via, deep = choose(unswept, steer), most
+        deep = 1 if late is not None else min(deep, most)  # a late cancel is timed on the one behind
         # A late cancel of a campaign with none yet that found its request running (a dev campaign
         # of ten examples missed one, and a model that forgot a cancelled request's sum) lands
         # while it runs, not at once; those behind a witness stay as drawn.
         if late is not None and steer >= STEER_GAP_FROM and self._lacks(CANCELLED_RUNNING):
             late = choose(RUNNING_LATE, steer)
+        fresh = self._fresh(data.draw(self.plan.ids, label="id to start one on"))
         self.engine.collect()
+        # While one of its goals is open, a campaign that finds no live sequence starts one (a
+        # one-slot model has none a third of the time, and its dev campaign ran 3 groups in 10 examples)
+        gap = (late is None and unswept) or (late is not None and self._lacks(CANCELLED_RUNNING))
+        if key is None and client is not None and gap and steer >= STEER_GAP_FROM and self._free(fresh) \
+                and not (self.engine.pending or self.engine.model.backlog) and self.engine.model.free_slots():
+            start = self.plan.spec.request(fresh, self._small(values[0]), start=True)
+            if isinstance(self.engine.send(client, start, "stream", "start a sequence to cancel on"), Answer):
+                key = key_of(fresh)
         if client is None or key is None or key not in self.engine.live():
             return self._skip("cancel pipelined: " + ("no idle client" if client is None else "no live sequence"))
         # The slot a cancel frees goes to the backlog at a moment no one sees.
@@ -1308,9 +1336,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if self.engine.model.seqs[key].expiry.lo < time.monotonic() + 2 * self.plan.settings.wire_s + 0.1 + \
                 (0 if late is None else 2 * self.engine.stats.lag.typical()):
             return self._skip("cancel pipelined: the sequence is near its idle timeout")
-        if self._near_edge(key):
+        if self._near_edge(key, 3 + deep):
             return self._skip("cancel pipelined: the sum is near the edge of the model's dtype")
         reqs = [self.plan.spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
+        if deep > 1:  # each behind adds one nonzero value: the witness's sum says how many ran before it
+            reqs[1] = (attrs.evolve(reqs[1], value=reqs[1].value or self.plan.as_value(1)),) * deep
         if not self.engine.pipeline_and_cancel(client, *reqs, via, witness_via, late):
             self._skip("cancel pipelined: the sequence is not answered at once")
 

@@ -7,7 +7,8 @@ the released slot, server issue 7117). A client sees none of it on the stream it
 a request it cancels may not even have left it. So the steps make the server show what happened:
 
     first     the sequence's next request, on unary gRPC (not waited for)
-    behind    one more on the client's stream, queued behind it (a slow model makes sure)
+    behind    one more on the client's stream, queued behind it (a slow model makes sure), or
+              several back to back (the stream keeps their order): a queue that lasts on a fast model
     witness   one more on unary gRPC (or on a stream of its own), queued behind that one
     cancel    the client cancels its stream
     answers   the first's, then the witness's
@@ -15,9 +16,10 @@ a request it cancels may not even have left it. So the steps make the server sho
 
 The witness fails CANCELLED with the cancelled request (or with the START-flag error, had the
 sequence already ended) only if that request reached the queue and was cancelled there: then the
-sequence is over and `after` must be refused. Answered, the witness says whether the cancelled
-request had run before it; whatever the server's timing, `after` must then be one of the sums it
-leaves possible, or refused if the cancelled request came to the queue after the witness.
+sequence is over and `after` must be refused. Answered, the witness says how many of the requests
+behind had run before it (a prefix of them: one stream, one queue); whatever the server's timing,
+`after` must then be one of the sums that leaves possible, or refused if a cancelled request came
+to the queue after the witness.
 
 Now and then the cancel comes later, with no witness: right after the first's answer, or a
 fraction of its latency later, when the request behind, queued behind it, may be running. A model must keep a sequence whose
@@ -54,6 +56,7 @@ class Group:
     sums: frozenset = frozenset()  # the sums (before `after`) the sequence may go on with
     late: bool = False  # cancelled after the first's answer, with no witness (the one behind may have run)
     first: float | None = None  # the first's sum, answered before the others
+    unsettled: bool = False  # requests behind went since anything waited for them to reach the server
 
     @property
     def behind_value(self) -> float:
@@ -91,12 +94,21 @@ class CancelSteps:
             side.close(cancel_requests=cancel, timeout_s=self.settings.prompt_s)
             side.close_channel()
 
+    def settle_behind(self) -> None:
+        """The requests behind go back to back (their stream keeps their order, so none waits for
+        the one before it); what comes after them on another connection, the witness or the
+        cancel, must find them there."""
+        if self.group is not None and self.group.unsettled:
+            self.group.unsettled = False
+            time.sleep(self.settings.wire_s / 3)
+
     def send_aside(self, client: int, req: Request, action: str, via: str = "grpc") -> bool:
         """Sends the next request of a live sequence on unary gRPC (the witness: or on a stream
         of its own), not waiting for it (the first one, or the witness after the request
         behind). False, sending nothing, if the model would not answer it at once (its sequence
         gone, or at its idle timeout: for the witness, a starved machine took that long since
         the first went)."""
+        self.settle_behind()
         exp = self.expect(req, time.monotonic())  # as if everything before it ran
         if not isinstance(exp, Answer):
             return False
@@ -123,7 +135,7 @@ class CancelSteps:
         self.record(client=client, action=action, kind=Kind.BEHIND, request=req, via="stream",
                     expected=f"CANCELLED, or {describe_expectation(exp)} if it runs before the cancel comes",
                     got="(in flight)")
-        time.sleep(self.settings.wire_s / 3)
+        self.group.unsettled = True
         return True
 
     def cancel_stream(self, client: int, action: str, wait_s: float = 0.0, late: float | None = None) -> None:
@@ -131,6 +143,7 @@ class CancelSteps:
         `late` times the first's latency (the request behind, queued behind the first, runs
         then), and records that wait; a replay's `wait_s` (a cancel that waited) waits as long
         after the first's answer."""
+        self.settle_behind()  # (a late one too: a request after the cancel must not overtake the one behind)
         g = self.group
         if wait_s or late is not None:
             g.late, first = True, g.asides[0][2]
@@ -146,6 +159,11 @@ class CancelSteps:
                 wait_s = max(done + late * (done - first.started) - time.monotonic(), 1e-4)
             time.sleep(wait_s)
         self.streams[client].close(cancel_requests=True, timeout_s=self.settings.prompt_s)
+        if len(g.behind) > 1:
+            # The server reads a queue off the stream about as fast as it runs it: one it read as
+            # the cancel came reaches the sequence a moment later, and a request sent after the
+            # cancel on another connection must not overtake it.
+            time.sleep(self.settings.wire_s / 3)
         got = [StreamClient.poll(call, 0) for _, call in g.behind]
         ran = sum(1 for o in got if o is not None and o.ok)
         g.cancelled = ran < len(got)
@@ -169,7 +187,7 @@ class CancelSteps:
                 g.first = got.value
         else:
             check, indeterminate = self._witness(req, exp, got, check, via)
-            expect = EndedOr((exp.value, exp.value - g.behind_value))
+            expect = EndedOr(tuple(dict.fromkeys(self._witness_sums(exp))))
         rec = self.record(client=client, action=action, kind=Kind.ASIDE_ANSWER, request=req, via=via,
                           expected=check.expected, got=check.got, expect=None if indeterminate else expect,
                           outcome=got)
@@ -209,9 +227,14 @@ class CancelSteps:
         after it, had ended the sequence: a false valid_is_accepted)."""
         g = self.group
         with_behind = exp.value
-        without = exp.value - g.behind_value if self.model.carries_state else exp.value
-        check = attrs.evolve(check, expected=f"{check.expected}, or OUTPUT={without!r} (the one behind not there "
-                                             f"yet), or CANCELLED with it")
+        sums = self._witness_sums(exp)
+        fewer = list(dict.fromkeys(v for v in sums[:-1] if v != with_behind))
+        either = ""
+        if fewer:
+            shown = " or ".join(map(repr, fewer)) if len(fewer) <= 3 else f"{fewer[0]!r} ... {fewer[-1]!r}"
+            why = "the one behind not there yet" if len(g.behind) == 1 else f"not all {len(g.behind)} behind there yet"
+            either = f", or OUTPUT={shown} ({why})"
+        check = attrs.evolve(check, expected=f"{check.expected}{either}, or CANCELLED with it")
         if g.overtaken:
             g.sums = self._any_sum(g)
             fits = self._refused_with_it(got, req, via) or got.ok and got.value in g.sums
@@ -221,21 +244,39 @@ class CancelSteps:
             if swept(got, via):  # (not the START-flag error: the path of a swept request's error)
                 self.stats.coverage.situation(swept_goal(via))
             return attrs.evolve(check, violation=None), False
-        if got.ok and got.value == with_behind and with_behind != without:
+        if got.ok and got.value == with_behind and sums.count(with_behind) == 1:
             g.ended, g.sums = False, frozenset({with_behind})
-        elif got.ok and got.value == without:
-            g.sums = frozenset({without, with_behind})  # the one behind may come after it, and run
+        elif got.ok and got.value in sums:
+            # Those behind it not there yet may come after it, and run (in their order): the
+            # fewest that can have run before it
+            g.sums = frozenset(sums[sums.index(got.value):])
             return attrs.evolve(check, violation=None), False
         return check, False
+
+    def _witness_sums(self, exp: Answer) -> list:
+        """The witness's sum after none, one, ..., all of the requests behind had run before it
+        (the last is `exp`'s: as if every request before it ran); all one sum where the model
+        carries no state (the witness then tells nothing of them)."""
+        if not self.model.carries_state:
+            return [exp.value] * (len(self.group.behind) + 1)
+        return self._prefixes(self.group, exp.value - self.group.behind_value)
+
+    def _prefixes(self, g: Group, start) -> list:
+        """`start`, then the sum after each more of `g`'s requests behind, in their stream's order."""
+        sums = [start]
+        for r, _ in g.behind:
+            sums.append(self.model.then(sums[-1], r.value))
+        return sums
 
     def _any_sum(self, g: Group, without: Request | None = None) -> frozenset:
         """Every sum some of the group's requests (but `without`) could make on its base: what
         the server's order may have made of a group whose order the answers show was lost."""
         sums = {g.base}
-        for r in [a[0] for a in g.asides] + [r for r, _ in g.behind]:
+        for r in [a[0] for a in g.asides]:
             if r is not without:
                 sums |= {self.model.then(s, r.value) for s in sums}
-        return frozenset(sums)
+        # those behind, one stream's, run as a prefix of their order (not any subset: 2^k sums)
+        return frozenset(p for s in sums for p in self._prefixes(g, s))
 
     def _refused_with_it(self, got: Outcome, req: Request, via: str = "grpc") -> bool:
         """Failed with a cancelled request it was queued behind, or after it ended the sequence."""
@@ -247,8 +288,7 @@ class CancelSteps:
         if len(g.asides) < 2:  # no witness says whether the cancelled one ended the sequence
             # The first answered before the others: its sum, with or without the one behind;
             # else every sum the group's requests may have made.
-            g.sums = frozenset({g.first, self.model.then(g.first, g.behind_value)}) if g.first is not None \
-                else self._any_sum(g)
+            g.sums = frozenset(self._prefixes(g, g.first)) if g.first is not None else self._any_sum(g)
         key = key_of(req.seq_id)
         while True:
             exp = self.expect(req, time.monotonic())  # as if everything before it ran
@@ -301,7 +341,8 @@ class CancelSteps:
     def _went_on(self, g: Group, req: Request, got: Outcome) -> str:
         cancelled, _ = g.behind[0]
         late = g.late  # the cancel may have found it running
-        what = (f"{cancelled.describe()} was cancelled behind {g.asides[0][0].describe()}"
+        more = f" (and the {len(g.behind) - 1} behind it on its stream)" if len(g.behind) > 1 else ""
+        what = (f"{cancelled.describe()}{more} was cancelled behind {g.asides[0][0].describe()}"
                 + (" (queued, or running)" if late else ", while queued")
                 + (f", and {g.asides[1][0].describe()}, queued behind it, failed with it" if g.ended else "")
                 + (": the sequence must end with it, or go on from a sum of the requests sent" if late
@@ -312,17 +353,22 @@ class CancelSteps:
             return f"{what}, but it went on without them (OUTPUT={got.value!r})"
         return f"{what}, but it went on (OUTPUT={got.value!r})"
 
-    def pipeline_and_cancel(self, client: int, first: Request, behind: Request, witness: Request,
+    def pipeline_and_cancel(self, client: int, first: Request, behind: Request | tuple, witness: Request,
                             after: Request, via: str, witness_via: str = "grpc", late: float | None = None) -> bool:
         """The whole rule: False (nothing sent) if the model would not answer `first` at once.
-        `late` (a fraction): no witness goes, and the cancel comes that many of the first's
-        latency after its answer, as the one behind runs; the next request may find the sequence
-        ended or going on from any of the group's sums."""
+        `behind`: one request, or several sent back to back (a fast model runs one in a
+        millisecond: only a queue of many is still there when the cancel comes). `late` (a
+        fraction): no witness goes, and the cancel comes that many of the first's latency after
+        its answer, as the one behind runs; the next request may find the sequence ended or going
+        on from any of the group's sums."""
         if witness_via == "stream":
             self.side_stream()  # connected before the group's timing starts
         if not self.send_aside(client, first, "next request, on unary gRPC"):
             return False
-        if not self.send_behind(client, behind, "one more behind it on its stream"):
+        for req in behind if isinstance(behind, tuple) else (behind,):
+            if not self.send_behind(client, req, "one more behind it on its stream"):
+                break  # (those sent so far are the group's)
+        if not self.group.behind:
             # No cancel: the first's answer is judged as it is, and the group ends there.
             event("cancel pipelined: the sequence reached its idle window before the one behind went")
             self.check_aside(client, "answer to the first")
