@@ -271,6 +271,17 @@ def test_each_group_sent_at_once_goes_whole_in_one_try():
     assert DDMIN_PASSES.index(sent_together) < DDMIN_PASSES.index(by_sequence)
 
 
+def test_a_cancel_groups_queue_behind_its_first_shortens_a_request_at_a_time_but_its_first():
+    """A fast model's queue is hundreds of requests, which sent_together keeps whole: each but the
+    first of a run behind the first is a unit of its own (ddmin halves the run in a few tries)."""
+    from fuzz.corpus.shrink import queued_behind, sent_together
+    kinds = [Kind.REQUEST, Kind.ASIDE, *[Kind.BEHIND] * 4, Kind.ASIDE, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER,
+             Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.ASIDE, Kind.BEHIND, Kind.CANCEL_STREAM]
+    steps = [attrs.evolve(req(i, 5, 1), kind=k) for i, k in enumerate(kinds)]
+    assert queued_behind(steps) == [[3], [4], [5]]  # not the first of either queue
+    assert DDMIN_PASSES.index(sent_together) < DDMIN_PASSES.index(queued_behind) < DDMIN_PASSES.index(by_sequence)
+
+
 def test_a_crowd_failure_is_first_tried_on_the_sequences_of_its_last_crowd():
     """Sequence 7 lives beside them, and an earlier crowd ran on 5 and 7; the last crowd (5 and
     6) failed. The cores keep 5 and 6 only: first their STARTs and the last crowd alone, then with

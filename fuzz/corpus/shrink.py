@@ -48,7 +48,8 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     slots and STARTs need none of them, and every later try replays a shorter program), then
     every such request sent alone (a crowd's bug needs its crowd, not how its sums were built),
     then every such request sent alone but each sequence's last (the one that checks its sum),
-    then each group sent at once (a crowd, a share or cancel group) whole, then a crowd's
+    then each group sent at once (a crowd, a share or cancel group) whole, then a cancel group's
+    queue behind its first but its first request (`queued_behind`), then a crowd's
     requests a layer at a time (the last of each of its sequences, ...), then
     whole sequences (every step naming one id), then every other request of a sequence
     (`alternate_continuations`), then every request of a sequence after its START (a long run whose START the bug needs, not its middle), then single steps. Past the
@@ -513,6 +514,13 @@ def single_steps(steps) -> list[list[int]]:
     return [[i] for i in range(len(steps))]
 
 
+def queued_behind(steps) -> list[list[int]]:
+    """Every request of a cancel group's queue behind its first but the first of them, each a unit:
+    on a fast model the queue is hundreds long (cancelling.py), and sent_together keeps a group
+    whole; ddmin's halving then finds how short a queue still fails in a few tries."""
+    return [[i] for i in range(1, len(steps)) if steps[i].kind is steps[i - 1].kind is Kind.BEHIND]
+
+
 DDMIN_PASSES = (every_wait, every_continuation, every_plain_continuation, every_continuation_but_the_last,
-                sent_together, crowd_layers, by_sequence,
+                sent_together, queued_behind, crowd_layers, by_sequence,
                 alternate_continuations, continuations, single_steps)  # ddmin's, in order
