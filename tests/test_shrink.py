@@ -278,7 +278,7 @@ def test_a_cancel_groups_queue_behind_its_first_shortens_a_request_at_a_time_but
     kinds = [Kind.REQUEST, Kind.ASIDE, *[Kind.BEHIND] * 4, Kind.ASIDE, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER,
              Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.ASIDE, Kind.BEHIND, Kind.CANCEL_STREAM]
     steps = [attrs.evolve(req(i, 5, 1), kind=k) for i, k in enumerate(kinds)]
-    assert queued_behind(steps) == [[3], [4], [5]]  # not the first of either queue
+    assert queued_behind(steps) == [[4, 5], [3]]  # its end first, halves; never the first of a queue
     assert DDMIN_PASSES.index(sent_together) < DDMIN_PASSES.index(queued_behind) < DDMIN_PASSES.index(by_sequence)
 
 

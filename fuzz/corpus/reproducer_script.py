@@ -508,7 +508,7 @@ class Player:
         if step["client"] in self.streams:
             self.streams.pop(step["client"]).close(cancel_requests=True)
         if queue_sent:  # one the server read off the stream as the cancel came is queued a moment later
-            time.sleep(0.017)
+            time.sleep(0.05)
 
     def shared(self, step):  # one of several requests of a sequence sent at once
         if step["via"] != "stream":

@@ -515,10 +515,23 @@ def single_steps(steps) -> list[list[int]]:
 
 
 def queued_behind(steps) -> list[list[int]]:
-    """Every request of a cancel group's queue behind its first but the first of them, each a unit:
-    on a fast model the queue is hundreds long (cancelling.py), and sent_together keeps a group
-    whole; ddmin's halving then finds how short a queue still fails in a few tries."""
-    return [[i] for i in range(1, len(steps)) if steps[i].kind is steps[i - 1].kind is Kind.BEHIND]
+    """A cancel group's queue behind its first, cut from its end: its last half, the last half of
+    what is left, ... (never its first request), each a unit. On a fast model a queue is hundreds
+    long (cancelling.py) and sent_together keeps a group whole; a queue's requests are alike, so
+    these units find how short one still fails in a few tries (one unit a request took two
+    replays a request where most of the queue is needed)."""
+    units, run = [], []
+    for i in range(len(steps) + 1):
+        if i < len(steps) and steps[i].kind is Kind.BEHIND:
+            run.append(i)
+            continue
+        rest = run[1:]
+        while rest:
+            half = len(rest) // 2
+            units.append(rest[half:])
+            rest = rest[:half]
+        run = []
+    return units
 
 
 DDMIN_PASSES = (every_wait, every_continuation, every_plain_continuation, every_continuation_but_the_last,

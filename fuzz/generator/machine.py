@@ -498,19 +498,20 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 
     def _queue_that_lasts(self) -> int:
         """The most requests behind cancel_pipelined's first that the model runs within
-        QUEUE_BUDGET_S at its measured pace (DEEP_BEHIND before any was measured)."""
+        QUEUE_BUDGET_S at its measured pace (one before any was measured: a slow model's witness
+        behind a deep queue would wait past the prompt bound)."""
         pace = self.engine.stats.lag.typical()
-        return DEEP_BEHIND if pace <= 0 else max(1, min(DEEP_BEHIND, int(QUEUE_BUDGET_S / pace)))
+        return 1 if pace <= 0 else max(1, min(DEEP_BEHIND, int(QUEUE_BUDGET_S / pace)))
 
-    def _near_edge(self, key, requests: int = 4) -> bool:
-        """Within `requests` small values (_small) of where the sum stops being exact: the dtype's edge,
+    def _near_edge(self, key, requests: int = 4, ones: int = 0) -> bool:
+        """Within `requests` small values (_small) and `ones` more of where the sum stops being exact: the dtype's edge,
         or for a sum with a fraction the narrower one (ModelSpec.fraction_limit) where it still
         keeps it."""
         total = self.engine.model.total(key)
         if self.plan.floating and math.isfinite(total) and total * 4 != math.floor(total * 4):
             return True  # (a Wide value's: sums rebuilt from an answer by subtraction would not be exact)
         lo, hi = exact_range(self.plan.lo_sum, self.plan.hi_sum, is_fraction(total), self.plan.spec.fraction_limit)
-        margin = requests * self.plan.small
+        margin = requests * self.plan.small + ones
         return not lo + margin <= total <= hi - margin
 
     # -- rules: what clients do -------------------------------------------------------------
@@ -1309,10 +1310,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # A transport no witness was swept on yet takes the witness, 3 in 4 (each carries the error
         # of a swept request its own way).
         unswept = [v for v in self.plan.witness_vias if self._lacks(swept_goal(v))]
-        most = self._queue_that_lasts()
         if unswept and steer >= STEER_GAP_FROM and late is None:
-            witness_via, deep = choose(unswept, steer), most
-        deep = 1 if late is not None else min(deep, most)  # a late cancel is timed on the one behind
+            witness_via, deep = choose(unswept, steer), DEEP_BEHIND
         # A late cancel of a campaign with none yet that found its request running (a dev campaign
         # of ten examples missed one, and a model that forgot a cancelled request's sum) lands
         # while it runs, not at once; those behind a witness stay as drawn.
@@ -1330,17 +1329,21 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
                 key = key_of(fresh)
         if client is None or key is None or key not in self.engine.live():
             return self._skip("cancel pipelined: " + ("no idle client" if client is None else "no live sequence"))
+        # (measured after the START above: its latency is the model's pace where none was yet)
+        deep = 1 if late is not None else min(deep, self._queue_that_lasts())  # a late cancel is timed on the one behind
+        while deep > 1 and self._near_edge(key, 3, deep):  # each behind adds one: a narrow dtype takes fewer
+            deep //= 2
         # The slot a cancel frees goes to the backlog at a moment no one sees.
         if self.engine.pending or self.engine.model.backlog:
             return self._skip("cancel pipelined: a START waits in the backlog")
         if self.engine.model.seqs[key].expiry.lo < time.monotonic() + 2 * self.plan.settings.wire_s + 0.1 + \
                 (0 if late is None else 2 * self.engine.stats.lag.typical()):
             return self._skip("cancel pipelined: the sequence is near its idle timeout")
-        if self._near_edge(key, 3 + deep):
+        if self._near_edge(key, 3 + (deep == 1), deep if deep > 1 else 0):
             return self._skip("cancel pipelined: the sum is near the edge of the model's dtype")
         reqs = [self.plan.spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
-        if deep > 1:  # each behind adds one nonzero value: the witness's sum says how many ran before it
-            reqs[1] = (attrs.evolve(reqs[1], value=reqs[1].value or self.plan.as_value(1)),) * deep
+        if deep > 1:  # each behind adds one: the witness's sum says how many ran before it
+            reqs[1] = (attrs.evolve(reqs[1], value=self.plan.as_value(1)),) * deep
         if not self.engine.pipeline_and_cancel(client, *reqs, via, witness_via, late):
             self._skip("cancel pipelined: the sequence is not answered at once")
 

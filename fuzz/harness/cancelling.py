@@ -162,8 +162,8 @@ class CancelSteps:
         if len(g.behind) > 1:
             # The server reads a queue off the stream about as fast as it runs it: one it read as
             # the cancel came reaches the sequence a moment later, and a request sent after the
-            # cancel on another connection must not overtake it.
-            time.sleep(self.settings.wire_s / 3)
+            # cancel on another connection must not overtake it (a loaded machine reads late).
+            time.sleep(self.settings.wire_s)
         got = [StreamClient.poll(call, 0) for _, call in g.behind]
         ran = sum(1 for o in got if o is not None and o.ok)
         g.cancelled = ran < len(got)
@@ -309,7 +309,7 @@ class CancelSteps:
         if go_on:
             expected += ("; or, had the cancel found it running (or not there yet), OUTPUT=" if g.late else
                          "; or, had the cancelled request not been queued before, OUTPUT=") + \
-                        " or ".join(f"{v!r}" for v in go_on)
+                        (" or ".join(f"{v!r}" for v in go_on) if len(go_on) <= 4 else f"{go_on[0]!r} ... {go_on[-1]!r}")
         rec = self.record(client=client, action=action, kind=Kind.AFTER_CANCEL, request=req, via=via,
                           expected=expected, got=got.describe(),
                           expect=EndedOr(go_on), outcome=got)
