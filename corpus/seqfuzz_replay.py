@@ -424,14 +424,12 @@ class Player:
         self.unary = Stream(url) if self.spec.get("decoupled") else Unary(url)
         self.http = Http(args.http_url.removeprefix("http://")) if args.http_url and not self.spec.get("decoupled") else None
         self.streams, self.parked, self.touched, self.diverged = {}, {}, [], []
-        self.asides = {}  # client -> its unary calls in flight, oldest first (cancel_pipelined)
+        self.asides = {}  # client -> answers to come of requests not waited for, oldest first
         self.held = {}  # client -> its HELD requests' answers to come, oldest first (burst, crowd)
-        self.unsettled = False  # requests behind went back to back: what follows waits for them to get there
-        self.behind_sent = 0  # requests behind sent since the last cancel
+        self.scratch = {}  # a step family's own state, by its name
         self.backlog_wait = args.timeout + (len(entry["steps"]) + 2) * self.spec["idle_s"] * 2
-        if any(s["kind"] == "aside" and s["via"] == "stream" for s in entry["steps"]):
-            # a witness on a stream of its own: connected now, so that it reaches the server before the cancel
-            self.stream("side").warm(self.args.timeout)
+        for prepare in PREPARES:
+            prepare(self)
 
     def stream(self, client):
         return self.streams.setdefault(client, Stream(self.url))
@@ -451,7 +449,7 @@ class Player:
             self.diverged.append(step["index"])
 
     def play(self, step):
-        if step["wait_s"] and step["kind"] != "cancel_stream":
+        if step["wait_s"] and step["kind"] not in OWN_WAIT:
             time.sleep(step["wait_s"])
         client, req = step["client"], step["request"]
         who = f"client {client}" if client is not None else "all clients"
@@ -473,55 +471,19 @@ class Player:
         got = box.get(timeout=self.args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
         self.verdict(step, got, "stream")
 
-    def settle(self):
-        if self.unsettled:
-            self.unsettled = False
-            time.sleep(0.017)
-
-    def aside(self, step):  # unary (or the witness on a stream of its own), not waited for
-        self.settle()
-        if step["kind"] == "aside" and step["via"] == "stream":
-            self.asides.setdefault(step["client"], []).append(self.stream("side").send(step["request"], self.args.model))
-            time.sleep(0.017)
-            return
+    def later(self, req):  # a unary call not waited for: its answer is read from the box it returns
         box = queue.Queue(maxsize=1)
-        threading.Thread(target=lambda r=step["request"], b=box: b.put(self.unary.infer(r, self.args.model, self.args.timeout)),
+        threading.Thread(target=lambda: box.put(self.unary.infer(req, self.args.model, self.args.timeout)),
                          daemon=True).start()
-        self.asides.setdefault(step["client"], []).append(box)
-        if step["kind"] == "aside":
-            time.sleep(0.017)  # let it reach the server before what follows
+        return box
 
-    def behind(self, step):  # on the client's stream, to be cancelled (several go back to back)
-        self.stream(step["client"]).send(step["request"], self.args.model)
-        self.unsettled, self.behind_sent = True, self.behind_sent + 1
-
-    def cancel_stream(self, step):  # a cancel that waited: it waited that long after the first's answer
-        self.settle()
-        queue_sent, self.behind_sent = self.behind_sent > 1, 0
-        boxes = self.asides.get(step["client"]) or []
-        if step["wait_s"] and boxes:
-            try:
-                boxes[0].put(boxes[0].get(timeout=self.args.timeout))  # (read again when it is checked)
-            except queue.Empty:
-                pass
-            time.sleep(step["wait_s"])
-        if step["client"] in self.streams:
-            self.streams.pop(step["client"]).close(cancel_requests=True)
-        if queue_sent:  # one the server read off the stream as the cancel came is queued a moment later
-            time.sleep(0.05)
-
-    def shared(self, step):  # one of several requests of a sequence sent at once
-        if step["via"] != "stream":
-            return self.aside(step)
-        self.asides.setdefault(step["client"], []).append(self.stream(step["client"]).send(step["request"], self.args.model))
-
-    def aside_answer(self, step):
+    def answer_later(self, step, via):  # the answer of the client's oldest request not waited for
         boxes = self.asides.get(step["client"]) or []
         try:
             got = boxes.pop(0).get(timeout=self.args.timeout + 1) if boxes else Outcome(status="NOTHING", message="no request")
         except queue.Empty:  # a stream's answer that never came (a unary call's thread says so itself)
             got = Outcome(status="CLIENT_TIMEOUT", message=f"no answer within {self.args.timeout + 1:.1f} s")
-        self.verdict(step, got, step["via"] if step["kind"] == "aside_answer" else "grpc")
+        self.verdict(step, got, via)
 
     def answer(self, step):
         client = step["client"]
@@ -591,19 +553,96 @@ class Player:
                                   "batch": 1, "batch_dim": self.spec["max_batch_size"] > 0}, self.args.model, 2.0)
 
 
-# Every kind of step a program records (the fuzzer's values.Kind), and how this script plays it.
+# Every kind of step a program records (the fuzzer's values.Kind), and how this script plays it: the
+# core kinds here; a step family's are copied in below from where it registered them (fuzz/steps.py).
 KINDS = {
-    "request": Player.request, "refill": Player.request, "after_cancel": Player.request,
+    "request": Player.request, "refill": Player.request,
     "queued": Player.queued, "answer": Player.answer, "still_waiting": Player.answer,
     "cancel_queued": Player.cancel_queued,
     "go_silent": Player.silence, "leave_to_expire": Player.silence, "pause": Player.silence,
     "close_stream": Player.close_stream,
     "held": Player.held_request, "held_answer": Player.answer,
     "fault": Player.fault,
-    "aside": Player.aside, "behind": Player.behind, "cancel_stream": Player.cancel_stream,
-    "aside_answer": Player.aside_answer,
-    "shared": Player.shared, "shared_answer": Player.aside_answer,
 }
+PREPARES = []  # (player) -> None, before the first step
+OWN_WAIT = set()  # kinds whose play waits its recorded wait_s itself, where it has to
+
+# The plays the step families registered (fuzz/steps.py copies them here from their modules)
+
+
+def settle_queue(p):  # requests behind went back to back: what follows on another connection waits for them
+    if p.scratch["cancel"]["unsettled"]:
+        p.scratch["cancel"]["unsettled"] = False
+        time.sleep(0.017)
+
+
+def prepare_cancel(p):
+    p.scratch["cancel"] = {"unsettled": False, "behind": 0}  # requests behind sent, not yet settled / cancelled
+    if any(s["kind"] == "aside" and s["via"] == "stream" for s in p.entry["steps"]):
+        # a witness on a stream of its own: connected now, so that it reaches the server before the cancel
+        p.stream("side").warm(p.args.timeout)
+
+
+def play_aside(p, step):  # unary (or the witness on a stream of its own), not waited for
+    settle_queue(p)
+    if step["via"] == "stream":
+        p.asides.setdefault(step["client"], []).append(p.stream("side").send(step["request"], p.args.model))
+    else:
+        p.asides.setdefault(step["client"], []).append(p.later(step["request"]))
+    time.sleep(0.017)  # let it reach the server before what follows
+
+
+def play_behind(p, step):  # on the client's stream, to be cancelled (several go back to back)
+    p.stream(step["client"]).send(step["request"], p.args.model)
+    p.scratch["cancel"] = {"unsettled": True, "behind": p.scratch["cancel"]["behind"] + 1}
+
+
+def play_cancel_stream(p, step):  # a cancel that waited: it waited that long after the first's answer
+    settle_queue(p)
+    queue_sent, p.scratch["cancel"]["behind"] = p.scratch["cancel"]["behind"] > 1, 0
+    boxes = p.asides.get(step["client"]) or []
+    if step["wait_s"] and boxes:
+        try:
+            boxes[0].put(boxes[0].get(timeout=p.args.timeout))  # (read again when it is checked)
+        except queue.Empty:
+            pass
+        time.sleep(step["wait_s"])
+    if step["client"] in p.streams:
+        p.streams.pop(step["client"]).close(cancel_requests=True)
+    if queue_sent:  # one the server read off the stream as the cancel came is queued a moment later
+        time.sleep(0.05)
+
+
+def play_aside_answer(p, step):
+    p.answer_later(step, step["via"])
+
+
+def play_after_cancel(p, step):
+    p.request(step)
+
+
+def play_shared(p, step):  # one of several requests of a sequence sent at once
+    if step["via"] == "stream":
+        p.asides.setdefault(step["client"], []).append(p.stream(step["client"]).send(step["request"], p.args.model))
+    else:
+        p.asides.setdefault(step["client"], []).append(p.later(step["request"]))
+
+
+def play_shared_answer(p, step):
+    p.answer_later(step, "grpc")
+
+
+KINDS.update({
+    "after_cancel": play_after_cancel,
+    "aside": play_aside,
+    "aside_answer": play_aside_answer,
+    "behind": play_behind,
+    "cancel_stream": play_cancel_stream,
+    "shared": play_shared,
+    "shared_answer": play_shared_answer,
+})
+PREPARES.extend([prepare_cancel])
+OWN_WAIT.update(['cancel_stream'])
 
 
 def main(entry, argv=None):

@@ -1,13 +1,24 @@
 """Every kind of step a program records can be replayed by the fuzzer and played by the
 standalone reproducer, and written and read back by the corpus: adding a kind to values.Kind
-without its replayer (fuzz/corpus/replay.py, @replays) or its method in the reproducer's runtime
-(fuzz/corpus/reproducer_script.py, KINDS) fails here, naming what is missing."""
-from fuzz.corpus import reproducer_script
+without its replay (fuzz/steps.py's @replays, where its family sends it) or its play (@plays, or
+the reproducer runtime's own KINDS for the core kinds) fails here, naming what is missing."""
+import ast
+import builtins
+
+from fuzz import steps
 from fuzz.corpus import _step_from_json, _step_to_json
-from fuzz.corpus.replay import REPLAYERS, replays
+from fuzz.corpus.replay import REPLAYERS
+from fuzz.corpus.reproducer import runtime
 from fuzz.values import Fault, Kind, Request, StepRecord
 
 import pytest
+
+
+def _played_by_the_runtime() -> dict:
+    """The runtime's KINDS table once the families' plays are in: run as the reproducer runs it."""
+    scope = {"__name__": "seqfuzz_replay"}
+    exec(compile(runtime(), "seqfuzz_replay.py", "exec"), scope)
+    return scope["KINDS"]
 
 
 def test_every_kind_replays():
@@ -15,13 +26,38 @@ def test_every_kind_replays():
 
 
 def test_every_kind_plays_in_the_standalone_reproducer_and_nothing_else_does():
-    assert sorted(k.value for k in Kind if k.value not in reproducer_script.KINDS) == []
-    assert sorted(set(reproducer_script.KINDS) - {k.value for k in Kind}) == []
+    played = _played_by_the_runtime()
+    assert sorted(k.value for k in Kind if k.value not in played) == []
+    assert sorted(set(played) - {k.value for k in Kind}) == []
 
 
-def test_a_kind_registers_one_replayer():
+def test_a_family_kind_is_played_by_its_registered_function_and_waits_its_own_wait():
+    played = _played_by_the_runtime()
+    for kind, fn in steps.PLAYS.items():
+        assert played[kind.value].__name__ == fn.__name__
+    assert Kind.CANCEL_STREAM in steps.OWN_WAIT
+
+
+def test_the_copied_plays_use_nothing_but_the_runtime():
+    # A play may use its player, its step, and the runtime's own names: copied alone, it must not
+    # lean on a name of the module it was written in (the runtime would fail at that step).
+    source = steps.spliced()
+    tree = ast.parse(source)
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    scope = {"__name__": "seqfuzz_replay"}
+    exec(compile(runtime(), "seqfuzz_replay.py", "exec"), scope)
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        names = [n for n in ast.walk(fn) if isinstance(n, ast.Name)]
+        local = {n.arg for n in ast.walk(fn) if isinstance(n, ast.arg)} | {n.id for n in names if isinstance(n.ctx, ast.Store)}
+        missing = {n.id for n in names if isinstance(n.ctx, ast.Load)} - local - defined - set(scope) - set(dir(builtins))
+        assert not missing, f"{fn.name} uses {sorted(missing)}, which the runtime does not have"
+
+
+def test_a_kind_registers_one_replayer_and_one_play():
     with pytest.raises(ValueError, match="pause steps already replay with _pause"):
-        replays(Kind.PAUSE)(lambda *a: None)
+        steps.replays(Kind.PAUSE)(lambda *a: None)
+    with pytest.raises(ValueError, match="behind steps already play with play_behind"):
+        steps.plays(Kind.BEHIND)(lambda *a: None)
 
 
 @pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)

@@ -7,7 +7,6 @@ left (answers, inference statistics).
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 import attrs
 
@@ -18,11 +17,8 @@ from ..checker.invariants import InvariantViolation
 from ..checker.model import AnswerPending, OutsideContract, key_of
 from ..harness.engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
 from ..spec import ModelSpec
+from ..steps import REPLAYERS, ReplayDrift, drift, recorded_via, replays
 from .shrink import answers_of_held
-
-
-class ReplayDrift(AssertionError):
-    """The program cannot be replayed as recorded: a step's precondition does not hold now."""
 
 
 class ReplayNeeds(ReplayDrift):
@@ -144,37 +140,14 @@ def _await_answer(engine, client: int, spec: ModelSpec, settings: FuzzSettings) 
                                                      f"within {deadline - p.sent_at:.1f} s of being sent"))
 
 
-# How each kind of step is replayed: one function per kind, registered with @replays (a kind
-# without one cannot be replayed; tests/test_step_kinds.py holds every kind to having one here,
-# in the standalone reproducer and in the corpus format).
-Replayer = Callable[[Engine, StepRecord, ModelSpec, FuzzSettings], None]
-REPLAYERS: dict[Kind, Replayer] = {}
-
-
-def replays(*kinds: Kind):
-    def register(replayer: Replayer) -> Replayer:
-        for kind in kinds:
-            if kind in REPLAYERS:
-                raise ValueError(f"{kind.value} steps already replay with {REPLAYERS[kind].__name__}")
-            REPLAYERS[kind] = replayer
-        return replayer
-    return register
-
+# How each core kind of step is replayed (a step family registers its own kinds' replays where it
+# sends and checks them: fuzz/harness/cancelling.py, fuzz/harness/sharing.py; see fuzz/steps.py).
 
 def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> None:
     replayer = REPLAYERS.get(step.kind)
     if replayer is None:
         raise ReplayDrift(f"step {step.index} ({step.action}): a {step.kind.value} step does not replay yet")
     replayer(engine, step, spec, settings)
-
-
-def _drift(step: StepRecord, why: str) -> ReplayDrift:
-    return ReplayDrift(f"step {step.index} ({step.action}): {why}")
-
-
-def _via(engine, step: StepRecord) -> str:
-    """The recorded transport, HTTP over unary gRPC where the server was given without HTTP."""
-    return "grpc" if step.via == "http" and engine.http is None else step.via
 
 
 @replays(Kind.PAUSE)
@@ -203,60 +176,8 @@ def _close_stream(engine, step, spec, settings) -> None:
 @replays(Kind.CANCEL_QUEUED)
 def _cancel_queued(engine, step, spec, settings) -> None:
     if step.client not in engine.pending:
-        raise _drift(step, f"client {step.client} has no START waiting in the backlog at replay")
+        raise drift(step, f"client {step.client} has no START waiting in the backlog at replay")
     engine.cancel_queued(step.client)
-
-
-@replays(Kind.ASIDE)
-def _aside(engine, step, spec, settings) -> None:
-    engine.collect()
-    if not engine.send_aside(step.client, step.request, step.action, step.via or "grpc"):
-        raise _drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
-
-
-def _in_cancel_group(engine, step) -> None:
-    if engine.group is None:
-        raise _drift(step, "no request was sent on a second stream before it")
-
-
-@replays(Kind.BEHIND)
-def _behind(engine, step, spec, settings) -> None:
-    _in_cancel_group(engine, step)
-    if not engine.send_behind(step.client, step.request, step.action):
-        raise _drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
-
-
-@replays(Kind.CANCEL_STREAM)
-def _cancel_stream(engine, step, spec, settings) -> None:
-    _in_cancel_group(engine, step)
-    engine.cancel_stream(step.client, step.action, step.wait_s)
-
-
-@replays(Kind.ASIDE_ANSWER)
-def _aside_answer(engine, step, spec, settings) -> None:
-    _in_cancel_group(engine, step)
-    if engine.group.checked >= len(engine.group.asides):  # a shortened program lost its request
-        raise _drift(step, "no request on a second stream is left to answer at replay")
-    engine.check_aside(step.client, step.action)
-
-
-@replays(Kind.AFTER_CANCEL)
-def _after_cancel(engine, step, spec, settings) -> None:
-    _in_cancel_group(engine, step)
-    engine.after_cancel(step.client, step.request, _via(engine, step), step.action)
-
-
-@replays(Kind.SHARED)
-def _shared(engine, step, spec, settings) -> None:
-    engine.collect()
-    if not engine.send_shared(step.client, step.request, step.action, step.via):
-        raise _drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
-
-
-@replays(Kind.SHARED_ANSWER)
-def _shared_answer(engine, step, spec, settings) -> None:
-    if engine.shared is not None:  # the first answer's step checks them all
-        engine.check_shared(step.action.rsplit(" (", 1)[0])
 
 
 @replays(Kind.HELD)
@@ -267,7 +188,7 @@ def _held(engine, step, spec, settings) -> None:
 @replays(Kind.HELD_ANSWER)
 def _held_answer(engine, step, spec, settings) -> None:
     if not engine.held.get(step.client):
-        raise _drift(step, f"client {step.client} holds no request")
+        raise drift(step, f"client {step.client} holds no request")
     engine.check_held([engine.held[step.client].pop(0)])
 
 
@@ -280,7 +201,7 @@ def _answer(engine, step, spec, settings) -> None:
 @replays(Kind.FAULT)
 def _fault(engine, step, spec, settings) -> None:
     if step.fault is None or step.fault.name not in REPLAYED_FAULTS:
-        raise _drift(step, f"a {step.fault.name if step.fault else 'nameless'} fault does not replay")
+        raise drift(step, f"a {step.fault.name if step.fault else 'nameless'} fault does not replay")
     if step.fault.name == "cut":
         struck = engine.cut(step.action)
     elif step.fault.name in ("deadlines", "give_up"):
@@ -288,7 +209,7 @@ def _fault(engine, step, spec, settings) -> None:
     else:
         struck = engine.server_fault(step.fault, step.action)
     if not struck:
-        raise _drift(step, "a client still waits, the fault cannot strike")
+        raise drift(step, "a client still waits, the fault cannot strike")
 
 
 @replays(Kind.REQUEST, Kind.REFILL, Kind.QUEUED)
@@ -306,8 +227,8 @@ def _request(engine, step, spec, settings) -> None:
         _refill_room(engine, step)
     if engine.model.waits_for_an_answer(key_of(step.request.seq_id)):
         # A shrunk program can lose what let that answer come first (fuzz/corpus/isolate.py).
-        raise _drift(step, f"{step.request.seq_id!r} still waits for an answer at replay")
-    engine.send(step.client, step.request, _via(engine, step), step.action,
+        raise drift(step, f"{step.request.seq_id!r} still waits for an answer at replay")
+    engine.send(step.client, step.request, recorded_via(engine, step), step.action,
                 context="refill" if step.kind is Kind.REFILL else "", since=since)
 
 

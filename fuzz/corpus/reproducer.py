@@ -1,18 +1,26 @@
 """Renders a corpus entry's standalone reproducer: a short NAME.py that shows the program (each
 step: who sent what, and what had to come back) and replays NAME.json, beside it, with the
-shared runtime seqfuzz_replay.py (fuzz/corpus/reproducer_script.py, copied into the corpus folder).
+shared runtime seqfuzz_replay.py (fuzz/corpus/reproducer_script.py and the step families' plays,
+copied into the corpus folder).
 Neither needs this project: only tritonclient and numpy."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from .. import steps
+from ..harness import engine  # noqa: F401 - its step families register their plays
+
 RUNTIME = Path(__file__).with_name("reproducer_script.py")
+MARK = "# @@ the step families' plays @@\n"  # where they are copied into it
 RUNTIME_NAME = "seqfuzz_replay.py"  # its name in a corpus folder
 SHOWN_LINES = 110  # a longer program is shown up to here (the file stays under 150 lines); the JSON holds it all
 
 
 def runtime() -> str:
-    return RUNTIME.read_text(encoding="utf-8")
+    """reproducer_script.py, with the plays the step families registered (fuzz/steps.py) in it."""
+    base = RUNTIME.read_text(encoding="utf-8")
+    assert base.count(MARK) == 1, f"{RUNTIME.name} must hold the line {MARK!r} once"
+    return base.replace(MARK, steps.spliced())
 
 
 def _program_lines(entry) -> list[str]:

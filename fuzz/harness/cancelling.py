@@ -38,6 +38,7 @@ from ..events import event
 from ..generator.coverage import CANCELLED_RUNNING, swept_goal
 from ..checker.invariants import InvariantViolation, check_prompt, describe_expectation, not_answered
 from ..checker.model import Ambiguous, Answer, Refusal, Window, key_of, normalize_message, refused_for_start
+from ..steps import drift, play_helper, plays, prepares, recorded_via, replays
 from ..values import EndedOr, Kind, Outcome, Request
 
 
@@ -388,3 +389,104 @@ class CancelSteps:
             event("cancel pipelined: the sequence reached its idle window before the witness went")
         self.after_cancel(client, after, via, "next request after the cancel")
         return True
+
+
+# Replaying the steps (the engine's own), in the order a group records them.
+
+def _in_group(engine, step) -> None:
+    if engine.group is None:
+        raise drift(step, "no request was sent on a second stream before it")
+
+
+@replays(Kind.ASIDE)
+def _replay_aside(engine, step, spec, settings) -> None:
+    engine.collect()
+    if not engine.send_aside(step.client, step.request, step.action, step.via or "grpc"):
+        raise drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
+
+
+@replays(Kind.BEHIND)
+def _replay_behind(engine, step, spec, settings) -> None:
+    _in_group(engine, step)
+    if not engine.send_behind(step.client, step.request, step.action):
+        raise drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
+
+
+@replays(Kind.CANCEL_STREAM)
+def _replay_cancel_stream(engine, step, spec, settings) -> None:
+    _in_group(engine, step)
+    engine.cancel_stream(step.client, step.action, step.wait_s)
+
+
+@replays(Kind.ASIDE_ANSWER)
+def _replay_aside_answer(engine, step, spec, settings) -> None:
+    _in_group(engine, step)
+    if engine.group.checked >= len(engine.group.asides):  # a shortened program lost its request
+        raise drift(step, "no request on a second stream is left to answer at replay")
+    engine.check_aside(step.client, step.action)
+
+
+@replays(Kind.AFTER_CANCEL)
+def _replay_after_cancel(engine, step, spec, settings) -> None:
+    _in_group(engine, step)
+    engine.after_cancel(step.client, step.request, recorded_via(engine, step), step.action)
+
+
+# Playing them in the standalone reproducer (copied there: `p` is its Player, `step` a dict).
+
+@prepares
+def prepare_cancel(p):
+    p.scratch["cancel"] = {"unsettled": False, "behind": 0}  # requests behind sent, not yet settled / cancelled
+    if any(s["kind"] == "aside" and s["via"] == "stream" for s in p.entry["steps"]):
+        # a witness on a stream of its own: connected now, so that it reaches the server before the cancel
+        p.stream("side").warm(p.args.timeout)
+
+
+@play_helper
+def settle_queue(p):  # requests behind went back to back: what follows on another connection waits for them
+    if p.scratch["cancel"]["unsettled"]:
+        p.scratch["cancel"]["unsettled"] = False
+        time.sleep(0.017)
+
+
+@plays(Kind.ASIDE)
+def play_aside(p, step):  # unary (or the witness on a stream of its own), not waited for
+    settle_queue(p)
+    if step["via"] == "stream":
+        p.asides.setdefault(step["client"], []).append(p.stream("side").send(step["request"], p.args.model))
+    else:
+        p.asides.setdefault(step["client"], []).append(p.later(step["request"]))
+    time.sleep(0.017)  # let it reach the server before what follows
+
+
+@plays(Kind.BEHIND)
+def play_behind(p, step):  # on the client's stream, to be cancelled (several go back to back)
+    p.stream(step["client"]).send(step["request"], p.args.model)
+    p.scratch["cancel"] = {"unsettled": True, "behind": p.scratch["cancel"]["behind"] + 1}
+
+
+@plays(Kind.CANCEL_STREAM, own_wait=True)
+def play_cancel_stream(p, step):  # a cancel that waited: it waited that long after the first's answer
+    settle_queue(p)
+    queue_sent, p.scratch["cancel"]["behind"] = p.scratch["cancel"]["behind"] > 1, 0
+    boxes = p.asides.get(step["client"]) or []
+    if step["wait_s"] and boxes:
+        try:
+            boxes[0].put(boxes[0].get(timeout=p.args.timeout))  # (read again when it is checked)
+        except queue.Empty:
+            pass
+        time.sleep(step["wait_s"])
+    if step["client"] in p.streams:
+        p.streams.pop(step["client"]).close(cancel_requests=True)
+    if queue_sent:  # one the server read off the stream as the cancel came is queued a moment later
+        time.sleep(0.05)
+
+
+@plays(Kind.ASIDE_ANSWER)
+def play_aside_answer(p, step):
+    p.answer_later(step, step["via"])
+
+
+@plays(Kind.AFTER_CANCEL)
+def play_after_cancel(p, step):
+    p.request(step)

@@ -19,6 +19,7 @@ from .client import StreamClient
 from ..events import event
 from ..checker.invariants import InvariantViolation, not_answered
 from ..checker.model import Answer, key_of, refused_for_start
+from ..steps import drift, plays, replays
 from ..values import AnyOrder, Kind, Outcome, Request
 
 
@@ -164,3 +165,33 @@ class SharedSteps:
                 break
         self.check_shared(f"answer to {action}")
         return True
+
+
+# Replaying the steps (the engine's own): SHARED steps, then their answers.
+
+@replays(Kind.SHARED)
+def _replay_shared(engine, step, spec, settings) -> None:
+    engine.collect()
+    if not engine.send_shared(step.client, step.request, step.action, step.via):
+        raise drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
+
+
+@replays(Kind.SHARED_ANSWER)
+def _replay_shared_answer(engine, step, spec, settings) -> None:
+    if engine.shared is not None:  # the first answer's step checks them all
+        engine.check_shared(step.action.rsplit(" (", 1)[0])
+
+
+# Playing them in the standalone reproducer (copied there: `p` is its Player, `step` a dict).
+
+@plays(Kind.SHARED)
+def play_shared(p, step):  # one of several requests of a sequence sent at once
+    if step["via"] == "stream":
+        p.asides.setdefault(step["client"], []).append(p.stream(step["client"]).send(step["request"], p.args.model))
+    else:
+        p.asides.setdefault(step["client"], []).append(p.later(step["request"]))
+
+
+@plays(Kind.SHARED_ANSWER)
+def play_shared_answer(p, step):
+    p.answer_later(step, "grpc")
