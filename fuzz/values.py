@@ -164,20 +164,54 @@ Expectation = Union[Answer, Refusal, Queued, Cancelled, EndedOr, AnyOrder, Ambig
 
 # -- a program's steps ----------------------------------------------------------------------------
 
+@attrs.frozen
+class Traits:
+    """What the history checker, the shrinker and the isolator need to know of a kind of step,
+    declared with the kind (their tables are read off these)."""
+    sent: bool = False  # a request sent after the step's recorded silence, on its client's connection
+    later: bool = False  # its request's answer is a step of its own, later in the program
+    answers: str = ""  # the kind (its value) of the `later` step whose answer it records
+    own_stream: bool = False  # on the client's own stream where its via is "stream"
+    new_stream: bool = False  # the client's stream closes: its next requests go on another
+    waits: bool = False  # waits out an idle timeout or a recorded silence (a second or more)
+    group: str = ""  # the kinds of one group go out and are answered as one unit (shrink)
+    ends_group: bool = False  # one of a group's last steps: a send after it begins another group
+    rebases: bool = False  # its request leaves its sequence's sum open (no single answer follows)
+    in_runs: bool = False  # sent back to back in runs of alike steps: shown as one line, shrunk by halves
+    sequential: bool = False  # a program of such steps alone replays one step at a time, at any pace
+
+
 class Kind(str, enum.Enum):
-    """What a step did. Replay and the standalone reproducer act on it; `action` is its text."""
-    REQUEST = "request"  # a request a rule sent, answered at once (the action names the rule)
-    REFILL = "refill"  # a fresh START after an idle timeout: its refusal breaks slots_reused
-    QUEUED = "queued"  # a START that waits in the backlog; its ANSWER step checks it
-    ANSWER = "answer"  # a backlogged START's answer came
-    STILL_WAITING = "still_waiting"  # a backlogged START's answer was due and did not come
-    CANCEL_QUEUED = "cancel_queued"  # the client cancels its START waiting in the backlog
-    GO_SILENT = "go_silent"  # every client is silent until every running sequence timed out
-    LEAVE_TO_EXPIRE = "leave_to_expire"  # no client sends on these sequences any more
-    PAUSE = "pause"  # a recorded silence (format 1 programs)
-    CLOSE_STREAM = "close_stream"  # the client closes its gRPC stream
-    HELD = "held"  # sent with others at once, not waited for (burst; full_batch: a batch held until full)
-    HELD_ANSWER = "held_answer"  # its answer, checked once all of them went
+    """What a step did, and its traits. Replay and the standalone reproducer act on it (each kind
+    registers both once, where its family sends it: fuzz/steps.py); `action` is its text."""
+
+    def __new__(cls, value: str, traits: Traits = Traits()):
+        kind = str.__new__(cls, value)
+        kind._value_ = value
+        kind.traits = traits
+        return kind
+
+    # a request a rule sent, answered at once (the action names the rule)
+    REQUEST = "request", Traits(sent=True, own_stream=True, sequential=True)
+    # a fresh START after an idle timeout: its refusal breaks slots_reused
+    REFILL = "refill", Traits(sent=True, own_stream=True, sequential=True)
+    # a START that waits in the backlog; its ANSWER step checks it
+    QUEUED = "queued", Traits(sent=True, later=True, own_stream=True, sequential=True)
+    ANSWER = "answer", Traits(answers="queued", sequential=True)  # a backlogged START's answer came
+    # a backlogged START's answer was due and did not come
+    STILL_WAITING = "still_waiting", Traits(answers="queued", sequential=True)
+    # the client cancels its START waiting in the backlog
+    CANCEL_QUEUED = "cancel_queued", Traits(answers="queued", new_stream=True)
+    # every client is silent until every running sequence timed out
+    GO_SILENT = "go_silent", Traits(waits=True, sequential=True)
+    # no client sends on these sequences any more
+    LEAVE_TO_EXPIRE = "leave_to_expire", Traits(waits=True, sequential=True)
+    PAUSE = "pause", Traits(waits=True, sequential=True)  # a recorded silence (format 1 programs)
+    CLOSE_STREAM = "close_stream", Traits(new_stream=True, sequential=True)  # the client closes its gRPC stream
+    # sent with others at once, not waited for (burst; full_batch: a batch held until full)
+    HELD = "held", Traits(later=True, own_stream=True, group="held")
+    # its answer, checked once all of them went
+    HELD_ANSWER = "held_answer", Traits(answers="held", group="held", ends_group=True)
     FAULT = "fault"  # a nemesis fault (cut, restart, reload, full batch)
     # cancel_pipelined (fuzz/harness/cancelling.py), in this order: the next request of a running
     # sequence on unary gRPC, not waited for (ASIDE); one behind it on the client's stream
@@ -185,15 +219,15 @@ class Kind(str, enum.Enum):
     # the stream cancelled; the two answers (ASIDE_ANSWER); the sequence's next request
     # (AFTER_CANCEL, EndedOr). A late group has no witness: its CANCEL_STREAM waited (wait_s) that
     # long after the first's answer came, and the first's ASIDE_ANSWER follows it.
-    ASIDE = "aside"
-    BEHIND = "behind"
-    CANCEL_STREAM = "cancel_stream"
-    ASIDE_ANSWER = "aside_answer"
-    AFTER_CANCEL = "after_cancel"
+    ASIDE = "aside", Traits(later=True, group="cancel", rebases=True)
+    BEHIND = "behind", Traits(later=True, own_stream=True, group="cancel", rebases=True, in_runs=True)
+    CANCEL_STREAM = "cancel_stream", Traits(new_stream=True, group="cancel")
+    ASIDE_ANSWER = "aside_answer", Traits(answers="aside", group="cancel", ends_group=True, rebases=True)
+    AFTER_CANCEL = "after_cancel", Traits(group="cancel", ends_group=True, rebases=True)
     # share_sequence (fuzz/harness/sharing.py): requests of one sequence sent at once from several
     # clients' streams (SHARED), then their answers, checked together (SHARED_ANSWER, AnyOrder).
-    SHARED = "shared"
-    SHARED_ANSWER = "shared_answer"
+    SHARED = "shared", Traits(later=True, own_stream=True, group="shared", rebases=True)
+    SHARED_ANSWER = "shared_answer", Traits(answers="shared", group="shared", ends_group=True, rebases=True)
 
 
 @attrs.frozen
@@ -275,4 +309,4 @@ def program_lines(steps) -> list[str]:
 
 
 def _sent_alike(a: StepRecord, b: StepRecord) -> bool:
-    return a.kind is b.kind is Kind.BEHIND and (a.client, a.action, a.request, a.via) == (b.client, b.action, b.request, b.via)
+    return a.kind is b.kind and a.kind.traits.in_runs and (a.client, a.action, a.request, a.via) == (b.client, b.action, b.request, b.via)

@@ -66,3 +66,19 @@ def test_every_kind_survives_the_corpus_format(kind):
                       request=Request("m", 7, 2, start=True), via="stream", wait_s=0.25,
                       fault=Fault("reload") if kind is Kind.FAULT else None)
     assert _step_from_json(_step_to_json(step), 3) == step
+
+
+def test_the_traits_of_the_kinds_hold_together():
+    # A kind answers a send that is answered later; every later send is answered by a kind of its
+    # own or judged with its group (a request behind a cancel has no answer of its own); a group has
+    # last steps (else shrinking joins two of its groups into one unit).
+    for kind in Kind:
+        t = kind.traits
+        if t.answers:
+            assert Kind(t.answers).traits.later, kind
+        if t.later:
+            assert any(k.traits.answers == kind.value for k in Kind) or t.group, f"nothing answers a {kind.value} step"
+        if t.ends_group or t.in_runs:
+            assert t.group, kind
+    for group in {k.traits.group for k in Kind} - {""}:
+        assert any(k.traits.group == group and k.traits.ends_group for k in Kind), group

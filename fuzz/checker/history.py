@@ -28,14 +28,13 @@ import attrs
 from .model import Key, key_of
 from ..values import UNSEEN, Kind, Outcome, Request, StepRecord
 
-# Steps that send a request whose answer a later step records, and those answer steps.
-SENDS = frozenset({Kind.QUEUED, Kind.HELD, Kind.ASIDE, Kind.BEHIND, Kind.SHARED})
-ANSWERED_BY = {Kind.ANSWER: Kind.QUEUED, Kind.CANCEL_QUEUED: Kind.QUEUED, Kind.STILL_WAITING: Kind.QUEUED,
-               Kind.HELD_ANSWER: Kind.HELD, Kind.ASIDE_ANSWER: Kind.ASIDE, Kind.SHARED_ANSWER: Kind.SHARED}
+# Steps that send a request whose answer a later step records, and those answer steps (Traits).
+SENDS = frozenset(k for k in Kind if k.traits.later)
+ANSWERED_BY = {k: Kind(k.traits.answers) for k in Kind if k.traits.answers}
 # Steps after which a client's requests go on a new stream: order on a stream holds within one.
-NEW_STREAM = frozenset({Kind.CLOSE_STREAM, Kind.CANCEL_STREAM, Kind.CANCEL_QUEUED})
+NEW_STREAM = frozenset(k for k in Kind if k.traits.new_stream)
 # Steps whose "stream" is the client's own (cancel_pipelined's witness may go on one of its own).
-OWN_STREAM = frozenset({Kind.REQUEST, Kind.REFILL, Kind.QUEUED, Kind.HELD, Kind.BEHIND, Kind.SHARED})
+OWN_STREAM = frozenset(k for k in Kind if k.traits.own_stream)
 WIPES = frozenset({"restart", "reload", "full_batch"})  # faults after which no sequence may be left
 NEVER = float("inf")
 

@@ -500,8 +500,7 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
 # Steps a replay sends and waits for one at a time (a backlogged START and its answer, a reload
 # among faults): a program of these alone that passed from a fresh model three times did not pass
 # by its timing's luck. Requests sent at once (a crowd, a shared sequence, a cancel's group) can.
-_SEQUENTIAL = frozenset({Kind.REQUEST, Kind.REFILL, Kind.QUEUED, Kind.ANSWER, Kind.STILL_WAITING, Kind.GO_SILENT,
-                         Kind.LEAVE_TO_EXPIRE, Kind.PAUSE, Kind.CLOSE_STREAM})
+_SEQUENTIAL = frozenset(k for k in Kind if k.traits.sequential)
 
 
 def _sequential(steps) -> bool:

@@ -25,13 +25,13 @@ from ..spec import ModelSpec
 from ..values import Kind, StepRecord
 
 # Steps that wait out an idle timeout (or a recorded silence): a second or more each.
-WAITS = (Kind.GO_SILENT, Kind.LEAVE_TO_EXPIRE, Kind.PAUSE)
+WAITS = tuple(k for k in Kind if k.traits.waits)
 # A removal is tried keeping the time its steps took only when that adds this much silence.
 MIN_GAP_S = 0.05
 # Steps a replay sends after their recorded silence (fuzz/corpus/replay.py).
-SENT = (Kind.REQUEST, Kind.REFILL, Kind.QUEUED)
-# cancel_pipelined's and share_sequence's steps with a request (fuzz/harness/cancelling.py, sharing.py)
-CANCEL_GROUP = (Kind.ASIDE, Kind.BEHIND, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL, Kind.SHARED, Kind.SHARED_ANSWER)
+SENT = tuple(k for k in Kind if k.traits.sent)
+# Steps whose request leaves its sequence's sum open (cancel_pipelined's and share_sequence's)
+REBASES = tuple(k for k in Kind if k.traits.rebases)
 # The tags earlier tries put in front of string ids (`try_tag`): a try's tag replaces them, so
 # that a cut of a cut of a cut does not carry a dozen (seen: 'p90.p89.p46...4.g').
 EARLIER_TAGS = re.compile(r"^(?:p\d+\.)+")
@@ -206,7 +206,7 @@ def without(steps, gone: set, spec: ModelSpec, timed: bool = False) -> list[Step
             if key is not None and s.kind in SENT:
                 last[key] = len(kept) if _answered(s, spec) and not req.end else None
                 crossed.discard(key)
-            elif key is not None and (s.kind in CANCEL_GROUP or (req.start and s.kind is Kind.HELD)):  # another base
+            elif key is not None and (s.kind in REBASES or (req.start and s.kind is Kind.HELD)):  # another base
                 last[key] = None
             elif key is not None and s.kind is Kind.HELD and last.get(key) is not None:
                 crossed.add(key)  # a removed END folded past it would end the sequence ahead of it
@@ -485,10 +485,8 @@ def every_continuation_but_the_last(steps) -> list[list[int]]:
 
 
 # Kinds of steps that go out, and are answered, as one group (a crowd or a burst; a share or a
-# cancel group), each family's steps in a row
-TOGETHER = ((Kind.HELD, Kind.HELD_ANSWER), (Kind.SHARED, Kind.SHARED_ANSWER),
-            (Kind.ASIDE, Kind.BEHIND, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL))
-GROUP_ANSWERS = (Kind.HELD_ANSWER, Kind.SHARED_ANSWER, Kind.ASIDE_ANSWER, Kind.AFTER_CANCEL)  # a group's last steps
+# cancel group), each group's steps in a row: their Traits.group, and a group's last steps
+GROUP_ANSWERS = tuple(k for k in Kind if k.traits.ends_group)
 
 
 def sent_together(steps) -> list[list[int]]:
@@ -501,7 +499,7 @@ def sent_together(steps) -> list[list[int]]:
         return []
     units, family, before = [], None, None
     for i, s in enumerate(steps):
-        now = next((f for f in TOGETHER if s.kind in f), None)
+        now = s.kind.traits.group or None
         if now is not None and now == family and not (before in GROUP_ANSWERS and s.kind not in GROUP_ANSWERS):
             units[-1].append(i)
         elif now is not None:
@@ -522,7 +520,7 @@ def queued_behind(steps) -> list[list[int]]:
     replays a request where most of the queue is needed)."""
     units, run = [], []
     for i in range(len(steps) + 1):
-        if i < len(steps) and steps[i].kind is Kind.BEHIND:
+        if i < len(steps) and steps[i].kind.traits.in_runs and (not run or steps[run[-1]].kind is steps[i].kind):
             run.append(i)
             continue
         rest = run[1:]
