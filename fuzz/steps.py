@@ -11,7 +11,9 @@ corpus JSON holds it). tests/test_step_kinds.py holds every kind to one replay a
 """
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 from typing import Callable
 
 from .values import Kind
@@ -64,6 +66,15 @@ def play_helper(fn: Callable) -> Callable:
     return fn
 
 
+def load_families() -> None:
+    """Imports every module of fuzz/harness: a step family registers its kinds as it loads, so a
+    new family's module needs no line anywhere else."""
+    from . import harness
+
+    for module in pkgutil.iter_modules(harness.__path__):
+        importlib.import_module(f"{harness.__name__}.{module.name}")
+
+
 def drift(step, why: str) -> ReplayDrift:
     return ReplayDrift(f"step {step.index} ({step.action}): {why}")
 
@@ -76,7 +87,9 @@ def recorded_via(engine, step) -> str:
 def spliced() -> str:
     """The registered plays as source for the standalone runtime: the functions, each once, then
     the kinds they play added to its KINDS table and the set-ups to its PREPARES."""
-    functions = list(dict.fromkeys([*HELPERS, *PREPARES, *PLAYS.values()]))
+    load_families()
+    # in the order of their modules and lines: the same text whatever order the modules loaded in
+    functions = sorted(set([*HELPERS, *PREPARES, *PLAYS.values()]), key=lambda fn: (fn.__module__, fn.__code__.co_firstlineno))
     lines = ["# The plays the step families registered (fuzz/steps.py copies them here from their modules)", "", ""]
     for fn in functions:
         source = inspect.getsource(fn).rstrip().split("\n")

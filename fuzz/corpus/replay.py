@@ -17,7 +17,7 @@ from ..checker.invariants import InvariantViolation
 from ..checker.model import AnswerPending, OutsideContract, key_of
 from ..harness.engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
 from ..spec import ModelSpec
-from ..steps import REPLAYERS, ReplayDrift, drift, recorded_via, replays
+from ..steps import REPLAYERS, ReplayDrift, drift, load_families, recorded_via, replays
 from .shrink import answers_of_held
 
 
@@ -142,6 +142,9 @@ def _await_answer(engine, client: int, spec: ModelSpec, settings: FuzzSettings) 
 
 # How each core kind of step is replayed (a step family registers its own kinds' replays where it
 # sends and checks them: fuzz/harness/cancelling.py, fuzz/harness/sharing.py; see fuzz/steps.py).
+
+load_families()
+
 
 def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> None:
     replayer = REPLAYERS.get(step.kind)

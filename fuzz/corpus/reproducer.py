@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import steps
-from ..harness import engine  # noqa: F401 - its step families register their plays
 
 RUNTIME = Path(__file__).with_name("reproducer_script.py")
 MARK = "# @@ the step families' plays @@\n"  # where they are copied into it
