@@ -570,17 +570,17 @@ OWN_WAIT = set()  # kinds whose play waits its recorded wait_s itself, where it 
 # The plays the step families registered (fuzz/steps.py copies them here from their modules)
 
 
-def settle_queue(p):  # requests behind went back to back: what follows on another connection waits for them
-    if p.scratch["cancel"]["unsettled"]:
-        p.scratch["cancel"]["unsettled"] = False
-        time.sleep(0.017)
-
-
 def prepare_cancel(p):
     p.scratch["cancel"] = {"unsettled": False, "behind": 0}  # requests behind sent, not yet settled / cancelled
     if any(s["kind"] == "aside" and s["via"] == "stream" for s in p.entry["steps"]):
         # a witness on a stream of its own: connected now, so that it reaches the server before the cancel
         p.stream("side").warm(p.args.timeout)
+
+
+def settle_queue(p):  # requests behind went back to back: what follows on another connection waits for them
+    if p.scratch["cancel"]["unsettled"]:
+        p.scratch["cancel"]["unsettled"] = False
+        time.sleep(0.017)
 
 
 def play_aside(p, step):  # unary (or the witness on a stream of its own), not waited for
@@ -621,6 +621,10 @@ def play_after_cancel(p, step):
     p.request(step)
 
 
+def play_half_close(p, step):  # the requests before it were sent as HELD steps; their answers follow
+    p.close_stream(step)
+
+
 def play_shared(p, step):  # one of several requests of a sequence sent at once
     if step["via"] == "stream":
         p.asides.setdefault(step["client"], []).append(p.stream(step["client"]).send(step["request"], p.args.model))
@@ -638,6 +642,7 @@ KINDS.update({
     "aside_answer": play_aside_answer,
     "behind": play_behind,
     "cancel_stream": play_cancel_stream,
+    "half_close": play_half_close,
     "shared": play_shared,
     "shared_answer": play_shared_answer,
 })

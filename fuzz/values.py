@@ -224,6 +224,9 @@ class Kind(str, enum.Enum):
     CANCEL_STREAM = "cancel_stream", Traits(new_stream=True, group="cancel")
     ASIDE_ANSWER = "aside_answer", Traits(answers="aside", group="cancel", ends_group=True, rebases=True)
     AFTER_CANCEL = "after_cancel", Traits(group="cancel", ends_group=True, rebases=True)
+    # half_close (fuzz/harness/closing.py): a client's requests sent back to back on its stream
+    # (HELD), its side of the stream closed before they are answered, then their answers
+    HALF_CLOSE = "half_close", Traits(new_stream=True, group="held")
     # share_sequence (fuzz/harness/sharing.py): requests of one sequence sent at once from several
     # clients' streams (SHARED), then their answers, checked together (SHARED_ANSWER, AnyOrder).
     SHARED = "shared", Traits(later=True, own_stream=True, group="shared", rebases=True)

@@ -30,6 +30,7 @@ from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STE
 from ..checker.divergences import steered_around
 from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..harness.engine import Engine, Fault, Setup, Stale, event
+from ..harness.closing import send_then_half_close
 from ..checker.model import KEPT_WINDOWS, LONG_LIFE_S, MAX_STRING_ID, Answer, clip_id, key_of, too_long
 from ..spec import ModelSpec
 
@@ -1214,6 +1215,28 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if client is None:
             return self._skip("abandon: no idle client")
         self.engine.close_stream(client)
+
+    @when(lambda plan: not plan.spec.iterations)  # an iterative model's sequences are single STARTs
+    @rule(data=st.data())
+    def half_close(self, data):
+        """A client sends the next requests of live sequences back to back on its stream and
+        closes its side of the stream before they are answered: each must still be answered, as
+        if the stream stayed open, and the sequences go on (fuzz/harness/closing.py)."""
+        client = self._client(data)
+        size = data.draw(st.integers(1, 4), label="requests in flight")
+        ends = data.draw(st.lists(st.booleans(), min_size=size, max_size=size), label="ends")
+        values = [self._value(data) for _ in range(size)]
+        first = data.draw(st.integers(0, 2**16), label="first sequence")
+        now = time.monotonic()
+        keys = [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > now + self.plan.settings.wire_s]
+        if client is None or not keys:
+            return self._skip("half close: no idle client or no live sequence")
+        keys = [keys[(first + i) % len(keys)] for i in range(min(size, len(keys)))]  # distinct sequences
+        reqs = [self._next_of(key, value, end=end) for key, value, end in zip(keys, values, ends)]
+        try:
+            send_then_half_close(self.engine, client, reqs, "send, then close its side of the stream")
+        except Stale as late:
+            self._skip(f"half close: {late}")
 
     @when(lambda plan: not plan.setup.guarded("cancel-not-honoured"))
     @rule(data=st.data())
