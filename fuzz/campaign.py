@@ -363,12 +363,13 @@ def _judge(server, spec: ModelSpec, error: BaseException, stats: RunStats, expec
             unknown = v if _cut_short(error) or id(v) in replayable else error
             if unknown is not error:  # the summary says it was not fully shrunk; no chained traceback
                 unknown.__cause__, unknown.__suppress_context__ = None, True
-        program = tuple(program_lines(getattr(v, "program", [])))  # (a queue is one line of it)
+        steps = getattr(v, "program", [])
+        program = tuple(program_lines(steps))  # (a queue is one line of it)
         failures.append(Failure(v.invariant, v.detail, round(stats.first_failure_s or wall, 3),
-                                len(getattr(v, "program", [])), program, match,
+                                len(steps), program, match,
                                 flaky=(flaky or id(v) in unreplayable) and id(v) not in replayable,
                                 shrink_stopped=stats.shrink_stopped,
-                                records=tuple(getattr(v, "program", [])), accepted=tuple(sorted(fuzz_settings.accept)),
+                                records=tuple(steps), accepted=tuple(sorted(fuzz_settings.accept)),
                                 shrink_s=round(wall + time.monotonic() - began - (stats.first_failure_s or wall), 2)))
     return failures, unknown
 

@@ -515,6 +515,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         margin = requests * self.plan.small + ones
         return not lo + margin <= total <= hi - margin
 
+    def _group_near_edge(self, key, deep: int) -> bool:
+        """A cancel group's sums could leave the exact range: its first, witness and next request
+        (small values), and its queue behind, one small value or `deep` ones."""
+        return self._near_edge(key, 3 + (deep == 1), deep if deep > 1 else 0)
+
     # -- rules: what clients do -------------------------------------------------------------
     # Which sequences are live, and which clients wait on the backlog, depends on timing. So
     # every rule draws the same shape of data whatever the state (indexes and values from
@@ -1354,7 +1359,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("cancel pipelined: " + ("no idle client" if client is None else "no live sequence"))
         # (measured after the START above: its latency is the model's pace where none was yet)
         deep = 1 if late is not None else min(deep, self._queue_that_lasts())  # a late cancel is timed on the one behind
-        while deep > 1 and self._near_edge(key, 3, deep):  # each behind adds one: a narrow dtype takes fewer
+        while deep > 1 and self._group_near_edge(key, deep):  # each behind adds one: a narrow dtype takes fewer
             deep //= 2
         # The slot a cancel frees goes to the backlog at a moment no one sees.
         if self.engine.pending or self.engine.model.backlog:
@@ -1362,7 +1367,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if self.engine.model.seqs[key].expiry.lo < time.monotonic() + 2 * self.plan.settings.wire_s + 0.1 + \
                 (0 if late is None else 2 * self.engine.stats.lag.typical()):
             return self._skip("cancel pipelined: the sequence is near its idle timeout")
-        if self._near_edge(key, 3 + (deep == 1), deep if deep > 1 else 0):
+        if self._group_near_edge(key, deep):
             return self._skip("cancel pipelined: the sum is near the edge of the model's dtype")
         reqs = [self.plan.spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
         if deep > 1:  # each behind adds one: the witness's sum says how many ran before it

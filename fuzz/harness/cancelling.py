@@ -64,6 +64,12 @@ class Group:
         return sum(r.value for r, _ in self.behind)
 
 
+def _one_of(values: list, most: int) -> str:
+    """Sums an answer may be, as an expectation shows them: each, or the first and last of more
+    than `most` (a deep queue leaves hundreds possible)."""
+    return " or ".join(map(repr, values)) if len(values) <= most else f"{values[0]!r} ... {values[-1]!r}"
+
+
 def swept(got: Outcome, via: str = "grpc") -> bool:
     """Failed with the cancelled request it was queued behind: CANCELLED, with an empty message
     (on a stream, whose errors carry no status: an error that is empty or says it was cancelled;
@@ -232,7 +238,7 @@ class CancelSteps:
         fewer = list(dict.fromkeys(v for v in sums[:-1] if v != with_behind))
         either = ""
         if fewer:
-            shown = " or ".join(map(repr, fewer)) if len(fewer) <= 3 else f"{fewer[0]!r} ... {fewer[-1]!r}"
+            shown = _one_of(fewer, 3)
             why = "the one behind not there yet" if len(g.behind) == 1 else f"not all {len(g.behind)} behind there yet"
             either = f", or OUTPUT={shown} ({why})"
         check = attrs.evolve(check, expected=f"{check.expected}{either}, or CANCELLED with it")
@@ -310,7 +316,7 @@ class CancelSteps:
         if go_on:
             expected += ("; or, had the cancel found it running (or not there yet), OUTPUT=" if g.late else
                          "; or, had the cancelled request not been queued before, OUTPUT=") + \
-                        (" or ".join(f"{v!r}" for v in go_on) if len(go_on) <= 4 else f"{go_on[0]!r} ... {go_on[-1]!r}")
+                        _one_of(go_on, 4)
         rec = self.record(client=client, action=action, kind=Kind.AFTER_CANCEL, request=req, via=via,
                           expected=expected, got=got.describe(),
                           expect=EndedOr(go_on), outcome=got)
