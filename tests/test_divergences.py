@@ -182,13 +182,9 @@ def test_2_36s_dtype_wording_is_taken_as_built_and_only_its_wording():
 
 def test_the_python_backends_missing_state_is_known_under_the_promise_that_meets_it_first():
     """share_sequence can meet python-backend-drops-implicit-state before any plain request does:
-    its answers are then no running sums of any order, an order_kept failure of the same cause; a
-    cancel group on a fresh sequence (all its values 0 until then) can too: the request after the
-    cancel, answered with its own INPUT, is none of the sums the group leaves possible (seen: a
-    campaign's first example, cancel_ends_sequence at its step 111)."""
+    its answers are then no running sums of any order, an order_kept failure of the same cause."""
     drops = next(d for d in KNOWN if d.key == "python-backend-drops-implicit-state")
     assert drops.explains("sums_match", "") and drops.explains("order_kept", "")
-    assert drops.explains("cancel_ends_sequence", "")
     assert not drops.explains("start_is_required", "")
 
 

@@ -82,10 +82,8 @@ KNOWN = (
         "INPUT_STATE and OUTPUT_STATE is dropped, so OUTPUT is INPUT instead of the running sum.",
         versions=("2.36.0", "2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0"),
         symptom="OUTPUT equals the request's own INPUT",
-        # share_sequence's answers are then no running sums of any arrival order; a cancel group's
-        # next request, answered with its own INPUT, is none of the sums the group leaves possible
-        affects=_python_implicit, invariant="sums_match", also_under=("order_kept", "cancel_ends_sequence"),
-        as_built="carries_no_state"),
+        # share_sequence's answers are then no running sums of any arrival order
+        affects=_python_implicit, invariant="sums_match", also_under=("order_kept",), as_built="carries_no_state"),
     KnownDivergence(
         "string-corrid-control-rejected",
         "A model whose CORRID control is TYPE_STRING fails every sequence request, string or integer "
