@@ -332,10 +332,12 @@ class CancelSteps:
             if g.late and self._ran_behind(g, req, got):
                 self.stats.coverage.situation(CANCELLED_RUNNING)
         else:
-            # With no witness the sequence may go on: a sum none of the group's leaves possible
-            # is a wrong sum, whatever the cancel found.
-            wrong_sum = g.late and got.ok and bool(go_on)
-            violation = InvariantViolation("sums_match" if wrong_sum else "cancel_ends_sequence", self._went_on(g, req, got))
+            # Where the sequence may go on (no witness, or one that ran before the cancelled
+            # requests came), a sum none of the group's leaves possible is a wrong sum, whatever
+            # the cancel found (seen: a build that carries no state, met first by such a group)
+            wrong_sum = got.ok and bool(go_on)
+            violation = InvariantViolation("sums_match" if wrong_sum else "cancel_ends_sequence",
+                                           self._went_on(g, req, got, bool(go_on)))
             self.fail(not_answered(got, violation), rec)
 
     def _ran_behind(self, g: Group, req: Request, got: Outcome) -> bool:
@@ -345,7 +347,7 @@ class CancelSteps:
         without = self.model.then(self.model.then(g.base, g.asides[0][0].value), req.value)
         return got.value == with_it != without
 
-    def _went_on(self, g: Group, req: Request, got: Outcome) -> str:
+    def _went_on(self, g: Group, req: Request, got: Outcome, may_go_on: bool) -> str:
         cancelled, _ = g.behind[0]
         late = g.late  # the cancel may have found it running
         more = f" (and the {len(g.behind) - 1} behind it on its stream)" if len(g.behind) > 1 else ""
@@ -353,7 +355,8 @@ class CancelSteps:
                 + (" (queued, or running)" if late else ", while queued")
                 + (f", and {g.asides[1][0].describe()}, queued behind it, failed with it" if g.ended else "")
                 + (": the sequence must end with it, or go on from a sum of the requests sent" if late
-                   else ": the sequence must end with it"))
+                   else ": the sequence must end with it, or go on from a sum its witness leaves possible"
+                   if may_go_on else ": the sequence must end with it"))
         if not got.ok:
             return f"{what}, but its next request was refused with another error"
         if got.value == g.base + g.asides[0][0].value + req.value:
