@@ -261,3 +261,23 @@ def test_a_queue_sent_back_to_back_is_one_line_of_the_program_text_and_every_ste
     assert lines[1].startswith(behind[0].describe()) and lines[1].endswith("... and 199 more alike, sent back to back "
                                                                           "(steps 2-200)")
     assert program_lines(behind[:2]) == [s.describe() for s in behind[:2]]  # two are two lines
+
+
+def test_a_queue_of_alike_requests_that_may_have_run_is_judged_by_how_many_ran():
+    # cancel_pipelined's queue behind its first: hundreds of alike requests, none answered. Which
+    # of them ran is a count, not a subset: the search judges it, where 2^k subsets spent its budget.
+    def queue(witness_sum, k=300):
+        p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+        for _ in range(k):
+            p.add(Kind.BEHIND, req(5, 1))
+        return p.add(request=req(5, 2), outcome=ok(witness_sum), via="grpc", client=1)
+    for ran in (0, 57, 300):
+        assert [v.verdict for v in queue(1 + ran + 2).verdicts()] == ["kept"], ran
+    (v,) = broken(queue(1 + 301 + 2).verdicts())  # more of them than were sent
+    assert v.invariant == "sums_match" and v.possible == tuple(range(3, 304))
+    # twins are alike requests sent together: others are no twins of them, and an answer to one
+    # (on its stream's order) is no twin either
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    p.add(Kind.BEHIND, req(5, 1)).add(Kind.BEHIND, req(5, 2)).add(Kind.BEHIND, req(5, 1))
+    p.add(request=req(5, 4), outcome=ok(1 + 2 + 4), via="grpc", client=1)  # only the 2 ran: a subset, no prefix
+    assert [v.verdict for v in p.verdicts()] == ["kept"]

@@ -108,6 +108,26 @@ def _frontier(ops: list, done: int) -> list[int]:
     return [c for c in candidates if ops[c].invoked <= bound]
 
 
+def _twins(ops: list) -> tuple[dict, dict]:
+    """(op -> the twin before it, op -> a mask of its twins after it). Twins: the same request,
+    sent at the same moment, neither answered nor on a channel (a queue of alike requests behind a
+    cancel, hundreds on a fast model). They are interchangeable, so the search decides them in
+    order and runs a prefix of them: which of them ran is one of k + 1 counts, not one of 2^k
+    subsets (a queue of 16 spent the whole budget, half a second, to say "unknown")."""
+    chains: dict = {}
+    for i, op in enumerate(ops):
+        if not op.certain and op.channel is None and op.request is not None:
+            chains.setdefault((op.request, op.invoked, op.completed), []).append(i)
+    twin_before, later_twins = {}, {}
+    for chain in chains.values():
+        after = 0
+        for at in range(len(chain) - 1, -1, -1):
+            if at:
+                twin_before[chain[at]] = chain[at - 1]
+            later_twins[chain[at]], after = after, after | 1 << chain[at]
+    return twin_before, later_twins
+
+
 def _search(key: Key, ops: list, contract: Contract, budget: int) -> Verdict:
     n = len(ops)
     everything = (1 << n) - 1
@@ -120,6 +140,7 @@ def _search(key: Key, ops: list, contract: Contract, budget: int) -> Verdict:
             if ops[i].channel in last:
                 before_on_channel[i] = last[ops[i].channel]
             last[ops[i].channel] = i
+    twin_before, later_twins = _twins(ops)
     seen, stack = set(), [(0, 0, DEAD)]
     furthest, misses = -1, {}  # the most ops any order explained, and the answers it met there
     while stack:
@@ -135,10 +156,13 @@ def _search(key: Key, ops: list, contract: Contract, budget: int) -> Verdict:
         for c in _frontier(ops, done):
             if c in before_on_channel and not done >> before_on_channel[c] & 1:
                 continue
+            if c in twin_before and not done >> twin_before[c] & 1:
+                continue  # twins are decided in order
             op, bit = ops[c], 1 << c
             after, said = contract.run(state, op)
             if not op.certain:
-                moves.append((done | bit, ran + 1, state))  # it did not run
+                gone = bit | later_twins.get(c, 0)  # it did not run, nor did its twins after it
+                moves.append((done | gone, ran + gone.bit_count(), state))
                 if said is not None or op.request is None:
                     moves.append((done | bit, ran + 1, after))
             elif said is not None and same_sums(said, answers(op)):
