@@ -91,9 +91,11 @@ def spliced() -> str:
     # in the order of their modules and lines: the same text whatever order the modules loaded in
     functions = sorted(set([*HELPERS, *PREPARES, *PLAYS.values()]), key=lambda fn: (fn.__module__, fn.__code__.co_firstlineno))
     lines = ["# The plays the step families registered (fuzz/steps.py copies them here from their modules)", "", ""]
+    names = [fn.__name__ for fn in functions]
+    assert len(set(names)) == len(names), f"two plays or helpers share a name: {sorted(names)}"
     for fn in functions:
         source = inspect.getsource(fn).rstrip().split("\n")
-        lines += [line for line in source if not line.startswith("@")] + ["", ""]
+        lines += source[next(i for i, line in enumerate(source) if line.startswith("def ")):] + ["", ""]  # (no decorators)
     lines.append("KINDS.update({")
     lines += [f'    "{kind.value}": {fn.__name__},' for kind, fn in sorted(PLAYS.items(), key=lambda kv: kv[0].value)]
     lines.append("})")

@@ -58,6 +58,10 @@ def test_requests_in_flight_at_a_half_close_are_answered_and_the_sequence_goes_o
     assert sent_together(program) == [[1, 2, 3, 4, 5, 6, 7]]  # shrinking keeps the close with its requests
     again = replay_steps(slow_triton, spec, program)
     assert [s.kind for s in again[1:8]] == GROUP and again[8].outcome.value == 31
+    # A failure at the first answer ends its program there: replayed, the close still comes with
+    # all three in flight (the answers without steps are checked after it, not before)
+    cut = replay_steps(slow_triton, spec, program[:6])
+    assert [s.kind for s in cut[1:8]] == GROUP and [s.outcome.value for s in cut[5:8]] == [3, 7, 15]
     entry = attrs.evolve(corpus.make_entry(spec, slow_triton.version, "sums_match", "test program", program),
                          status="must-pass")
     script = corpus.write(tmp_path, entry).with_suffix(".py")

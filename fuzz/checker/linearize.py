@@ -162,7 +162,7 @@ def _search(key: Key, ops: list, contract: Contract, budget: int) -> Verdict:
             after, said = contract.run(state, op)
             if not op.certain:
                 gone = bit | later_twins.get(c, 0)  # it did not run, nor did its twins after it
-                moves.append((done | gone, ran + gone.bit_count(), state))
+                moves.append((done | gone, ran + bin(gone).count("1"), state))
                 if said is not None or op.request is None:
                     moves.append((done | bit, ran + 1, after))
             elif said is not None and same_sums(said, answers(op)):

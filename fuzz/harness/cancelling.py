@@ -355,7 +355,7 @@ class CancelSteps:
                 + (" (queued, or running)" if late else ", while queued")
                 + (f", and {g.asides[1][0].describe()}, queued behind it, failed with it" if g.ended else "")
                 + (": the sequence must end with it, or go on from a sum of the requests sent" if late
-                   else ": the sequence must end with it, or go on from a sum its witness leaves possible"
+                   else ": the sequence must end with it, or go on from a sum its requests leave possible"
                    if may_go_on else ": the sequence must end with it"))
         if not got.ok:
             return f"{what}, but its next request was refused with another error"

@@ -10,14 +10,17 @@ stream, and the sequences go on there.
 """
 from __future__ import annotations
 
-from ..steps import plays, replays
+from ..steps import drift, plays, replays
 from ..values import Kind, Request
 
 
 def half_close(engine, client: int, action: str = "close its side of the stream") -> None:
     """The client's stream ends its writing; its answers still come (close() waits for them, up
-    to the bound a prompt answer has, and fails what did not come as a client timeout)."""
-    engine.streams[client].close(cancel_requests=False, timeout_s=engine.answer_bound())
+    to the bound a prompt answer has and a typical execution more for each in flight, as a
+    pipelined run's answers get, and fails what did not come as a client timeout)."""
+    stream = engine.streams[client]
+    bound = engine.answer_bound() + stream.in_flight * engine.stats.lag.typical()
+    stream.close(cancel_requests=False, timeout_s=bound)
     engine.record(client=client, action=action, kind=Kind.HALF_CLOSE)
 
 
@@ -32,6 +35,8 @@ def send_then_half_close(engine, client: int, reqs: list[Request], action: str) 
 
 @replays(Kind.HALF_CLOSE)
 def _replay_half_close(engine, step, spec, settings) -> None:
+    if step.client in engine.pending:  # a shrunk program's client waits on the backlog: never so in fuzzing
+        raise drift(step, f"client {step.client} has a START waiting in the backlog at replay")
     half_close(engine, step.client, step.action)
 
 
