@@ -471,11 +471,14 @@ class Player:
         got = box.get(timeout=self.args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
         self.verdict(step, got, "stream")
 
-    def later(self, req):  # a unary call not waited for: its answer is read from the box it returns
-        box = queue.Queue(maxsize=1)
-        threading.Thread(target=lambda: box.put(self.unary.infer(req, self.args.model, self.args.timeout)),
-                         daemon=True).start()
-        return box
+    def send_later(self, step, stream=None):  # on `stream`, or a unary call; answer_later reads its answer
+        if stream is not None:
+            box = stream.send(step["request"], self.args.model)
+        else:
+            box = queue.Queue(maxsize=1)
+            threading.Thread(target=lambda: box.put(self.unary.infer(step["request"], self.args.model, self.args.timeout)),
+                             daemon=True).start()
+        self.asides.setdefault(step["client"], []).append(box)
 
     def answer_later(self, step, via):  # the answer of the client's oldest request not waited for
         boxes = self.asides.get(step["client"]) or []
@@ -585,10 +588,7 @@ def settle_queue(p):  # requests behind went back to back: what follows on anoth
 
 def play_aside(p, step):  # unary (or the witness on a stream of its own), not waited for
     settle_queue(p)
-    if step["via"] == "stream":
-        p.asides.setdefault(step["client"], []).append(p.stream("side").send(step["request"], p.args.model))
-    else:
-        p.asides.setdefault(step["client"], []).append(p.later(step["request"]))
+    p.send_later(step, p.stream("side") if step["via"] == "stream" else None)
     time.sleep(0.017)  # let it reach the server before what follows
 
 
@@ -626,10 +626,7 @@ def play_half_close(p, step):  # the requests before it were sent as HELD steps;
 
 
 def play_shared(p, step):  # one of several requests of a sequence sent at once
-    if step["via"] == "stream":
-        p.asides.setdefault(step["client"], []).append(p.stream(step["client"]).send(step["request"], p.args.model))
-    else:
-        p.asides.setdefault(step["client"], []).append(p.later(step["request"]))
+    p.send_later(step, p.stream(step["client"]) if step["via"] == "stream" else None)
 
 
 def play_shared_answer(p, step):

@@ -73,7 +73,7 @@ def replay_steps(server, spec: ModelSpec, steps, settings: FuzzSettings = FuzzSe
                 else:
                     _step(engine, steps[i], spec, settings)
             except (OutsideContract, AnswerPending) as err:  # a shortened program that no longer fits
-                raise ReplayDrift(f"step {steps[i].index} ({steps[i].action}): {err}") from None
+                raise drift(steps[i], str(err)) from None
             engine.check_alive()
             i += max(1, len(held))
         _answer_held(engine, later)
@@ -99,7 +99,7 @@ def _send_held(engine, held) -> list:
     try:
         sent = engine.send_held([(s.client, s.request) for s in held], held[0].action)
     except NotPrompt as err:  # e.g. a shortened program's START finds no free slot
-        raise ReplayDrift(f"step {held[0].index} ({held[0].action}): {err}") from None
+        raise drift(held[0], str(err)) from None
     for item in sent:
         engine.held.setdefault(item[0], []).append(item)
     return sent
@@ -149,7 +149,7 @@ load_families()
 def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> None:
     replayer = REPLAYERS.get(step.kind)
     if replayer is None:
-        raise ReplayDrift(f"step {step.index} ({step.action}): a {step.kind.value} step does not replay yet")
+        raise drift(step, f"a {step.kind.value} step does not replay yet")
     replayer(engine, step, spec, settings)
 
 
@@ -248,8 +248,7 @@ def _refill_room(engine, step: StepRecord) -> None:
             return
         ends = sorted(s.expiry.hi for s in engine.model.running if not engine.model.waits_for_an_answer(s.key))
         if engine.model.backlog or not ends or ends[0] + 0.005 < now:  # none, or one past its window stays
-            raise ReplayDrift(f"step {step.index} ({step.action}): no slot can free for it by an idle timeout at "
-                              f"replay")
+            raise drift(step, "no slot can free for it by an idle timeout at replay")
         go_silent(max(0.0, ends[0] + 0.005 - now))
         engine.collect()
 

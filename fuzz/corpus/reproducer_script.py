@@ -471,11 +471,14 @@ class Player:
         got = box.get(timeout=self.args.timeout) if box is not None else Outcome(status="NOTHING", message="no request")
         self.verdict(step, got, "stream")
 
-    def later(self, req):  # a unary call not waited for: its answer is read from the box it returns
-        box = queue.Queue(maxsize=1)
-        threading.Thread(target=lambda: box.put(self.unary.infer(req, self.args.model, self.args.timeout)),
-                         daemon=True).start()
-        return box
+    def send_later(self, step, stream=None):  # on `stream`, or a unary call; answer_later reads its answer
+        if stream is not None:
+            box = stream.send(step["request"], self.args.model)
+        else:
+            box = queue.Queue(maxsize=1)
+            threading.Thread(target=lambda: box.put(self.unary.infer(step["request"], self.args.model, self.args.timeout)),
+                             daemon=True).start()
+        self.asides.setdefault(step["client"], []).append(box)
 
     def answer_later(self, step, via):  # the answer of the client's oldest request not waited for
         boxes = self.asides.get(step["client"]) or []

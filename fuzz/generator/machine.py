@@ -515,6 +515,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         margin = requests * self.plan.small + ones
         return not lo + margin <= total <= hi - margin
 
+    def _live_until(self, moment: float) -> list:
+        """The live sequences whose idle window cannot open before `moment`: requests sent to them
+        meanwhile are never ambiguous."""
+        return [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > moment]
+
     def _group_near_edge(self, key, deep: int) -> bool:
         """A cancel group's sums could leave the exact range: its first, witness and next request
         (small values), and its queue behind, one small value or `deep` ones."""
@@ -1233,7 +1238,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         values = [self._value(data) for _ in range(size)]
         first = data.draw(st.integers(0, 2**16), label="first sequence")
         now = time.monotonic()
-        keys = [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > now + self.plan.settings.wire_s]
+        keys = self._live_until(now + self.plan.settings.wire_s)
         if client is None or not keys:
             return self._skip("half close: no idle client or no live sequence")
         keys = [keys[(first + i) % len(keys)] for i in range(min(size, len(keys)))]  # distinct sequences
@@ -1571,7 +1576,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if self.plan.spec.iterations:
             return self._start_together(size, fresh, ends, values, past_free)
         # Sequences well inside their idle timeout only: nothing in a burst may be ambiguous.
-        keys = [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > now + self.plan.settings.wire_s]
+        keys = self._live_until(now + self.plan.settings.wire_s)
         sends = list(zip(self.engine.idle_clients(), keys, ends, values))[:size]
         if len(sends) < 2:
             return self._skip("burst: fewer than two idle clients with live sequences")
@@ -1720,7 +1725,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return []
         free = self.engine.model.free_slots() if now >= self.engine.backlog_settled_at else 0
         spare = size * depth * 0.002 + self.plan.settings.wire_s + 0.05  # ample time for all of it to run
-        live = [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > now + spare]
+        live = self._live_until(now + spare)
         plans, taken = [], set()
         for seq_id, fresh_one in zip(fresh[:size], new):
             client, key = clients[len(plans) % len(clients)], key_of(seq_id)

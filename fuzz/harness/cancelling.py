@@ -461,10 +461,7 @@ def settle_queue(p):  # requests behind went back to back: what follows on anoth
 @plays(Kind.ASIDE)
 def play_aside(p, step):  # unary (or the witness on a stream of its own), not waited for
     settle_queue(p)
-    if step["via"] == "stream":
-        p.asides.setdefault(step["client"], []).append(p.stream("side").send(step["request"], p.args.model))
-    else:
-        p.asides.setdefault(step["client"], []).append(p.later(step["request"]))
+    p.send_later(step, p.stream("side") if step["via"] == "stream" else None)
     time.sleep(0.017)  # let it reach the server before what follows
 
 

@@ -186,10 +186,7 @@ def _replay_shared_answer(engine, step, spec, settings) -> None:
 
 @plays(Kind.SHARED)
 def play_shared(p, step):  # one of several requests of a sequence sent at once
-    if step["via"] == "stream":
-        p.asides.setdefault(step["client"], []).append(p.stream(step["client"]).send(step["request"], p.args.model))
-    else:
-        p.asides.setdefault(step["client"], []).append(p.later(step["request"]))
+    p.send_later(step, p.stream(step["client"]) if step["via"] == "stream" else None)
 
 
 @plays(Kind.SHARED_ANSWER)
