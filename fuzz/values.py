@@ -154,9 +154,11 @@ class AnyOrder:
 
 @attrs.frozen
 class Ambiguous:
-    """The answer depends on which side of an expiry window the server is; ask again after `until`."""
+    """The answer depends on which side of an expiry window the server is; ask again after `until`
+    (`or_a_slot`: or as soon as a slot is free, where a slot that may free is all it waits for)."""
     until: float
     reason: str
+    or_a_slot: bool = False
 
 
 Expectation = Union[Answer, Refusal, Queued, Cancelled, EndedOr, AnyOrder, Ambiguous]

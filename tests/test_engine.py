@@ -370,3 +370,51 @@ def test_a_live_sequence_at_its_idle_window_when_a_crowd_goes_sends_nothing(trit
     with pytest.raises(Stale):
         engine.send_together([(1, Request(ONE_SLOT, a, 4)), (2, Request(ONE_SLOT, b, 5))], "crowd")
     assert len(engine.log) == logged and engine.model.total(("u", a)) == 3
+
+
+def test_a_sequence_left_inside_its_idle_window_is_ended_at_once_and_its_answer_tells_which(triton, engine):
+    """The example is over while a sequence is inside its idle window: the teardown ends it at
+    once instead of waiting the window out (seconds per example); either answer is what the server
+    may do there (its sum, it was still there; the START-flag error, it was reaped), and the slot
+    is free after it either way: the next START gets in."""
+    base = engine.salt * 2**40
+    a = base + 1
+    assert engine.send(0, Request(ONE_SLOT, a, 3, start=True), "stream", "start").value == 3
+    window = engine.model.seqs[("u", a)].expiry
+    time.sleep(max(0.0, window.lo - time.monotonic()) + 0.01)
+    engine.finish()
+    assert not engine.failed, engine.log
+    ends = [s for s in engine.log if s.request is not None and s.request.seq_id == a and s.request.end]
+    assert [s.action for s in ends] == ["end (teardown) a sequence at its idle timeout"], engine.log
+    got = ends[0].outcome
+    assert (got.ok and got.value == 3) or "START" in got.message, got
+    assert not engine.model.seqs
+
+
+def test_a_start_waiting_for_a_slot_an_idle_window_may_free_goes_once_an_end_frees_one(triton):
+    """Every slot held, one sequence inside its idle window: a START's answer depends on whether
+    the reaper has freed that slot, so it is parked until the window has passed; but it waits
+    for nothing but a slot, and once another sequence's END frees one it goes at once."""
+    spec = ModelSpec.fetch(triton, "py_slot_direct_s4_i1_int32_cserc_u64")  # four slots, 2 s idle
+    engine = Engine(Setup.of(triton, spec), salt=30_000 + time.monotonic_ns() % 10_000)
+    try:
+        base = engine.salt * 2**20
+        assert engine.send(0, spec.request(base, 1, start=True), "stream", "start").value == 1
+        time.sleep(1.0)  # the others' windows open a second after the first one's
+        for i in (1, 2, 3):
+            assert engine.send(i, spec.request(base + i, 1, start=True), "stream", "start").value == 1
+        first = engine.model.seqs[("u", base)].expiry
+        time.sleep(max(0.0, first.lo - time.monotonic()) + 0.01)
+        engine.send(4, spec.request(base + 4, 5, start=True), "stream", "start")
+        assert 4 in engine.parked and engine.parked[4].until >= first.hi, engine.parked
+        assert engine.send(1, spec.request(base + 1, 1, end=True), "stream", "end").value == 2
+        engine.collect()
+        assert 4 not in engine.parked and time.monotonic() < first.hi
+        started = [s for s in engine.log if s.request is not None and s.request.seq_id == base + 4]
+        assert [s.outcome.value for s in started] == [5], started
+        engine.finish()
+        assert not engine.failed, engine.log
+    finally:
+        if not engine.finished:
+            engine.failed = True
+            engine.finish()

@@ -316,6 +316,13 @@ class BatcherModel:
         when it went and came back): the slot is free by the answer, whichever it was."""
         self._release(self.seqs[key], freed)
 
+    def ended_at_its_window(self, key: Key, ran: bool, sent: Window) -> None:
+        """The END of a sequence inside its idle window (`sent`: when it went and came back) was
+        answered (`ran`: the sequence was still there, the END freed its slot) or refused for want
+        of START (the reaper took it first, from its window's start on). It is gone either way."""
+        seq = self.seqs[key]
+        self._release(seq, sent if ran else Window(seq.expiry.lo, sent.hi), expired=not ran)
+
     def _release(self, seq: Seq, freed: Window, expired: bool = False) -> Key | None:
         """Ends `seq`; returns the backlogged START let into its slot, if any."""
         self.seqs.pop(seq.key, None)
@@ -423,7 +430,7 @@ class BatcherModel:
             return self._ran(seq, req, now, end, partials)
         open_windows = [s.expiry.hi for s in self.running if now >= s.expiry.lo]
         if open_windows:
-            return Ambiguous(min(open_windows), "every slot is held, one of them at its idle timeout")
+            return Ambiguous(min(open_windows), "every slot is held, one of them at its idle timeout", or_a_slot=True)
         if req.timeout_us is not None:
             return self._times_out(req, now)
         self.seqs[key] = Seq(key, first, now, running=False, end_on_admit=end, ghost_of=ghost, starts_before=self.starts)

@@ -116,7 +116,8 @@ class Parked:
     still on its way to the backlog. Only this client waits; the model is asked again at send time.
     `then`: what the client does once it is answered, if it keeps its sequence going (a pause
     kept up past the idle window): a function giving the next (request, until, last), or None
-    when the sequence is gone."""
+    when the sequence is gone. `early`: it may go before `until` once a slot is free (a START
+    that waits only for a slot one sequence's idle window may free: an END may free one first)."""
     request: Request
     via: str
     action: str
@@ -124,6 +125,7 @@ class Parked:
     until: float
     since: float
     then: Callable | None = None
+    early: bool = False
 
 
 @attrs.define
@@ -641,7 +643,8 @@ class Engine(CancelSteps, SharedSteps):
             if hold is None:
                 break
             if park and self.settings.park:
-                self.parked[client] = Parked(req, via, action, context, hold, since)
+                self.parked[client] = Parked(req, via, action, context, hold, since,
+                                             early=exp is not None and exp.or_a_slot)
                 return exp or Ambiguous(hold, "held behind a START on its way to the backlog")
             go_silent(max(0.0, hold - time.monotonic()))
             self.collect()
@@ -685,9 +688,11 @@ class Engine(CancelSteps, SharedSteps):
     def _release_parked(self) -> None:
         """Sends every parked request whose time has come, the earliest first."""
         while self.parked:
-            client, p = min(self.parked.items(), key=lambda cp: cp[1].until)
-            if p.until > time.monotonic():
+            now = time.monotonic()
+            due = [(c, p) for c, p in self.parked.items() if p.until <= now or p.early and self.model.free_slots()]
+            if not due:
                 return
+            client, p = min(due, key=lambda cp: cp[1].until)
             del self.parked[client]
             self.dispatch(client, p.request, p.via, p.action, p.context, since=p.since)
             follow = p.then() if p.then is not None and client not in self.parked else None
@@ -1278,27 +1283,53 @@ class Engine(CancelSteps, SharedSteps):
         surely come, instead of waiting out its idle window (the ends of examples spent seconds
         so): it ran, and the END answers its sum; or it did not (or its cancel or its idle
         timeout ended it), and the END is refused for want of START. Anything else breaks a promise."""
+        self._end_told_apart(
+            key, "end (teardown) a START that may have run",
+            "its cancelled START ran", "the START-flag error or CANCELLED (it did not, or its cancel ended it)",
+            lambda got, req, _: self._refused_with_it(got, req),
+            lambda key, ran, sent: self.model.end_maybe_ran(key, sent))
+
+    def _end_at_its_window(self, key) -> None:
+        """Ends a sequence the example left inside its idle window now, instead of waiting the
+        window out (the ends of examples spent seconds so): still there, the END answers its sum;
+        reaped, it is refused for want of START. Whether it was reaped is not judged: inside the
+        window the server may do either."""
+        self._end_told_apart(
+            key, "end (teardown) a sequence at its idle timeout",
+            "it was still there", "the START-flag error (its idle timeout ended it)",
+            lambda got, req, _: refused_for_start(self.spec, got, req.seq_id),
+            self.model.ended_at_its_window)
+
+    def _told_apart_at_its_window(self, key) -> bool:
+        """Whether the teardown ends `key` inside its idle window: not one left to expire on
+        purpose, nor a cancelled START's (its own END), nor where a refusal is never answered."""
+        model = self.model
+        return (model.at_its_window(key, time.monotonic()) and key not in self.silenced
+                and key not in model.maybe_ran and key not in model.unsettled and not self.refusal_guard)
+
+    def _end_told_apart(self, key, action: str, ran_means: str, refused_means: str, refused_ok, settle) -> None:
+        """Sends the teardown END of `key`, whose state only its answer tells: answered with its
+        sum (`ran_means`), or refused (`refused_ok(got, req, via)`: as `refused_means` says), and
+        `settle(key, answered, Window(sent, back))` tells the model which. The slot is free either way."""
         req = self.spec.request(key[1], self.as_value(0), end=True)
         total = self.model.then(self.model.seqs[key].total, req.value)  # the initial sum's, where no state is carried
         self.going_out(req)
         sent = time.monotonic()
-        waited = sent - self.last_step_at  # a replay keeps the silence the cancel needed to come
+        waited = sent - self.last_step_at  # a replay keeps the silence before it
         got = self.grpc.infer(req, timeout_s=self.answer_bound())
-        self.model.end_maybe_ran(key, Window(sent, time.monotonic()))
-        expected = (f"OUTPUT={total!r} (its cancelled START ran), or the START-flag error or CANCELLED (it did "
-                    f"not, or its cancel ended it)")
-        rec = self.record(client=self.teardown_client, action="end (teardown) a START that may have run",
-                          request=req, via="grpc", wait_s=waited, expected=expected, got=got.describe(),
+        settle(key, got.ok, Window(sent, time.monotonic()))
+        rec = self.record(client=self.teardown_client, action=action, request=req, via="grpc", wait_s=waited,
+                          expected=f"OUTPUT={total!r} ({ran_means}), or {refused_means}", got=got.describe(),
                           expect=EndedOr((total,)), outcome=got)
         self.tally.saw(got)
         violation = None
         if got.status == "CLIENT_TIMEOUT":
             violation = InvariantViolation("no_hangs", f"no answer: {got.message}")
         elif got.ok and not same_sum(got.value, total):
-            violation = InvariantViolation("sums_match", "wrong running sum for a cancelled START that ran")
-        elif not got.ok and not self._refused_with_it(got, req):
+            violation = InvariantViolation("sums_match", f"wrong running sum for an END that may be refused ({ran_means})")
+        elif not got.ok and not refused_ok(got, req, "grpc"):
             violation = not_answered(got, InvariantViolation("valid_is_accepted",
-                                                             "refused, but neither for want of START nor cancelled"))
+                                                             f"refused, but not as expected: {refused_means}"))
         if violation is not None:
             self.fail(violation, rec, lost=got.status in LOST_CONNECTION)
 
@@ -1324,15 +1355,21 @@ class Engine(CancelSteps, SharedSteps):
             # expire while any request is parked: it waits for their windows anyway, and a START
             # after timeout must find the slot an expiry freed, not an END. The teardown client
             # sends the ENDs, on unary gRPC: every stream client may be waiting on the backlog
-            # behind these very sequences. One at a time: it may have to park.
+            # behind these very sequences. One at a time: it may have to park. One the example
+            # left inside its idle window goes at once, its answer telling whether it was reaped;
+            # not one left to expire on purpose, whose END after the window checks that it was.
             held = self.parked_keys() | (self.silenced if self.parked else set())
             for key in [k for k in self.model.live_keys() if k not in held]:
                 if self.teardown_client in self.parked:
                     break
+                if self._told_apart_at_its_window(key):
+                    self._end_at_its_window(key)
+                    continue
                 req = self.spec.request(key[1], self.as_value(0), end=True)
                 self.send(self.teardown_client, req, "grpc", "end (teardown)")
-            # (not where the step's refusal is never answered: such a START is left to its idle window)
-            if not (self.pending or self.parked or self.refusals_lost):
+            # (not where the step's refusal is never answered: such a START is left to its idle
+            # window; parked STARTs that wait only for a slot are what these ENDs free one for)
+            if not (self.pending or self.refusals_lost or any(not p.early for p in self.parked.values())):
                 for key in self.model.settled_maybe_ran(time.monotonic()):
                     self._end_maybe_ran(key)
             if not (self.model.seqs or self.pending or self.parked):
