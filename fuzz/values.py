@@ -195,6 +195,9 @@ class Kind(str, enum.Enum):
 
     # a request a rule sent, answered at once (the action names the rule)
     REQUEST = "request", Traits(sent=True, own_stream=True, sequential=True)
+    # an END the teardown sends where only its answer tells the sequence's state (inside its idle
+    # window, or a cancelled START that may have run): its sum, or the START-flag error
+    TOLD_APART = "told_apart", Traits(sent=True, sequential=True)
     # a fresh START after an idle timeout: its refusal breaks slots_reused
     REFILL = "refill", Traits(sent=True, own_stream=True, sequential=True)
     # a START that waits in the backlog; its ANSWER step checks it

@@ -72,7 +72,7 @@ def test_expected_divergence_passes_and_stays_visible(triton):
         # next request); a shrink stopped at its budget reports the shortest program seen by then.
         # Requests, not lines: requests sent at once get a line for each answer besides.
         if failure.shrink_stopped:
-            assert failure.shrunk_steps <= 30, failure.program
+            assert failure.shrunk_steps <= 30, "\n".join(failure.program)
         elif failure.invariant == "sums_match":
             assert len(_requests(failure)) <= 3, "\n".join(failure.program)
         else:

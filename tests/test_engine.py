@@ -376,7 +376,11 @@ def test_a_sequence_left_inside_its_idle_window_is_ended_at_once_and_its_answer_
     """The example is over while a sequence is inside its idle window: the teardown ends it at
     once instead of waiting the window out (seconds per example); either answer is what the server
     may do there (its sum, it was still there; the START-flag error, it was reaped), and the slot
-    is free after it either way: the next START gets in."""
+    is free after it either way. The step is of its own kind: a replay sends it the same way, and
+    it keeps its kind through the corpus."""
+    from fuzz.corpus import _step_from_json, _step_to_json
+    from fuzz.corpus.replay import replay_steps
+
     base = engine.salt * 2**40
     a = base + 1
     assert engine.send(0, Request(ONE_SLOT, a, 3, start=True), "stream", "start").value == 3
@@ -385,16 +389,24 @@ def test_a_sequence_left_inside_its_idle_window_is_ended_at_once_and_its_answer_
     engine.finish()
     assert not engine.failed, engine.log
     ends = [s for s in engine.log if s.request is not None and s.request.seq_id == a and s.request.end]
-    assert [s.action for s in ends] == ["end (teardown) a sequence at its idle timeout"], engine.log
+    assert [(s.kind, s.action) for s in ends] == [(Kind.TOLD_APART, "end (teardown) a sequence at its idle timeout")]
     got = ends[0].outcome
     assert (got.ok and got.value == 3) or "START" in got.message, got
     assert not engine.model.seqs
+    program = engine.log[:2]
+    assert [_step_from_json(_step_to_json(s), 0) for s in program] == program
+    again = replay_steps(triton, engine.spec, program)
+    # the same END, told apart again where the replay's pace put it inside the window (else a
+    # plain END, answered its sum: a few milliseconds decide)
+    assert again[1].request == program[1].request and again[1].kind in (Kind.TOLD_APART, Kind.REQUEST), again
 
 
-def test_a_start_waiting_for_a_slot_an_idle_window_may_free_goes_once_an_end_frees_one(triton):
+def test_a_start_waiting_for_a_slot_an_idle_window_may_free_goes_once_the_teardown_frees_one(triton):
     """Every slot held, one sequence inside its idle window: a START's answer depends on whether
-    the reaper has freed that slot, so it is parked until the window has passed; but it waits
-    for nothing but a slot, and once another sequence's END frees one it goes at once."""
+    the reaper has freed that slot, so it is parked until the window has passed. Mid-example it
+    stays parked when an END frees a slot (a rule that ends a sequence to start one of its own
+    there finds the slot free); at the example's end it waits for nothing but a slot, and goes
+    as soon as the teardown's ENDs free one, not at the window's far edge."""
     spec = ModelSpec.fetch(triton, "py_slot_direct_s4_i1_int32_cserc_u64")  # four slots, 2 s idle
     engine = Engine(Setup.of(triton, spec), salt=30_000 + time.monotonic_ns() % 10_000)
     try:
@@ -406,14 +418,16 @@ def test_a_start_waiting_for_a_slot_an_idle_window_may_free_goes_once_an_end_fre
         first = engine.model.seqs[("u", base)].expiry
         time.sleep(max(0.0, first.lo - time.monotonic()) + 0.01)
         engine.send(4, spec.request(base + 4, 5, start=True), "stream", "start")
-        assert 4 in engine.parked and engine.parked[4].until >= first.hi, engine.parked
+        assert 4 in engine.parked and engine.parked[4].early and engine.parked[4].until >= first.hi, engine.parked
         assert engine.send(1, spec.request(base + 1, 1, end=True), "stream", "end").value == 2
         engine.collect()
-        assert 4 not in engine.parked and time.monotonic() < first.hi
-        started = [s for s in engine.log if s.request is not None and s.request.seq_id == base + 4]
-        assert [s.outcome.value for s in started] == [5], started
+        assert 4 in engine.parked  # the slot is the next rule's
+        assert engine.send(1, spec.request(base + 5, 7, start=True), "stream", "start").value == 7
         engine.finish()
         assert not engine.failed, engine.log
+        started = [s for s in engine.log if s.request is not None and s.request.seq_id == base + 4]
+        assert [s.outcome.value for s in started][:1] == [5], started
+        assert started[0].sent_at < first.hi, (started[0], first)
     finally:
         if not engine.finished:
             engine.failed = True

@@ -316,12 +316,12 @@ class BatcherModel:
         when it went and came back): the slot is free by the answer, whichever it was."""
         self._release(self.seqs[key], freed)
 
-    def ended_at_its_window(self, key: Key, ran: bool, sent: Window) -> None:
-        """The END of a sequence inside its idle window (`sent`: when it went and came back) was
+    def ended_at_its_window(self, key: Key, ran: bool, freed: Window) -> None:
+        """The END of a sequence inside its idle window (`freed`: when it went and came back) was
         answered (`ran`: the sequence was still there, the END freed its slot) or refused for want
         of START (the reaper took it first, from its window's start on). It is gone either way."""
         seq = self.seqs[key]
-        self._release(seq, sent if ran else Window(seq.expiry.lo, sent.hi), expired=not ran)
+        self._release(seq, freed if ran else Window(seq.expiry.lo, freed.hi), expired=not ran)
 
     def _release(self, seq: Seq, freed: Window, expired: bool = False) -> Key | None:
         """Ends `seq`; returns the backlogged START let into its slot, if any."""

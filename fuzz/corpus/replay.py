@@ -235,6 +235,17 @@ def _request(engine, step, spec, settings) -> None:
                 context="refill" if step.kind is Kind.REFILL else "", since=since)
 
 
+@replays(Kind.TOLD_APART)
+def _told_apart(engine, step, spec, settings) -> None:
+    if step.wait_s:
+        go_silent(step.wait_s)
+    engine.collect()
+    key = key_of(step.request.seq_id)
+    if key not in engine.model.live_keys() and key not in engine.model.maybe_ran:
+        raise drift(step, f"{step.request.seq_id!r} is not live at replay: nothing to end")
+    engine.end_told_apart(key)
+
+
 def _refill_room(engine, step: StepRecord) -> None:
     """A START after timeout went, as refill_after_timeout sends it, once the sequences it waited
     for had surely idled out, and found a slot free. The steps that ran meanwhile (and the one

@@ -559,7 +559,7 @@ class Player:
 # Every kind of step a program records (the fuzzer's values.Kind), and how this script plays it: the
 # core kinds here; a step family's are copied in below from where it registered them (fuzz/steps.py).
 KINDS = {
-    "request": Player.request, "refill": Player.request,
+    "request": Player.request, "refill": Player.request, "told_apart": Player.request,
     "queued": Player.queued, "answer": Player.answer, "still_waiting": Player.answer,
     "cancel_queued": Player.cancel_queued,
     "go_silent": Player.silence, "leave_to_expire": Player.silence, "pause": Player.silence,

@@ -116,8 +116,9 @@ class Parked:
     still on its way to the backlog. Only this client waits; the model is asked again at send time.
     `then`: what the client does once it is answered, if it keeps its sequence going (a pause
     kept up past the idle window): a function giving the next (request, until, last), or None
-    when the sequence is gone. `early`: it may go before `until` once a slot is free (a START
-    that waits only for a slot one sequence's idle window may free: an END may free one first)."""
+    when the sequence is gone. `early`: at the example's end it may go before `until` once a slot
+    is free (a START that waits only for a slot one sequence's idle window may free: the
+    teardown's ENDs free one first)."""
     request: Request
     via: str
     action: str
@@ -322,6 +323,7 @@ class Engine(CancelSteps, SharedSteps):
         self.connect()
         self.pending: dict[int, Pending] = {}
         self.parked: dict[int, Parked] = {}
+        self.draining = False  # the example is over: its teardown sends what is parked and ends what is live
         self.held: dict = {}  # a replay's HELD requests, by client in the order sent, until their answer's step
         self.hooked = False  # a full_batch fault left the server running with its scheduler hooks
         self.silenced: set = set()  # sequences left to expire: no client sends on them
@@ -686,10 +688,13 @@ class Engine(CancelSteps, SharedSteps):
         return Tally(answers_per_run=max(1, self.spec.chunks))
 
     def _release_parked(self) -> None:
-        """Sends every parked request whose time has come, the earliest first."""
+        """Sends every parked request whose time has come, the earliest first; at the example's
+        end, a START that waits only for a slot once one is free (mid-example, a rule that freed a
+        slot for a START of its own, e.g. an id started again at once, must find it free)."""
         while self.parked:
             now = time.monotonic()
-            due = [(c, p) for c, p in self.parked.items() if p.until <= now or p.early and self.model.free_slots()]
+            due = [(c, p) for c, p in self.parked.items()
+                   if p.until <= now or p.early and self.draining and self.model.free_slots()]
             if not due:
                 return
             client, p = min(due, key=lambda cp: cp[1].until)
@@ -1302,23 +1307,43 @@ class Engine(CancelSteps, SharedSteps):
 
     def _told_apart_at_its_window(self, key) -> bool:
         """Whether the teardown ends `key` inside its idle window: not one left to expire on
-        purpose, nor a cancelled START's (its own END), nor where a refusal is never answered."""
+        purpose, nor where a refusal is never answered, nor on a split ensemble (the reaper may
+        act between the chunks of one END: answered in part, then refused)."""
+        return (self.model.at_its_window(key, time.monotonic()) and key not in self.silenced
+                and not self.refusals_lost and not self.spec.chunks)
+
+    def end_told_apart(self, key) -> None:
+        """A replay's TOLD_APART step: the END goes as the teardown sent it, where the model is
+        as it was then (a cancelled START that may have run, once its cancel has surely come; a
+        sequence inside its idle window); anywhere else it is an END like any other."""
         model = self.model
-        return (model.at_its_window(key, time.monotonic()) and key not in self.silenced
-                and key not in model.maybe_ran and key not in model.unsettled and not self.refusal_guard)
+        if key in model.maybe_ran:
+            go_silent(max(0.0, model.maybe_ran[key] - time.monotonic()))
+            self._end_maybe_ran(key)
+        elif key in model.live_keys() and self._told_apart_at_its_window(key):
+            self._end_at_its_window(key)
+        else:
+            self.send(self.teardown_client, self.spec.request(key[1], self.as_value(0), end=True), "grpc",
+                      "end (teardown)")
 
     def _end_told_apart(self, key, action: str, ran_means: str, refused_means: str, refused_ok, settle) -> None:
         """Sends the teardown END of `key`, whose state only its answer tells: answered with its
         sum (`ran_means`), or refused (`refused_ok(got, req, via)`: as `refused_means` says), and
         `settle(key, answered, Window(sent, back))` tells the model which. The slot is free either way."""
         req = self.spec.request(key[1], self.as_value(0), end=True)
+        # An answer that came before this END is the model's to see first (as in dispatch): a
+        # backlogged START let in by an expiry, answered, must not be let in by this END instead.
+        self._collect_answers(before=time.monotonic())
+        if key not in self.model.seqs:  # that answer's schedule had the reaper free its slot for it
+            return
         total = self.model.then(self.model.seqs[key].total, req.value)  # the initial sum's, where no state is carried
         self.going_out(req)
         sent = time.monotonic()
-        waited = sent - self.last_step_at  # a replay keeps the silence before it
+        waited = sent - self.last_step_at  # the silence before it, which a replay keeps
         got = self.grpc.infer(req, timeout_s=self.answer_bound())
         settle(key, got.ok, Window(sent, time.monotonic()))
-        rec = self.record(client=self.teardown_client, action=action, request=req, via="grpc", wait_s=waited,
+        rec = self.record(client=self.teardown_client, action=action, kind=Kind.TOLD_APART, request=req, via="grpc",
+                          wait_s=waited,
                           expected=f"OUTPUT={total!r} ({ran_means}), or {refused_means}", got=got.describe(),
                           expect=EndedOr((total,)), outcome=got)
         self.tally.saw(got)
@@ -1326,7 +1351,7 @@ class Engine(CancelSteps, SharedSteps):
         if got.status == "CLIENT_TIMEOUT":
             violation = InvariantViolation("no_hangs", f"no answer: {got.message}")
         elif got.ok and not same_sum(got.value, total):
-            violation = InvariantViolation("sums_match", f"wrong running sum for an END that may be refused ({ran_means})")
+            violation = InvariantViolation("sums_match", f"wrong running sum where {ran_means}")
         elif not got.ok and not refused_ok(got, req, "grpc"):
             violation = not_answered(got, InvariantViolation("valid_is_accepted",
                                                              f"refused, but not as expected: {refused_means}"))
@@ -1339,6 +1364,7 @@ class Engine(CancelSteps, SharedSteps):
         against the successful requests."""
         if self.shared is not None:  # a shortened program sent requests at once and not their answers' step
             self.check_shared("answer to the requests sent at once")
+        self.draining = True
         window = self.spec.idle_s + self.margin + self.late
         kept = sum(1 for p in self.parked.values() if p.then is not None)  # each goes on for KEPT_WINDOWS more
         deadline = time.monotonic() + self.answer_bound() + (len(self.pending) + len(self.parked) + 2
