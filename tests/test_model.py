@@ -937,3 +937,18 @@ def test_a_late_reaped_sequence_whose_slot_was_seen_taken_may_have_lent_another_
     assert model.expect(R(2, 1, start=True), 1.27) == Answer(1)  # 2 restarts
     assert isinstance(model.expect(R(1, 1), 1.3), Refusal)
     assert model.unreaped(key_of(1), 1, 1.3) is None  # 3 opened at 1.25, after 2 was let in at 1.2
+
+
+def test_a_start_asked_about_while_its_answer_is_ambiguous_leaves_the_model_as_it_was():
+    """Every slot held, one holder inside its idle window: the START is not sent (it waits), so
+    asking about it changes nothing that a send would: the count of new sequences, the one just
+    ended (a START of its id at once is still that), the last send (a quiet model's gap)."""
+    m = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
+    assert m.expect(R(1, 3, start=True, end=True), 0.0) == Answer(3)
+    assert m.expect(R(2, 4, start=True), 0.1) == Answer(4)
+    before = (m.starts, m.last_sent)
+    held = m.expect(R(3, 5, start=True), 0.1 + IDLE)
+    assert isinstance(held, Ambiguous) and held.or_a_slot
+    assert (m.starts, m.last_sent) == before
+    assert m.expect(R(3, 5, start=True), held.until + 0.01) == Answer(5)
+    assert m.starts == before[0] + 1

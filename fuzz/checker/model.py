@@ -372,8 +372,22 @@ class BatcherModel:
         return (self.spec.idle_s - self.margin) / 2
 
     def expect(self, req: Request, now: float) -> Expectation:
-        """What the server must do with `req` sent at `now`; updates the model as if it did."""
+        """What the server must do with `req` sent at `now`; updates the model as if it did. An
+        Ambiguous answer leaves the model as it was (past what time settles): the request is not
+        sent then, and the model is asked again when it goes."""
         self.settle(now)
+        key = key_of(req.seq_id)
+        before = (self.last_sent, self.just_ended, key in self.revived, self.ghosts.get(key), self.starts)
+        exp = self._expect(req, now)
+        if isinstance(exp, Ambiguous):
+            self.last_sent, self.just_ended, revived, ghost, self.starts = before
+            if revived:
+                self.revived.add(key)
+            if ghost is not None:
+                self.ghosts[key] = ghost
+        return exp
+
+    def _expect(self, req: Request, now: float) -> Expectation:
         quiet = self.last_sent is not None and now - self.last_sent >= self.quiet_s
         self.last_sent = now
         just_ended, self.just_ended = self.just_ended, None
