@@ -243,7 +243,19 @@ def test_a_cut_of_requests_sent_at_once_gets_a_few_replays_even_where_the_whole_
     assert isolate._rated(always, crowd, time.monotonic() + 10)[1].tries == isolate.HELD_TRIES
 
 
-def test_a_crowd_that_fails_once_in_twenty_replays_is_rated_and_its_cuts_replayed_for_as_long_as_the_whole():
+class _Clock:
+    """time as isolate reads it, moved only by sleep."""
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_a_crowd_that_fails_once_in_twenty_replays_is_rated_and_its_cuts_replayed_for_as_long_as_the_whole(monkeypatch):
     """A crowd's batch composition shows a bug in a few plain replays only: its rating goes on past
     RATE_REPLAYS while none failed, and a cut of it is replayed (past its tries) until the replays
     took HELD_TIME_SHARE times one replay of the whole, where a plain program's cut gets its tries."""
@@ -257,29 +269,32 @@ def test_a_crowd_that_fails_once_in_twenty_replays_is_rated_and_its_cuts_replaye
     assert found is not None and len(replays) == 20 and rate.held
     assert rate.tries == isolate.MAX_TRIES  # 1 of 20
     assert isolate._rated(twentieth, [step(1, 0, 5)], time.monotonic() + 10) == (None, isolate.Rate(0))
-    # the cut is replayed until 2 x the whole's replay time; a cut of a plain program gets its tries
-    never = isolate._replayed(lambda steps: replays.append(time.sleep(0.001)), isolate.Rate(3, True, 0.005),
-                              time.monotonic() + 10)
+    # the cut is replayed until 2 x the whole's replay time; a cut of a plain program gets its tries.
+    # On a clock each replay moves by its time (a loaded machine's sleeps overshoot: CI's took 3 ms).
+    clock = _Clock()
+    monkeypatch.setattr(isolate, "time", clock)
+    never = isolate._replayed(lambda steps: replays.append(clock.sleep(0.001)), isolate.Rate(3, True, 0.005),
+                              clock.monotonic() + 10)
     replays.clear()
-    began = time.monotonic()
+    began = clock.monotonic()
     assert never(crowd) is None
-    assert time.monotonic() - began >= isolate.HELD_TIME_SHARE * 0.005  # each replay >= 1 ms: 30 take longer
+    assert clock.monotonic() - began >= isolate.HELD_TIME_SHARE * 0.005
     assert 3 < len(replays) < isolate.HELD_MAX_TRIES
     counted = []
-    capped = isolate._replayed(lambda steps: counted.append(1), isolate.Rate(3, True, 60.0), time.monotonic() + 10)
+    capped = isolate._replayed(lambda steps: counted.append(1), isolate.Rate(3, True, 60.0), clock.monotonic() + 10)
     assert capped(crowd) is None and len(counted) == isolate.HELD_MAX_TRIES
-    # ... and for a tenth of the time the cuts have at most (each replay >= 5 ms: 30 take longer)
+    # ... and for a tenth of the time the cuts have at most (each replay 5 ms: 30 take longer)
     counted.clear()
-    share = isolate._replayed(lambda steps: counted.append(time.sleep(0.005)), isolate.Rate(3, True, 60.0),
-                              time.monotonic() + 0.5)
+    share = isolate._replayed(lambda steps: counted.append(clock.sleep(0.005)), isolate.Rate(3, True, 60.0),
+                              clock.monotonic() + 0.5)
     assert share(crowd) is None and 3 <= len(counted) < isolate.HELD_MAX_TRIES
     # a cut whose replays are slow (one waits out a timeout) gets that tenth, not its ten tries
     counted.clear()
-    slow = isolate._replayed(lambda steps: counted.append(time.sleep(0.03)), isolate.Rate(10, True, 0.01),
-                             time.monotonic() + 0.5)
+    slow = isolate._replayed(lambda steps: counted.append(clock.sleep(0.03)), isolate.Rate(10, True, 0.01),
+                             clock.monotonic() + 0.5)
     assert slow(crowd) is None and len(counted) <= 2
     counted.clear()
-    assert isolate._replayed(lambda steps: counted.append(1), isolate.Rate(3), time.monotonic() + 10)(crowd) is None
+    assert isolate._replayed(lambda steps: counted.append(1), isolate.Rate(3), clock.monotonic() + 10)(crowd) is None
     assert len(counted) == 3
 
 
