@@ -1291,8 +1291,7 @@ class Engine(CancelSteps, SharedSteps):
         self._end_told_apart(
             key, "end (teardown) a START that may have run",
             "its cancelled START ran", "the START-flag error or CANCELLED (it did not, or its cancel ended it)",
-            lambda got, req, _: self._refused_with_it(got, req),
-            lambda key, ran, sent: self.model.end_maybe_ran(key, sent))
+            self._refused_with_it, lambda key, ran, sent: self.model.end_maybe_ran(key, sent))
 
     def _end_at_its_window(self, key) -> None:
         """Ends a sequence the example left inside its idle window now, instead of waiting the
@@ -1302,8 +1301,7 @@ class Engine(CancelSteps, SharedSteps):
         self._end_told_apart(
             key, "end (teardown) a sequence at its idle timeout",
             "it was still there", "the START-flag error (its idle timeout ended it)",
-            lambda got, req, _: refused_for_start(self.spec, got, req.seq_id),
-            self.model.ended_at_its_window)
+            lambda got, req: refused_for_start(self.spec, got, req.seq_id), self.model.ended_at_its_window)
 
     def _told_apart_at_its_window(self, key) -> bool:
         """Whether the teardown ends `key` inside its idle window: not one left to expire on
@@ -1315,12 +1313,18 @@ class Engine(CancelSteps, SharedSteps):
     def end_told_apart(self, key) -> None:
         """A replay's TOLD_APART step: the END goes as the teardown sent it, where the model is
         as it was then (a cancelled START that may have run, once its cancel has surely come; a
-        sequence inside its idle window); anywhere else it is an END like any other."""
+        live sequence as the teardown ends one: told apart inside its idle window)."""
         model = self.model
         if key in model.maybe_ran:
             go_silent(max(0.0, model.maybe_ran[key] - time.monotonic()))
             self._end_maybe_ran(key)
-        elif key in model.live_keys() and self._told_apart_at_its_window(key):
+        else:
+            self._end_at_teardown(key)
+
+    def _end_at_teardown(self, key) -> None:
+        """The teardown's END of a live sequence: told apart inside its idle window, else a plain
+        END (which parks the teardown client where its answer depends on a window)."""
+        if self._told_apart_at_its_window(key):
             self._end_at_its_window(key)
         else:
             self.send(self.teardown_client, self.spec.request(key[1], self.as_value(0), end=True), "grpc",
@@ -1328,7 +1332,7 @@ class Engine(CancelSteps, SharedSteps):
 
     def _end_told_apart(self, key, action: str, ran_means: str, refused_means: str, refused_ok, settle) -> None:
         """Sends the teardown END of `key`, whose state only its answer tells: answered with its
-        sum (`ran_means`), or refused (`refused_ok(got, req, via)`: as `refused_means` says), and
+        sum (`ran_means`), or refused (`refused_ok(got, req)`: as `refused_means` says), and
         `settle(key, answered, Window(sent, back))` tells the model which. The slot is free either way."""
         req = self.spec.request(key[1], self.as_value(0), end=True)
         # An answer that came before this END is the model's to see first (as in dispatch): a
@@ -1352,7 +1356,7 @@ class Engine(CancelSteps, SharedSteps):
             violation = InvariantViolation("no_hangs", f"no answer: {got.message}")
         elif got.ok and not same_sum(got.value, total):
             violation = InvariantViolation("sums_match", f"wrong running sum where {ran_means}")
-        elif not got.ok and not refused_ok(got, req, "grpc"):
+        elif not got.ok and not refused_ok(got, req):
             violation = not_answered(got, InvariantViolation("valid_is_accepted",
                                                              f"refused, but not as expected: {refused_means}"))
         if violation is not None:
@@ -1388,11 +1392,7 @@ class Engine(CancelSteps, SharedSteps):
             for key in [k for k in self.model.live_keys() if k not in held]:
                 if self.teardown_client in self.parked:
                     break
-                if self._told_apart_at_its_window(key):
-                    self._end_at_its_window(key)
-                    continue
-                req = self.spec.request(key[1], self.as_value(0), end=True)
-                self.send(self.teardown_client, req, "grpc", "end (teardown)")
+                self._end_at_teardown(key)
             # (not where the step's refusal is never answered: such a START is left to its idle
             # window; parked STARTs that wait only for a slot are what these ENDs free one for)
             if not (self.pending or self.refusals_lost or any(not p.early for p in self.parked.values())):
