@@ -176,8 +176,29 @@ class CancelSteps:
         g.cancelled = ran < len(got)
         for o in got:  # one not answered OK: the server may have run it before the cancel, or not
             self.tally.saw(o) if o is not None and o.ok else self.tally.cancel()
-        self.record(client=client, action=action, kind=Kind.CANCEL_STREAM, wait_s=wait_s,
-                    got=f"{ran} of {len(got)} request(s) behind answered before the cancel")
+        wrong = self._wrong_behind(g, got)
+        rec = self.record(client=client, action=action, kind=Kind.CANCEL_STREAM, wait_s=wait_s,
+                          expected="" if wrong is None else wrong[1],
+                          got=f"{ran} of {len(got)} request(s) behind answered before the cancel"
+                              + ("" if wrong is None else f"; {wrong[0]}"))
+        if wrong is not None:
+            self.fail(InvariantViolation("sums_match", f"a request behind answered a sum its queue cannot "
+                                                       f"have made: {wrong[0]}, expected {wrong[1]}"), rec)
+
+    def _wrong_behind(self, g: Group, got: list) -> tuple | None:
+        """The first answer of a request behind, answered before the cancel, that is no running sum
+        its place in the queue allows: the sum after the queue up to it, on the group's base with
+        any of the requests beside the queue (the first, the witness) run before it (where they
+        ran among the queue is the server's choice). (what it answered, what it may be), or None."""
+        starts = self._beside_sums(g)
+        for i, ((req, _), o) in enumerate(zip(g.behind, got)):
+            if o is None or not o.ok:
+                continue
+            possible = sorted({self._prefixes(g, s)[i + 1] for s in starts})
+            if o.value not in possible:
+                return (f"the request {i + 1} of {len(g.behind)} behind ({req.describe()}) answered "
+                        f"OUTPUT={o.value!r}", f"OUTPUT={_one_of(possible, 3)}")
+        return None
 
     def check_aside(self, client: int, action: str) -> None:
         """The next unchecked answer beside the stream: the first request's, then the witness's."""
@@ -278,12 +299,17 @@ class CancelSteps:
     def _any_sum(self, g: Group, without: Request | None = None) -> frozenset:
         """Every sum some of the group's requests (but `without`) could make on its base: what
         the server's order may have made of a group whose order the answers show was lost."""
+        # those behind, one stream's, run as a prefix of their order (not any subset: 2^k sums)
+        return frozenset(p for s in self._beside_sums(g, without) for p in self._prefixes(g, s))
+
+    def _beside_sums(self, g: Group, without: Request | None = None) -> set:
+        """Every sum some of the requests beside the queue (the first, the witness; not
+        `without`) make on the group's base, in any order."""
         sums = {g.base}
         for r in [a[0] for a in g.asides]:
             if r is not without:
                 sums |= {self.model.then(s, r.value) for s in sums}
-        # those behind, one stream's, run as a prefix of their order (not any subset: 2^k sums)
-        return frozenset(p for s in sums for p in self._prefixes(g, s))
+        return sums
 
     def _refused_with_it(self, got: Outcome, req: Request, via: str = "grpc") -> bool:
         """Failed with a cancelled request it was queued behind, or after it ended the sequence."""
