@@ -335,6 +335,43 @@ def test_a_crowd_is_tried_one_request_at_a_time_and_kept_where_it_is_needed():
     assert alone(found, batch, lambda v: v.program, time.monotonic() + 10) is found and tries[1:] == [4, 6]
 
 
+def test_a_cancel_group_is_tried_as_plain_requests_and_then_folds():
+    """A cancel group: the first request aside, three queued behind it on the stream, the
+    witness, the cancel, the two answers, the next request. Uncancelled, its five requests go
+    one at a time in the order they went (the first and the witness carrying what their answers
+    checked), the cancel and the answers gone; a failure that needs no cancel then keeps the
+    plain program, whose queue folds like any requests, and one that needs it keeps its group."""
+    import time
+    from fuzz.corpus.shrink import alone, in_turn, uncancelled
+
+    first = req(1, 5, 2, kind=Kind.ASIDE, outcome=None)
+    behind = [req(2 + k, 5, 4, kind=Kind.BEHIND, outcome=None) for k in range(3)]
+    witness = req(5, 5, 64, kind=Kind.ASIDE, outcome=None)
+    answers = [attrs.evolve(s, index=7 + k, kind=Kind.ASIDE_ANSWER, outcome=Outcome(v), expected=f"OUTPUT={v}")
+               for k, (s, v) in enumerate([(first, 3), (witness, 79)])]
+    cancel = StepRecord(index=6, client=0, action="cancel its stream", kind=Kind.CANCEL_STREAM)
+    after = attrs.evolve(req(9, 5, 1, kind=Kind.AFTER_CANCEL, outcome=Outcome(80)), expected="OUTPUT=80")
+    steps = [req(0, 5, 1, start=True), first, *behind, witness, cancel, *answers, after]
+    plain = uncancelled(steps)
+    assert [s.kind for s in plain] == [Kind.REQUEST] * 7
+    assert sent(plain) == sent([steps[i] for i in (0, 1, 2, 3, 4, 5, 9)])
+    assert [s.outcome for s in plain[1:]] == [Outcome(3), None, None, None, Outcome(79), Outcome(80)]
+    assert plain[5].expected == "OUTPUT=79" and plain[2].expected == ""
+    assert in_turn(steps) == plain and uncancelled(plain) == plain
+    # the queue's requests, answered in a replay, fold into the request before them
+    answered = [attrs.evolve(s, outcome=OK) for s in plain]
+    assert sent(without(answered, {2, 3, 4}, SPEC))[1] == (5, 14, False, False)
+
+    tries = []
+    needs_no_cancel = failing_while(lambda kept: True, tries, lambda kept: [s.kind for s in kept])
+    shrunk = alone(needs_no_cancel(steps), needs_no_cancel, lambda v: v.program, time.monotonic() + 10).program
+    assert shrunk == plain
+    tries.clear()
+    needs_it = failing_while(lambda kept: Kind.CANCEL_STREAM in [s.kind for s in kept], tries, len)
+    found = needs_it(steps)
+    assert alone(found, needs_it, lambda v: v.program, time.monotonic() + 10) is found and tries[1:] == [7]
+
+
 def test_a_sequence_whose_age_the_bug_needs_is_thinned_every_other_request():
     """A START and 16 more requests, one every 0.05 s; a stand-in for a model whose sum lives
     0.75 s from its START fails while the last request goes 0.75 s or more after the START and no

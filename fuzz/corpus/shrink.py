@@ -128,16 +128,19 @@ def alone(found: InvariantViolation, try_: Try, body: Body, deadline: float) -> 
     answered before the next, their answer steps gone: every group at once, then the last group
     alone. A bug a crowd met that needs no crowd (a count, a sum's type, a key) then shows in half
     the steps, and the passes after this one cut plain requests (seen: `drops_every_third`, a
-    count across requests, shrunk to a crowd of 6 steps). Two tries at most; a bug of a batch's
-    composition fails neither and keeps its crowd."""
+    count across requests, shrunk to a crowd of 6 steps). Before them, the program with its
+    cancel groups sent uncancelled, where it has any (`uncancelled`). Three tries at most; a bug
+    of a batch's composition, or of a cancel, fails none and keeps its crowd or its group."""
     steps = body(found)
     if _holds_full_batch(steps):
         return found  # its STARTs are held by the server until the batch is full: one alone waits forever
     runs = held_runs(steps)
-    for chosen in [runs, runs[-1:]] if len(runs) > 1 else [runs] if runs else []:
+    tries = [unheld(steps, chosen) for chosen in ([runs, runs[-1:]] if len(runs) > 1 else [runs] if runs else [])]
+    plain = uncancelled(steps)
+    for candidate in ([plain] if plain != steps else []) + tries:
         if time.monotonic() >= deadline:
             break
-        again = try_(unheld(steps, chosen))
+        again = try_(candidate)
         if again is not None and len(body(again)) < len(steps):
             return again
     return found
@@ -292,12 +295,46 @@ def unheld(steps, runs: list) -> list[StepRecord]:
 
 def in_turn(steps) -> list[StepRecord]:
     """The program with the requests a client pipelined on its stream (a run of HELD steps all
-    of one client: a `run`, a churn's chunk) sent one at a time, each answered before the next.
-    Not where the server holds STARTs until a batch is full: one alone would wait for good."""
+    of one client: a `run`, a churn's chunk) sent one at a time, each answered before the next,
+    and its cancel groups sent uncancelled (`uncancelled`). Not where the server holds STARTs
+    until a batch is full: one alone would wait for good."""
     if _holds_full_batch(steps):
         return list(steps)
     runs = [run for run in held_runs(steps) if len({steps[i].client for i in run}) == 1]
-    return unheld(steps, runs) if runs else list(steps)
+    return uncancelled(unheld(steps, runs) if runs else list(steps))
+
+
+# A cancel group's steps that send a request, and those that only answer or cancel
+CANCEL_SENDS = (Kind.ASIDE, Kind.BEHIND, Kind.AFTER_CANCEL)
+
+
+def uncancelled(steps) -> list[StepRecord]:
+    """The program with each cancel group's requests (the first, those queued behind it, the
+    witness, the one after) sent as plain requests, one at a time in the order they went, each
+    carrying what its answer step checked; its cancel and answer steps gone. A failure found in
+    a cancel group that needs no cancel (a sum a request of the queue answered wrong, a START the
+    one after was let through) then shrinks as plain requests do, which fold (seen: 55 to 80
+    steps kept of a 3-step divergence, most of them a queue of 63 requests behind); one that
+    needs the cancel fails no more this way, and the group stays."""
+    if not any(s.kind in CANCEL_SENDS for s in steps):
+        return list(steps)
+    answers, open_ = {}, {}  # open_: client -> positions of its ASIDE steps not yet answered, in order
+    for i, s in enumerate(steps):
+        if s.kind is Kind.ASIDE:
+            open_.setdefault(s.client, []).append(i)
+        elif s.kind is Kind.ASIDE_ANSWER and open_.get(s.client):
+            answers[open_[s.client].pop(0)] = i
+    out = []
+    for i, s in enumerate(steps):
+        if s.kind in (Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER):
+            continue
+        if s.kind in CANCEL_SENDS:
+            answer = s if s.kind is Kind.AFTER_CANCEL else steps[answers[i]] if i in answers else None
+            s = attrs.evolve(s, kind=Kind.REQUEST, action=f"{s.action}, sent alone",
+                             expected=answer.expected if answer else "", got=answer.got if answer else "",
+                             expect=answer.expect if answer else None, outcome=answer.outcome if answer else None)
+        out.append(s)
+    return out
 
 
 def _answered(s: StepRecord, spec: ModelSpec) -> bool:
