@@ -122,10 +122,14 @@ def test_an_invariant_a_user_registers_is_fuzzed_for_and_shrunk(triton):
     finally:
         unregister("no_answer_over_100")
     assert error is not None and result.verdict == "FAIL", result
-    (failure,) = [f for f in result.failures if f.invariant == "no_answer_over_100"]
+    # Hypothesis keeps failures of distinct origins apart (two of this promise, seen once with two
+    # workers on two cores): each is shrunk so.
+    found = [f for f in result.failures if f.invariant == "no_answer_over_100"]
+    assert found, result.failures
     # One request answered over 100 is the whole of it (a START with such a value), after the
     # reload a shrunk program may begin with; a crowd's request is two steps (sent held, answered).
     # Within one request of that (issue 26's bar): CI's loaded cores once left a START of 0.0 and
     # then inf, where the shrink did not fold the two into one START.
-    sent = [r for r in failure.records if r.request is not None and r.kind not in (Kind.ANSWER, Kind.HELD_ANSWER)]
-    assert len(sent) <= 2 and failure.shrunk_steps <= 4, failure.program
+    for failure in found:
+        sent = [r for r in failure.records if r.request is not None and r.kind not in (Kind.ANSWER, Kind.HELD_ANSWER)]
+        assert len(sent) <= 2 and failure.shrunk_steps <= 4, failure.program

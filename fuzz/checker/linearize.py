@@ -75,13 +75,14 @@ def answers(op: Op) -> tuple:
     return (*op.outcome.partials, op.outcome.value)
 
 
-def judge(history: History, spec: ModelSpec, carries_state: bool = True, budget: int = BUDGET) -> list[Verdict]:
-    """A verdict for every sequence the history sends on, broken ones first."""
+def judge(history: History, spec: ModelSpec, carries_state: bool = True, budget: int = BUDGET,
+          only: Key | None = None) -> list[Verdict]:
+    """A verdict for every sequence the history sends on (`only`: for that one), broken ones first."""
     contract = Contract(spec, carries_state)
     wipes = [op for op in history.ops if op.request is None]
     by_key: dict = {}
     for op in history.ops:
-        if op.request is not None:
+        if op.request is not None and (only is None or op.key == only):
             by_key.setdefault(op.key, []).append(op)
     verdicts = []
     for key, ops in by_key.items():

@@ -3,9 +3,11 @@
 Several clients send the next request of one live sequence at the same moment, each on its own
 connection (its stream, or unary gRPC). Which arrives first is the server's choice, so no single answer is determined; but the
 batcher runs a sequence's requests one at a time, in its slot, so the answers must be the running
-sums of *some* arrival order, and the sequence goes on with all of them (order_kept). A replay
-sends them at once again (SHARED steps, then their answers), so a bug that needs them together
-can show again; its check is the same.
+sums of *some* arrival order, and the sequence goes on with all of them (order_kept). Which orders
+there are is the history checker's to say (fuzz/checker/linearize.py: the one judge of arrival
+orders, which also judges every example once it has drained), here on the sequence's history so
+far, as soon as the answers are in. A replay sends them at once again (SHARED steps, then their
+answers), so a bug that needs them together can show again; its check is the same.
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import attrs
 
 from .client import StreamClient
 from ..events import event
+from ..checker import linearize
+from ..checker.history import history_of
 from ..checker.invariants import InvariantViolation, not_answered
 from ..checker.model import Answer, key_of, refused_for_start
 from ..steps import drift, plays, replays
@@ -90,8 +94,6 @@ class SharedSteps:
         values = [req.value for _, req, _, _ in g.sent]
         for o in got:
             self.tally.saw(o)
-        order = an_order(g.base, values, [o.value if o.ok else None for o in got], self.model.then) \
-            if all(o.ok for o in got) else None
         key = key_of(g.sent[0][1].seq_id)
         late = self._refused_after_expiry(g, got)
         recs = []
@@ -108,12 +110,25 @@ class SharedSteps:
             self.stats.ambiguous_waits += 1
             event("share sequence: refused after their idle window opened (indeterminate)")
             return
-        if order is not None:
+        broken = self._unexplained(key) if all(o.ok for o in got) else None
+        if all(o.ok for o in got) and broken is None:
             self.model.answered(key, time.monotonic())
-            event(f"share sequence: {len(g.sent)} requests, " + ("in the order sent" if order == sorted(order)
-                                                                 else "another order"))
+            in_order = list(itertools.accumulate(values, self.model.then, initial=g.base))[1:] == \
+                [o.value for o in got]
+            event(f"share sequence: {len(g.sent)} requests, " + ("in the order sent" if in_order else "another order"))
+            return
+        if broken is not None and broken.step not in {r.index for r in recs}:
+            # an answer before them that no order explains, with theirs (the reference took it)
+            self.fail(InvariantViolation(broken.invariant, f"the history checker: {broken.describe()}"),
+                      self.log[broken.step - 1])
             return
         self.fail(self._no_order(g, got), recs[-1])
+
+    def _unexplained(self, key) -> linearize.Verdict | None:
+        """The history checker's verdict on the sequence `key`, the example's history so far,
+        where no order of it explains its answers (None where one does, or it cannot tell)."""
+        found = linearize.judge(history_of(self.log), self.spec, carries_state=self.model.carries_state, only=key)
+        return next((v for v in found if v.verdict == "broken"), None)
 
     def _refused_after_expiry(self, g: Shared, got: list[Outcome]) -> float | None:
         """Where every one refused was refused for want of START and answered once the sequence's
