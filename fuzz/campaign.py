@@ -352,7 +352,8 @@ def _judge(server, spec: ModelSpec, error: BaseException, stats: RunStats, expec
                                          cut_short=flaky or stats.shrink_stopped, unreplayable=unreplayable)
             _rate_cuts(server, spec, violations, found, replayable, unreplayable, ours, fuzz_settings,
                        trusted=not (flaky or stats.shrink_stopped))
-            replayable |= _shorten_known(server, spec, violations, ours, fuzz_settings)
+            if not (flaky or stats.shrink_stopped):  # (a shrink cut short has spent its budget)
+                replayable |= _shorten_known(server, spec, violations, ours, expected, fuzz_settings)
     except Terminated as stop:
         stop.partial_result = partial(stop)
         raise
@@ -401,20 +402,24 @@ def _rate_cuts(server, spec: ModelSpec, violations: list, found: list, replayabl
 # A known divergence's program is polished for this share of the shrink budget: it is reported
 # to stay visible, not to be reduced as far as a finding is.
 KNOWN_POLISH_SHARE = 1 / 4
+KNOWN_NOT_POLISHED = ("server_alive", "no_hangs")
 
 
-def _shorten_known(server, spec: ModelSpec, violations: list, ours: set, settings: FuzzSettings) -> dict:
-    """Each known divergence among `violations` (not ours, not the server's death) polished in
-    place, for a share of the shrink budget: Hypothesis shrinks the choices a program was drawn
-    from, which cannot turn a queue of requests sent back to back into the two plain requests
-    that show a dropped sum (seen: 74 requests kept, a queue of 65 behind a cancelled one).
-    Returns the polished ones by id: each replays."""
+def _shorten_known(server, spec: ModelSpec, violations: list, ours: set, expected, settings: FuzzSettings) -> dict:
+    """Each known divergence among `violations` polished in place, for a share of the shrink
+    budget: Hypothesis shrinks the choices a program was drawn from, which cannot turn a queue of
+    requests sent back to back into the two plain requests that show a dropped sum (seen: 74
+    requests kept, a queue of 65 behind a cancelled one). Not a hang or the server's death (their
+    replays wait out answer bounds, or take down a server other models share). A cut is kept only
+    where it is still that divergence: one that breaks the same promise some other way would be
+    reported as a new finding (seen in review: a unary hang after a deadlines fault, cut to a
+    START that hangs, no longer reads as "given up"). Returns the polished ones by id: each replays."""
     polished = {}
     for i, v in enumerate(violations):
-        if id(v) in ours or v.invariant == "server_alive":
+        if id(v) in ours or v.invariant in KNOWN_NOT_POLISHED:
             continue
         better = polish(server, spec, v, settings, settings.shrink_budget_s * KNOWN_POLISH_SHARE)
-        if better is not None:
+        if better is not None and _known(expected, better) == _known(expected, v):
             violations[i] = polished[id(better)] = better
     return polished
 

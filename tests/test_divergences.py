@@ -319,3 +319,31 @@ def test_only_the_decoupled_iterative_model_is_fuzzed_alone_and_only_on_the_buil
     assert [v.name for v in default_variants(native=True) if v.iterations and v.decoupled] == alone("2.51.0")
     assert alone("2.51.0") == alone("2.46.0") and len(alone("2.51.0")) == 1
     assert alone("2.44.0") == []
+
+
+def test_a_known_divergence_is_polished_only_into_a_cut_that_is_still_it(monkeypatch):
+    """A known divergence's program is polished (Hypothesis cannot fold a queue sent back to
+    back), but a cut is kept only where the same divergence still explains it: one that breaks
+    the same promise some other way would be reported as a new finding. Hangs and the server's
+    death are not polished at all. (The campaign's bookkeeping only: polish is stubbed.)"""
+    from fuzz import campaign
+    from fuzz.checker.divergences import KnownDivergence
+    from fuzz.checker.invariants import InvariantViolation
+    from fuzz.harness.engine import FuzzSettings
+
+    def violation(invariant, got, steps):
+        v = InvariantViolation(invariant, "d")
+        v.got, v.program = got, ["step"] * steps
+        return v
+    known = [KnownDivergence(k, "s", ("2.51.0",), "x", affects=lambda spec: True, invariant=inv, signatures=(sig,))
+             for k, inv, sig in [("dropped", "sums_match", "dropped"), ("hang", "no_hangs", "given up")]]
+    cuts = {}
+    monkeypatch.setattr(campaign, "polish", lambda server, spec, v, settings, budget: cuts.get(id(v)))
+    still, other, hang, ours = (violation("sums_match", "dropped", 9), violation("sums_match", "dropped", 9),
+                                violation("no_hangs", "given up", 9), violation("sums_match", "wrong", 9))
+    cuts.update({id(still): violation("sums_match", "dropped", 2), id(other): violation("sums_match", "wrong", 2),
+                 id(hang): violation("no_hangs", "no response", 1), id(ours): violation("sums_match", "wrong", 1)})
+    violations = [still, other, hang, ours]
+    polished = campaign._shorten_known(None, None, violations, {id(ours)}, known, FuzzSettings())
+    assert [len(v.program) for v in violations] == [2, 9, 9, 9]
+    assert list(polished) == [id(violations[0])]

@@ -342,7 +342,7 @@ def test_a_cancel_group_is_tried_as_plain_requests_and_then_folds():
     checked), the cancel and the answers gone; a failure that needs no cancel then keeps the
     plain program, whose queue folds like any requests, and one that needs it keeps its group."""
     import time
-    from fuzz.corpus.shrink import alone, in_turn, uncancelled
+    from fuzz.corpus.shrink import alone, in_turn, plainly, uncancelled
 
     first = req(1, 5, 2, kind=Kind.ASIDE, outcome=None)
     behind = [req(2 + k, 5, 4, kind=Kind.BEHIND, outcome=None) for k in range(3)]
@@ -357,7 +357,7 @@ def test_a_cancel_group_is_tried_as_plain_requests_and_then_folds():
     assert sent(plain) == sent([steps[i] for i in (0, 1, 2, 3, 4, 5, 9)])
     assert [s.outcome for s in plain[1:]] == [Outcome(3), None, None, None, Outcome(79), Outcome(80)]
     assert plain[5].expected == "OUTPUT=79" and plain[2].expected == ""
-    assert in_turn(steps) == plain and uncancelled(plain) == plain
+    assert plainly(steps) == plain and in_turn(steps) == steps and uncancelled(plain) == plain
     # the queue's requests, answered in a replay, fold into the request before them
     answered = [attrs.evolve(s, outcome=OK) for s in plain]
     assert sent(without(answered, {2, 3, 4}, SPEC))[1] == (5, 14, False, False)

@@ -258,7 +258,7 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     # share at most: short, they replay fast. The program sent in turn is as long as the whole:
     # after a long program's cores, and only where `whole`.
     cores = [(core, CORE_SHARE) for core in _cores(_body(found), spec)]
-    in_turn = shrink.in_turn(_body(found))
+    in_turn = shrink.plainly(_body(found))
     first = [(in_turn, CORE_SHARE)] if in_turn != _body(found) and whole else []
     long_ = len(_body(found)) > FOCUS_FIRST_STEPS
     for body, part in (cores + first if long_ else first + cores) + ([(_body(found), 1 / 2)] if whole else []):
@@ -463,10 +463,10 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
                 found, rate = _rated(plain, core, time.monotonic() + (deadline - time.monotonic()) * CORE_SHARE)
                 if found is not None:
                     break
-        in_turn = shrink.in_turn(violation.program)
+        in_turn = shrink.plainly(violation.program)
         if found is None and in_turn != list(violation.program):
             # Sent one at a time it cuts faster (plain requests fold, and it is rated as such),
-            # where its bug needs no execution its pipelined requests shared.
+            # where its bug needs no execution its pipelined requests shared, and no cancel.
             found, rate = _rated(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE)
         if found is None:
             found, rate = _rated(plain, violation.program, deadline)

@@ -295,13 +295,18 @@ def unheld(steps, runs: list) -> list[StepRecord]:
 
 def in_turn(steps) -> list[StepRecord]:
     """The program with the requests a client pipelined on its stream (a run of HELD steps all
-    of one client: a `run`, a churn's chunk) sent one at a time, each answered before the next,
-    and its cancel groups sent uncancelled (`uncancelled`). Not where the server holds STARTs
-    until a batch is full: one alone would wait for good."""
+    of one client: a `run`, a churn's chunk) sent one at a time, each answered before the next.
+    Not where the server holds STARTs until a batch is full: one alone would wait for good."""
     if _holds_full_batch(steps):
         return list(steps)
     runs = [run for run in held_runs(steps) if len({steps[i].client for i in run}) == 1]
-    return uncancelled(unheld(steps, runs) if runs else list(steps))
+    return unheld(steps, runs) if runs else list(steps)
+
+
+def plainly(steps) -> list[StepRecord]:
+    """The program sent in turn (`in_turn`) and its cancel groups uncancelled (`uncancelled`):
+    what a shrink tries first, where plain requests fold."""
+    return uncancelled(in_turn(steps))
 
 
 # A cancel group's steps that send a request, and those that only answer or cancel

@@ -110,7 +110,7 @@ class SharedSteps:
             self.stats.ambiguous_waits += 1
             event("share sequence: refused after their idle window opened (indeterminate)")
             return
-        broken = self._unexplained(key) if all(o.ok for o in got) else None
+        broken = self._unexplained(key, g, got) if all(o.ok for o in got) else None
         if all(o.ok for o in got) and broken is None:
             self.model.answered(key, time.monotonic())
             in_order = list(itertools.accumulate(values, self.model.then, initial=g.base))[1:] == \
@@ -124,11 +124,22 @@ class SharedSteps:
             return
         self.fail(self._no_order(g, got), recs[-1])
 
-    def _unexplained(self, key) -> linearize.Verdict | None:
-        """The history checker's verdict on the sequence `key`, the example's history so far,
-        where no order of it explains its answers (None where one does, or it cannot tell)."""
-        found = linearize.judge(history_of(self.log), self.spec, carries_state=self.model.carries_state, only=key)
-        return next((v for v in found if v.verdict == "broken"), None)
+    def _unexplained(self, key, g: Shared, got: list[Outcome]) -> linearize.Verdict | None:
+        """The history checker's verdict on the sequence `key` (the example's history from the
+        first step that named it), where no order of it explains its answers; None where one
+        does. Where it cannot tell (its search ran out of budget: deep cancelled queues on the
+        key, each of whose requests may have run at any later time), their answers must still be
+        the running sums of one order from the sum the reference model holds."""
+        first = next(i for i, s in enumerate(self.log) if s.request is not None and key_of(s.request.seq_id) == key)
+        found = linearize.judge(history_of(self.log[first:]), self.spec, carries_state=self.model.carries_state, only=key)
+        verdict = found[0] if found else None
+        if verdict is None or verdict.verdict != "unknown":
+            return verdict if verdict is not None and verdict.verdict == "broken" else None
+        values = [req.value for _, req, _, _ in g.sent]
+        if an_order(g.base, values, [o.value for o in got], self.model.then) is not None:
+            return None
+        last = self.log[-1]
+        return linearize.Verdict(key, "broken", "order_kept", last.index, last.outcome.describe())
 
     def _refused_after_expiry(self, g: Shared, got: list[Outcome]) -> float | None:
         """Where every one refused was refused for want of START and answered once the sequence's
