@@ -263,15 +263,28 @@ def _partners(steps, gone: set) -> set:
 
 
 def answers_of_held(steps) -> dict:
-    """Each HELD step's position -> its HELD_ANSWER's, where the program has it (a client's
-    answers are checked in the order it sent)."""
-    answers, open_ = {}, {}  # open_: client -> positions of its HELD steps not yet answered, in order
+    """Each HELD step's position -> its HELD_ANSWER's, where the program has it."""
+    return answers_of(steps, Kind.HELD)
+
+
+def answers_of(steps, sent: Kind) -> dict:
+    """Each `sent` step's position -> that of the step that answers it (its kind's
+    Traits.answers names `sent`), where the program has it (a client's answers are checked in
+    the order it sent)."""
+    answers, open_ = {}, {}  # open_: client -> positions of its `sent` steps not yet answered, in order
     for i, s in enumerate(steps):
-        if s.kind is Kind.HELD:
+        if s.kind is sent:
             open_.setdefault(s.client, []).append(i)
-        elif s.kind is Kind.HELD_ANSWER and open_.get(s.client):
+        elif s.kind.traits.answers == sent.value and open_.get(s.client):
             answers[open_[s.client].pop(0)] = i
     return answers
+
+
+def _sent_alone(s: StepRecord, answer: StepRecord | None) -> StepRecord:
+    """`s` as a plain request, carrying what `answer` (its answer step, or None) checked."""
+    return attrs.evolve(s, kind=Kind.REQUEST, action=f"{s.action}, sent alone",
+                        expected=answer.expected if answer else "", got=answer.got if answer else "",
+                        expect=answer.expect if answer else None, outcome=answer.outcome if answer else None)
 
 
 def unheld(steps, runs: list) -> list[StepRecord]:
@@ -285,10 +298,7 @@ def unheld(steps, runs: list) -> list[StepRecord]:
         if i in gone:
             continue
         if i in chosen:
-            answer = steps[answers[i]] if i in answers else None
-            s = attrs.evolve(s, kind=Kind.REQUEST, action=f"{s.action}, sent alone",
-                             expected=answer.expected if answer else "", got=answer.got if answer else "",
-                             expect=answer.expect if answer else None, outcome=answer.outcome if answer else None)
+            s = _sent_alone(s, steps[answers[i]] if i in answers else None)
         out.append(s)
     return out
 
@@ -323,21 +333,13 @@ def uncancelled(steps) -> list[StepRecord]:
     needs the cancel fails no more this way, and the group stays."""
     if not any(s.kind in CANCEL_SENDS for s in steps):
         return list(steps)
-    answers, open_ = {}, {}  # open_: client -> positions of its ASIDE steps not yet answered, in order
-    for i, s in enumerate(steps):
-        if s.kind is Kind.ASIDE:
-            open_.setdefault(s.client, []).append(i)
-        elif s.kind is Kind.ASIDE_ANSWER and open_.get(s.client):
-            answers[open_[s.client].pop(0)] = i
+    answers = answers_of(steps, Kind.ASIDE)
     out = []
     for i, s in enumerate(steps):
         if s.kind in (Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER):
             continue
         if s.kind in CANCEL_SENDS:
-            answer = s if s.kind is Kind.AFTER_CANCEL else steps[answers[i]] if i in answers else None
-            s = attrs.evolve(s, kind=Kind.REQUEST, action=f"{s.action}, sent alone",
-                             expected=answer.expected if answer else "", got=answer.got if answer else "",
-                             expect=answer.expect if answer else None, outcome=answer.outcome if answer else None)
+            s = _sent_alone(s, s if s.kind is Kind.AFTER_CANCEL else steps[answers[i]] if i in answers else None)
         out.append(s)
     return out
 

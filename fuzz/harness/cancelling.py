@@ -192,11 +192,11 @@ class CancelSteps:
         its place in the queue allows: the sum after the queue up to it, on the group's base with
         any of the requests beside the queue (the first, the witness) run before it (where they
         ran among the queue is the server's choice). (what it answered, what it may be), or None."""
-        starts = self._beside_sums(g)
+        runs = [self._prefixes(g, s) for s in self._beside_sums(g)]  # (once: a queue is up to 256 deep)
         for i, ((req, _), o) in enumerate(zip(g.behind, got)):
             if o is None or not o.ok:
                 continue
-            possible = sorted({self._prefixes(g, s)[i + 1] for s in starts})
+            possible = sorted({run[i + 1] for run in runs})
             if o.value not in possible:
                 return (f"the request {i + 1} of {len(g.behind)} behind ({req.describe()}) answered "
                         f"OUTPUT={o.value!r}", f"OUTPUT={_one_of(possible, 3)}")

@@ -402,8 +402,12 @@ class Engine(CancelSteps, SharedSteps):
         found = linearize.judge(history_of(self.log), self.spec, carries_state=self.model.carries_state)
         broken = next((v for v in found if v.verdict == "broken"), None)
         if broken is not None:
-            self.fail(InvariantViolation(broken.invariant, f"the history checker: {broken.describe()}"),
-                      self.log[broken.step - 1])
+            self.fail_unexplained(broken)
+
+    def fail_unexplained(self, broken: linearize.Verdict) -> None:
+        """Fails on the step whose answer the history checker found no order explains."""
+        self.fail(InvariantViolation(broken.invariant, f"the history checker: {broken.describe()}"),
+                  self.log[broken.step - 1])
 
     def budget_spent(self) -> bool:
         """The campaign's budget has run out (never while a failure is being shrunk): a long
