@@ -18,7 +18,7 @@ from .checker.divergences import by_key, known_for, steered_around
 from .harness.engine import BudgetSpent
 from .checker.invariants import InvariantViolation
 from .corpus.isolate import (can_isolate, from_fresh_model, polish, replays_only_on_history, replays_reliably,
-                             sends_at_once)
+                             sends_at_once, Tried)
 from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
 from .progress import Progress, Snapshot
 from .harness.server import Terminated, stopping
@@ -435,17 +435,17 @@ def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats:
     for i, v in enumerate(violations):
         if id(v) not in ours:
             continue
-        better, leaked = None, False
+        better, leaked, tried = None, False, Tried()  # (what each shrink showed, the next does not show again)
         if not (cut_short or id(v) in unreplayable):
             began = time.monotonic()
-            better = polish(server, spec, v, settings, settings.shrink_budget_s)
+            better = polish(server, spec, v, settings, settings.shrink_budget_s, tried)
             # One that polishing cannot cut and that passes from a fresh model failed here only on
             # what earlier examples left in the model (a leak that outlives them: every new id
             # refused), so its program reproduces nothing on a fresh one.
             leaked = better is None and replays_only_on_history(
-                server, spec, v, settings, until=began + 2 * settings.shrink_budget_s)
+                server, spec, v, settings, until=began + 2 * settings.shrink_budget_s, tried=tried)
         if cut_short or id(v) in unreplayable or leaked:
-            better = from_fresh_model(server, spec, v, settings, settings.shrink_budget_s)
+            better = from_fresh_model(server, spec, v, settings, settings.shrink_budget_s, tried)
             first = stats.first.get(v.invariant)
             if better is None and first is not None and first is not v:
                 # The shortest needs more of what ran before it than a failure keeps (a count

@@ -587,3 +587,70 @@ def test_a_long_failure_from_a_fresh_model_is_cut_from_its_last_sequences_before
     assert found is not None and found.program[0].kind is Kind.FAULT
     assert sorted({s.request.seq_id for s in found.program if s.request is not None}) == [138, 139]
     assert len(steps) not in fresh_lengths
+
+
+def test_a_shrink_from_a_fresh_model_does_not_try_again_what_polish_and_the_fresh_replays_showed(monkeypatch):
+    """A long failure that needs an id its history started (a cache that outlives examples): the
+    polish's plain replays of it and of its last sequences never fail, nor do three replays from a
+    fresh model; the shrink from a fresh model then goes to its history at once, and spends no
+    try on the program alone again (seen: 15 s of a 30 s budget, ddmin left 5 s for 228 steps)."""
+    needs = {5, 138}
+    plain, fresh_alone = [], []
+    steps = _long_program(40)
+
+    def moved(server, spec, s, invariant, settings):
+        plain.append(len(s))
+        return failing(s, needs)
+
+    def fresh(server, spec, s, invariant, settings, reload=True, fresh=None):
+        if len(s) == len(steps):
+            fresh_alone.append(len(s))
+        return failing(s, needs, _program(s))
+
+    monkeypatch.setattr(isolate, "_moved", moved)
+    monkeypatch.setattr(isolate, "_try", fresh)
+    monkeypatch.setattr(isolate.FreshCopies, "of", staticmethod(lambda server, spec: None))
+    v = failing(steps, {138})
+    v.history = [[step(1, 2, 5), step(2, 3, 6)]]
+    tried = isolate.Tried()
+    assert isolate.polish(None, SPEC, v, FuzzSettings(), 30, tried) is None and tried.plainly is False
+    assert isolate.replays_only_on_history(None, SPEC, v, FuzzSettings(), time.monotonic() + 30, tried)
+    assert tried.passed_fresh and len(fresh_alone) == isolate.FLAKY_TRIES
+    plain.clear()
+    found = isolate.from_fresh_model(None, SPEC, v, FuzzSettings(), 30, tried)
+    assert found is not None and {5, 138} <= {s.request.seq_id for s in found.program if s.request is not None}
+    assert len(fresh_alone) == isolate.FLAKY_TRIES  # none more of the program alone
+    assert plain and len(steps) not in plain, plain  # the history with it, its cores and cuts
+
+
+def test_cores_whose_plain_replays_passed_are_not_rated_again_once_history_is_added(monkeypatch):
+    """A long failure that needs an id its history started: the sequences it ended with (its
+    cores) are rated in plain replays and pass; with its history added, the program's last
+    sequences are the same ones, and are not rated again before the whole is (seen: seven cores
+    rated twice, 9 s of a 30 s budget)."""
+    needs = {5, 138}
+    steps = _long_program(40)
+    rated: dict = {}
+    whole_rated = []
+
+    def moved(server, spec, s, invariant, settings):
+        if len(s) > len(steps):
+            whole_rated.append(len(s))
+        elif not whole_rated:
+            rated[_requests_of(s)] = rated.get(_requests_of(s), 0) + 1
+        return failing(s, needs)
+
+    monkeypatch.setattr(isolate, "_moved", moved)
+    monkeypatch.setattr(isolate, "_try", lambda server, spec, s, invariant, settings, reload=True, fresh=None:
+                        failing(s, needs, _program(s)))
+    monkeypatch.setattr(isolate.FreshCopies, "of", staticmethod(lambda server, spec: None))
+    v = failing(steps, {138})
+    v.history = [[step(1, 2, 5), step(2, 3, 6)]]
+    found = isolate.from_fresh_model(None, SPEC, v, FuzzSettings(), 30)
+    assert found is not None and whole_rated
+    cores = {sends: n for sends, n in rated.items() if len(sends) < len(steps)}
+    assert cores and max(cores.values()) <= isolate.RATE_REPLAYS, cores
+
+
+def _requests_of(steps) -> frozenset:
+    return frozenset((s.request.seq_id, s.request.start) for s in steps if s.request is not None)

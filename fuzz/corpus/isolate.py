@@ -37,7 +37,7 @@ from . import shrink
 from ..harness.engine import HISTORY_EXAMPLES, FuzzSettings
 from .fresh import FreshCopies, renamed, replayable_on_copy
 from ..checker.invariants import InvariantViolation
-from ..checker.model import clip_id
+from ..checker.model import clip_id, key_of
 from .replay import ReplayDrift, replay_steps
 from ..spec import ModelSpec
 from ..values import Fault, Kind, StepRecord
@@ -115,6 +115,16 @@ class ServerGone(Exception):
     """The server died (or did not come back from a reload) while a try ran: stop trying."""
 
 
+@attrs.define
+class Tried:
+    """What the shrinks of one failure have shown of its program alone, so that a later one does not
+    spend its budget showing it again (seen: a cache's failure that needs an earlier example, its
+    fresh shrink rating the cores polish had just rated and retrying the reloads that had just
+    passed, ddmin left 5 s of 30 for 228 steps, minimal 102)."""
+    plainly: bool | None = None  # whether a plain replay of it, its cores or it sent in turn failed (polish)
+    passed_fresh: bool = False  # it passed FLAKY_TRIES replays from a fresh model as it is (replays_only_on_history)
+
+
 def can_isolate(server) -> bool:
     """A fresh copy of the model needs the repository API (the embedded server, explicit model
     control). Under pytest-xdist each model's tests run on one worker (one xdist group per model,
@@ -123,18 +133,21 @@ def can_isolate(server) -> bool:
 
 
 def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,
-                     budget_s: float) -> InvariantViolation | None:
+                     budget_s: float, tried: Tried | None = None) -> InvariantViolation | None:
     """The violation again, from a freshly loaded model and shrunk, its program starting with the
     reload; None when no try broke the same promise within the budget. The reload stays: such a
     failure needs what ran before it, and plain replays that fail could share a lucky phase of a
     count across requests. A shrink's tries run on fresh copies loaded ahead (fuzz/corpus/fresh.py)
-    where the model can be copied, and what fails on one again on the model after a reload."""
+    where the model can be copied, and what fails on one again on the model after a reload.
+    What earlier shrinks showed of the program alone (`tried`) is not tried again."""
     deadline = time.monotonic() + budget_s
+    tried = tried or Tried()
     history = tuple(getattr(violation, "history", ()))
     failing = tuple(violation.program)
     in_turn = shrink.in_turn(failing)  # a client's pipelined requests sent in turn, as they were logged once
     fresh = FreshCopies.of(server, spec)
     before: list = []
+    passed_cores: list = []  # what the cores plain replays passed on send (`_cut_quickly`), at any back
     try:
         for back in EXAMPLES_BACK:
             if back > len(history) or time.monotonic() > deadline:
@@ -146,16 +159,16 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
             # a program with history is hundreds of steps longer.
             found = early = quick = None
             cuts: list = []
-            if back == 0 and len(failing) > FOCUS_FIRST_STEPS:
+            if back == 0 and len(failing) > FOCUS_FIRST_STEPS and tried.plainly is not False:
                 # A long program's fresh tries take seconds each (and a cancel's or a batch's
                 # failure comes back in some only): the sequences it ended with first, cut
                 # with plain replays and confirmed from a fresh model.
                 # A quarter of the budget: where plain cuts mean nothing (a leak still in the
                 # model fails every plain cut, and no fresh one), the whole tries get the rest.
                 quick, cuts = _cut_quickly(server, spec, violation, settings,
-                                           time.monotonic() + budget_s / 4, whole=False)
+                                           time.monotonic() + budget_s / 4, whole=False, passed=passed_cores)
                 found = early = quick
-            if found is None:
+            if found is None and not (back == 0 and tried.passed_fresh):
                 found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant,
                                                     settings), ALONE_TRIES if back == 0 else 1)
             if found is None and back == 0 and not sends_at_once(in_turn) and \
@@ -164,12 +177,12 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # (a bug of time between requests; seen: a restart 0.1 s after a sequence's last
                 # request kept its sum, found in 381 steps and never replayed).
                 found = _try(server, spec, slow, violation.invariant, settings)
-            if found is None and back == 0 and sends_at_once(failing):
+            if found is None and back == 0 and sends_at_once(failing) and tried.plainly is not False:
                 # A crowd's batch shows the bug in some replays only: plain replays of it alone
                 # (ms each, where a reload takes 1.4 s) before history is added, which makes a
                 # program hundreds of steps long that then fails as much by chance (seen: 1619
                 # steps kept of a 7-step bug, its 68-step example having passed three reloads).
-                quick, more = _cut_quickly(server, spec, violation, settings, deadline)
+                quick, more = _cut_quickly(server, spec, violation, settings, deadline, passed=passed_cores)
                 cuts += more  # the early plain cuts too: `spread` takes them by length
                 if quick is None and cuts:
                     # Plain replays of it alone fail: it needs no history, only a fresh model's
@@ -191,9 +204,12 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # whose lone fresh tries passed by chance is shrunk by reloads too (rare: sent one
                 # request at a time, it replays alike). A crowd's plain failures can be a batch's
                 # luck, not a leftover: its example alone was rated at back 0, and never failed.
-                unfaithful = bool(back) and not sends_at_once(in_turn) and \
+                # (polish's plain replays of the program alone, where that is `passed`, said so already)
+                shown = passed == list(failing) and tried.plainly is False and _without_slow(passed, spec) == passed
+                unfaithful = bool(back) and not sends_at_once(in_turn) and not shown and \
                     _fails_plainly(server, spec, passed, violation.invariant, settings, deadline)
-                quick, more = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline)
+                quick, more = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline,
+                                                                         passed=passed_cores)
                 cuts = more if unfaithful else cuts + more
             if found is not None:
                 # The plain cuts shorter than what a fresh model confirmed, tried again for half
@@ -227,6 +243,11 @@ def _without_slow(steps, spec: ModelSpec) -> list[StepRecord]:
     return shrink.without(list(steps), slow, spec) if slow else list(steps)
 
 
+def _requests(steps) -> frozenset:
+    """What a program sends, as a set: its requests' ids, values and flags."""
+    return frozenset((key_of(r.seq_id), r.value, r.start, r.end) for r in (s.request for s in steps) if r is not None)
+
+
 def _cores(steps, spec: ModelSpec) -> list:
     """The short programs a failing program is rated on before it is whole: its crowd's cores
     (shrink.crowd_cores), and where it is long (FOCUS_FIRST_STEPS), its focus cuts."""
@@ -237,7 +258,7 @@ def _cores(steps, spec: ModelSpec) -> list:
 
 
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
-                 deadline: float, whole: bool = True) -> tuple[InvariantViolation | None, list]:
+                 deadline: float, whole: bool = True, passed: list | None = None) -> tuple[InvariantViolation | None, list]:
     """`found` (it failed from a fresh model, or, not `whole`, in the campaign) cut down with plain replays, ids moved (ms a
     try, where a reload takes 1.4 s), for up to PLAIN_SHARE of the time left (HELD_PLAIN_SHARE
     where it sends requests at once), as long as they fail
@@ -249,7 +270,12 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     per try would leave it long. Each cut gets as many replays as the program's own failure rate
     asks for (`_rated`). A program that sends requests at once starts from its crowd's cores
     where their replays fail (`shrink.crowd_cores`), and a long program from the sequences it ended
-    with (`_cores`): a long one is slow to rate, a core fast. Not `whole`: the cores only."""
+    with (`_cores`): a long one is slow to rate, a core fast. Not `whole`: the cores only.
+    `passed` (what each core whose plain replays passed sends, kept across the calls of one
+    shrink): a core that sends nothing else than one that passed is not rated again (with history
+    added, a long program's last sequences are the ones its example alone ended with: seen,
+    seven cores rated twice, 9 s of a 30 s budget, and ddmin left 5.8 s for 122 steps)."""
+    passed = [] if passed is None else passed
     fraction = HELD_PLAIN_SHARE if sends_at_once(found.program) else PLAIN_SHARE
     share = time.monotonic() + (deadline - time.monotonic()) * fraction
     plain = lambda steps: _moved(server, spec, steps, found.invariant, settings)  # noqa: E731
@@ -267,10 +293,15 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
         # waits for slots to free up mid-example is in many).
         # Rated for half the share at most, so that the cuts get the rest (seen: 8 replays of a
         # 120-step and of a 359-step program took the whole 9.5 s share, and no cut was tried).
+        sends = _requests(body)
+        if part is CORE_SHARE and body is not in_turn and any(sends <= other for other in passed):
+            continue
         rating = time.monotonic() + (share - time.monotonic()) * part
         start, rate = _rated(plain, _without_slow(body, spec), rating)
         if start is not None:
             break
+        if part is CORE_SHARE and body is not in_turn and time.monotonic() < rating:  # (rated in full)
+            passed.append(sends)
     else:
         return None, []
     cuts = [list(start.program)]  # every program a plain replay failed on, each shorter than the one before
@@ -444,14 +475,15 @@ def _first_failure(attempt, times: int, until: float = float("inf")) -> Invarian
 
 
 def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,
-           budget_s: float) -> InvariantViolation | None:
+           budget_s: float, tried: Tried | None = None) -> InvariantViolation | None:
     """A failure that replays on its own, cut down further than Hypothesis could (fuzz/corpus/shrink.py),
     or None when nothing shorter breaks the same promise. Its tries are plain replays (a few ms,
     not a reload's 1.4 s), each with the ids moved, so that no try sees state an earlier one left
     keyed by id. What they find is kept only if it breaks the promise from a freshly loaded model
     too, so a count or a slot that outlived a try cannot have made it fail; it keeps the reload
     as its first step unless two more plain replays fail as well (it then needs no fresh model).
-    A failure that does not come back in every replay gets more replays a cut (`_rated`)."""
+    A failure that does not come back in every replay gets more replays a cut (`_rated`). What
+    its plain replays showed goes into `tried`."""
     deadline = time.monotonic() + budget_s
     plain = lambda steps: _moved(server, spec, steps, violation.invariant, settings)  # noqa: E731
     try:
@@ -470,6 +502,8 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
             found, rate = _rated(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE)
         if found is None:
             found, rate = _rated(plain, violation.program, deadline)
+        if tried is not None and time.monotonic() < deadline:  # (not where the budget cut the ratings short)
+            tried.plainly = found is not None
         if found is None:
             return None  # it fails only with its own ids (a boundary id) or after its own history
         shortest = shrink.ddmin(found, _replayed(plain, rate, deadline), lambda v: list(v.program), spec,
@@ -508,12 +542,13 @@ def _sequential(steps) -> bool:
 
 
 def replays_only_on_history(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,
-                            until: float) -> bool:
+                            until: float, tried: Tried | None = None) -> bool:
     """Whether a failure that replays here passes from a freshly loaded model (FLAKY_TRIES reloads,
     started before `until`): it failed only on what earlier examples left in the model (a table
     that leaks), so its program reproduces nothing elsewhere. Only a program of steps sent one at a
     time is judged: requests sent at once may have passed by their timing's luck. A client's
-    pipelined requests are judged sent in turn, where that fails here too."""
+    pipelined requests are judged sent in turn, where that fails here too. Where it passed as it
+    is, `tried` says so."""
     program = list(violation.program)
     try:
         if not _sequential(program):
@@ -528,7 +563,10 @@ def replays_only_on_history(server, spec: ModelSpec, violation: InvariantViolati
             tries += 1
             return _try(server, spec, program, violation.invariant, settings)
 
-        return _first_failure(attempt, FLAKY_TRIES, until) is None and tries == FLAKY_TRIES
+        passed = _first_failure(attempt, FLAKY_TRIES, until) is None and tries == FLAKY_TRIES
+        if tried is not None and program == list(violation.program):
+            tried.passed_fresh = passed
+        return passed
     except ServerGone:
         return False  # the run reports the death itself
 
