@@ -147,7 +147,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     in_turn = shrink.in_turn(failing)  # a client's pipelined requests sent in turn, as they were logged once
     fresh = FreshCopies.of(server, spec)
     before: list = []
-    passed_cores: list = []  # what the cores plain replays passed on send (`_cut_quickly`), at any back
+    passed_cores: set = set()  # what the cores plain replays passed on send (`_cut_quickly`), at any back
     try:
         for back in EXAMPLES_BACK:
             if back > len(history) or time.monotonic() > deadline:
@@ -258,7 +258,7 @@ def _cores(steps, spec: ModelSpec) -> list:
 
 
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
-                 deadline: float, whole: bool = True, passed: list | None = None) -> tuple[InvariantViolation | None, list]:
+                 deadline: float, whole: bool = True, passed: set | None = None) -> tuple[InvariantViolation | None, list]:
     """`found` (it failed from a fresh model, or, not `whole`, in the campaign) cut down with plain replays, ids moved (ms a
     try, where a reload takes 1.4 s), for up to PLAIN_SHARE of the time left (HELD_PLAIN_SHARE
     where it sends requests at once), as long as they fail
@@ -272,10 +272,10 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     where their replays fail (`shrink.crowd_cores`), and a long program from the sequences it ended
     with (`_cores`): a long one is slow to rate, a core fast. Not `whole`: the cores only.
     `passed` (what each core whose plain replays passed sends, kept across the calls of one
-    shrink): a core that sends nothing else than one that passed is not rated again (with history
+    shrink): a core that sends what one that passed sent is not rated again (with history
     added, a long program's last sequences are the ones its example alone ended with: seen,
     seven cores rated twice, 9 s of a 30 s budget, and ddmin left 5.8 s for 122 steps)."""
-    passed = [] if passed is None else passed
+    passed = set() if passed is None else passed
     fraction = HELD_PLAIN_SHARE if sends_at_once(found.program) else PLAIN_SHARE
     share = time.monotonic() + (deadline - time.monotonic()) * fraction
     plain = lambda steps: _moved(server, spec, steps, found.invariant, settings)  # noqa: E731
@@ -294,14 +294,14 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
         # Rated for half the share at most, so that the cuts get the rest (seen: 8 replays of a
         # 120-step and of a 359-step program took the whole 9.5 s share, and no cut was tried).
         sends = _requests(body)
-        if part is CORE_SHARE and body is not in_turn and any(sends <= other for other in passed):
+        if part is CORE_SHARE and body is not in_turn and sends in passed:
             continue
         rating = time.monotonic() + (share - time.monotonic()) * part
         start, rate = _rated(plain, _without_slow(body, spec), rating)
         if start is not None:
             break
         if part is CORE_SHARE and body is not in_turn and time.monotonic() < rating:  # (rated in full)
-            passed.append(sends)
+            passed.add(sends)
     else:
         return None, []
     cuts = [list(start.program)]  # every program a plain replay failed on, each shorter than the one before
