@@ -217,8 +217,11 @@ def test_older_builds_keep_the_sequence_without_its_cancelled_requests(repo, tmp
         machine = make_machine(server, ModelSpec.fetch(server, DIRECT), FuzzSettings())
         assert machine.cancel_pipelined is None and "cancelled-request-keeps-sequence" in machine.left_out[-1]
         engine = _engine(server, DIRECT)
+        # Up to three groups: on a loaded machine (CI's, under -n 2) the cancel once came after the
+        # 100 ms the first runs, and no request was cancelled in the queue (seen once, 2.39).
         with pytest.raises(InvariantViolation) as raised:
-            _cancel(engine, 9_000 + engine.salt)
+            for n in range(3):
+                _cancel(engine, 9_000 + 10 * n + engine.salt)
         engine.failed = True
         engine.finish()
     assert raised.value.invariant == "cancel_ends_sequence"
