@@ -121,7 +121,9 @@ class Tried:
     spend its budget showing it again (seen: a cache's failure that needs an earlier example, its
     fresh shrink rating the cores polish had just rated and retrying the reloads that had just
     passed, ddmin left 5 s of 30 for 228 steps, minimal 102)."""
-    plainly: bool | None = None  # whether a plain replay of it, its cores or it sent in turn failed (polish)
+    # the programs (`_key`) whose plain replays were rated in full and never failed: polish's and
+    # _cut_quickly's, the program itself, its cores, it sent in turn
+    passed: set = attrs.Factory(set)
     passed_fresh: bool = False  # it passed FLAKY_TRIES replays from a fresh model as it is (replays_only_on_history)
 
 
@@ -147,7 +149,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     in_turn = shrink.in_turn(failing)  # a client's pipelined requests sent in turn, as they were logged once
     fresh = FreshCopies.of(server, spec)
     before: list = []
-    passed_cores: set = set()  # what the cores plain replays passed on send (`_cut_quickly`), at any back
+    passed_cores = tried.passed  # (`_cut_quickly` adds to it, at any back)
     try:
         for back in EXAMPLES_BACK:
             if back > len(history) or time.monotonic() > deadline:
@@ -159,7 +161,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
             # a program with history is hundreds of steps longer.
             found = early = quick = None
             cuts: list = []
-            if back == 0 and len(failing) > FOCUS_FIRST_STEPS and tried.plainly is not False:
+            if back == 0 and len(failing) > FOCUS_FIRST_STEPS:
                 # A long program's fresh tries take seconds each (and a cancel's or a batch's
                 # failure comes back in some only): the sequences it ended with first, cut
                 # with plain replays and confirmed from a fresh model.
@@ -177,7 +179,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # (a bug of time between requests; seen: a restart 0.1 s after a sequence's last
                 # request kept its sum, found in 381 steps and never replayed).
                 found = _try(server, spec, slow, violation.invariant, settings)
-            if found is None and back == 0 and sends_at_once(failing) and tried.plainly is not False:
+            if found is None and back == 0 and sends_at_once(failing):
                 # A crowd's batch shows the bug in some replays only: plain replays of it alone
                 # (ms each, where a reload takes 1.4 s) before history is added, which makes a
                 # program hundreds of steps long that then fails as much by chance (seen: 1619
@@ -205,7 +207,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # request at a time, it replays alike). A crowd's plain failures can be a batch's
                 # luck, not a leftover: its example alone was rated at back 0, and never failed.
                 # (polish's plain replays of the program alone, where that is `passed`, said so already)
-                shown = passed == list(failing) and tried.plainly is False and _without_slow(passed, spec) == passed
+                shown = passed == list(failing) and _key(_without_slow(passed, spec)) in tried.passed
                 unfaithful = bool(back) and not sends_at_once(in_turn) and not shown and \
                     _fails_plainly(server, spec, passed, violation.invariant, settings, deadline)
                 quick, more = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline,
@@ -243,9 +245,22 @@ def _without_slow(steps, spec: ModelSpec) -> list[StepRecord]:
     return shrink.without(list(steps), slow, spec) if slow else list(steps)
 
 
-def _requests(steps) -> frozenset:
-    """What a program sends, as a set: its requests' ids, values and flags."""
-    return frozenset((key_of(r.seq_id), r.value, r.start, r.end) for r in (s.request for s in steps) if r is not None)
+def _key(steps) -> tuple:
+    """A program as its replays see it: each step's kind, client, transport and wait, and what it
+    sends (its step numbers aside)."""
+    return tuple((s.kind, s.client, s.via, s.wait_s, s.fault,
+                  None if s.request is None else (key_of(s.request.seq_id), s.request.value, s.request.start,
+                                                  s.request.end, s.request.dtype, s.request.timeout_us))
+                 for s in steps)
+
+
+def _rated_noting(plain, steps, until: float, passed: set | None) -> tuple[InvariantViolation | None, "Rate"]:
+    """`_rated`, and where it rated `steps` in full (before `until`) and none of its replays failed,
+    the program added to `passed` (a set of `_key`s)."""
+    found, rate = _rated(plain, steps, until)
+    if found is None and passed is not None and time.monotonic() < until:
+        passed.add(_key(steps))
+    return found, rate
 
 
 def _cores(steps, spec: ModelSpec) -> list:
@@ -271,8 +286,8 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     asks for (`_rated`). A program that sends requests at once starts from its crowd's cores
     where their replays fail (`shrink.crowd_cores`), and a long program from the sequences it ended
     with (`_cores`): a long one is slow to rate, a core fast. Not `whole`: the cores only.
-    `passed` (what each core whose plain replays passed sends, kept across the calls of one
-    shrink): a core that sends what one that passed sent is not rated again (with history
+    `passed` (the programs whose plain replays were rated in full and passed, `_key`, kept across
+    the shrinks of one failure): such a program is not rated again (with history
     added, a long program's last sequences are the ones its example alone ended with: seen,
     seven cores rated twice, 9 s of a 30 s budget, and ddmin left 5.8 s for 122 steps)."""
     passed = set() if passed is None else passed
@@ -293,15 +308,13 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
         # waits for slots to free up mid-example is in many).
         # Rated for half the share at most, so that the cuts get the rest (seen: 8 replays of a
         # 120-step and of a 359-step program took the whole 9.5 s share, and no cut was tried).
-        sends = _requests(body)
-        if part is CORE_SHARE and body is not in_turn and sends in passed:
+        body = _without_slow(body, spec)
+        if _key(body) in passed:
             continue
         rating = time.monotonic() + (share - time.monotonic()) * part
-        start, rate = _rated(plain, _without_slow(body, spec), rating)
+        start, rate = _rated_noting(plain, body, rating, passed)
         if start is not None:
             break
-        if part is CORE_SHARE and body is not in_turn and time.monotonic() < rating:  # (rated in full)
-            passed.add(sends)
     else:
         return None, []
     cuts = [list(start.program)]  # every program a plain replay failed on, each shorter than the one before
@@ -486,24 +499,24 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
     its plain replays showed goes into `tried`."""
     deadline = time.monotonic() + budget_s
     plain = lambda steps: _moved(server, spec, steps, violation.invariant, settings)  # noqa: E731
+    passed = None if tried is None else tried.passed
     try:
         found, rate = None, None
         if len(violation.program) > FOCUS_FIRST_STEPS:
             # A long one from the sequences it ended with first: a replay of it whole (or sent
             # in turn, as long) takes seconds.
             for core in shrink.focused(list(violation.program), spec, FOCUS_CORES):
-                found, rate = _rated(plain, core, time.monotonic() + (deadline - time.monotonic()) * CORE_SHARE)
+                found, rate = _rated_noting(plain, core, time.monotonic() + (deadline - time.monotonic()) * CORE_SHARE,
+                                            passed)
                 if found is not None:
                     break
         in_turn = shrink.plainly(violation.program)
         if found is None and in_turn != list(violation.program):
             # Sent one at a time it cuts faster (plain requests fold, and it is rated as such),
             # where its bug needs no execution its pipelined requests shared, and no cancel.
-            found, rate = _rated(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE)
+            found, rate = _rated_noting(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE, passed)
         if found is None:
-            found, rate = _rated(plain, violation.program, deadline)
-        if tried is not None and time.monotonic() < deadline:  # (not where the budget cut the ratings short)
-            tried.plainly = found is not None
+            found, rate = _rated_noting(plain, violation.program, deadline, passed)
         if found is None:
             return None  # it fails only with its own ids (a boundary id) or after its own history
         shortest = shrink.ddmin(found, _replayed(plain, rate, deadline), lambda v: list(v.program), spec,
