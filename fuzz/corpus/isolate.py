@@ -149,7 +149,6 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
     in_turn = shrink.in_turn(failing)  # a client's pipelined requests sent in turn, as they were logged once
     fresh = FreshCopies.of(server, spec)
     before: list = []
-    passed_cores = tried.passed  # (`_cut_quickly` adds to it, at any back)
     try:
         for back in EXAMPLES_BACK:
             if back > len(history) or time.monotonic() > deadline:
@@ -168,7 +167,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # A quarter of the budget: where plain cuts mean nothing (a leak still in the
                 # model fails every plain cut, and no fresh one), the whole tries get the rest.
                 quick, cuts = _cut_quickly(server, spec, violation, settings,
-                                           time.monotonic() + budget_s / 4, whole=False, passed=passed_cores)
+                                           time.monotonic() + budget_s / 4, whole=False, passed=tried.passed)
                 found = early = quick
             if found is None and not (back == 0 and tried.passed_fresh):
                 found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant,
@@ -184,7 +183,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # (ms each, where a reload takes 1.4 s) before history is added, which makes a
                 # program hundreds of steps long that then fails as much by chance (seen: 1619
                 # steps kept of a 7-step bug, its 68-step example having passed three reloads).
-                quick, more = _cut_quickly(server, spec, violation, settings, deadline, passed=passed_cores)
+                quick, more = _cut_quickly(server, spec, violation, settings, deadline, passed=tried.passed)
                 cuts += more  # the early plain cuts too: `spread` takes them by length
                 if quick is None and cuts:
                     # Plain replays of it alone fail: it needs no history, only a fresh model's
@@ -211,7 +210,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 unfaithful = bool(back) and not sends_at_once(in_turn) and not shown and \
                     _fails_plainly(server, spec, passed, violation.invariant, settings, deadline)
                 quick, more = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline,
-                                                                         passed=passed_cores)
+                                                                         passed=tried.passed)
                 cuts = more if unfaithful else cuts + more
             if found is not None:
                 # The plain cuts shorter than what a fresh model confirmed, tried again for half
