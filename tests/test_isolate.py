@@ -3,12 +3,14 @@ tests/test_broken_models.py, whose history-dependent bugs (a count across sequen
 remembers its last owner) only replay from a freshly loaded model."""
 import time
 
+import attrs
+
 from fuzz.corpus import isolate
 from fuzz.harness.engine import FuzzSettings
 from fuzz.checker.invariants import InvariantViolation
 from fuzz.spec import ModelSpec
 from fuzz.corpus.isolate import RELOAD, _program
-from fuzz.corpus.shrink import by_sequence, continuations, every_continuation
+from fuzz.corpus.shrink import by_sequence, continuations, every_continuation, shifted
 from fuzz.values import Kind, Request, StepRecord
 
 
@@ -268,7 +270,13 @@ def test_a_crowd_that_fails_once_in_twenty_replays_is_rated_and_its_cuts_replaye
     found, rate = isolate._rated(twentieth, crowd, time.monotonic() + 10)
     assert found is not None and len(replays) == 20 and rate.held
     assert rate.tries == isolate.MAX_TRIES  # 1 of 20
-    assert isolate._rated(twentieth, [step(1, 0, 5)], time.monotonic() + 10) == (None, isolate.Rate(0))
+    assert isolate._rated(twentieth, [step(1, 0, 5)], time.monotonic() + 10) == \
+        (None, isolate.Rate(0, replays=isolate.RATE_REPLAYS))
+    # where 20 replays of it passed before, the rating goes on from there: 12 more, none failing
+    replays.clear()
+    assert isolate._rated(lambda steps: replays.append(1), crowd, time.monotonic() + 10, 20) == \
+        (None, isolate.Rate(0, replays=isolate.HELD_RATE_REPLAYS))
+    assert len(replays) == isolate.HELD_RATE_REPLAYS - 20
     # the cut is replayed until 2 x the whole's replay time; a cut of a plain program gets its tries.
     # On a clock each replay moves by its time (a loaded machine's sleeps overshoot: CI's took 3 ms).
     clock = _Clock()
@@ -655,3 +663,49 @@ def test_cores_whose_plain_replays_passed_are_not_rated_again_once_history_is_ad
 
 def _requests_of(steps) -> frozenset:
     return frozenset((s.request.seq_id, s.request.start) for s in steps if s.request is not None)
+
+
+def test_a_failure_that_needs_most_of_its_sequences_rates_no_cut_of_a_core_that_passed(monkeypatch):
+    """A polish of a long program whose bug needs its first sequence and 30 of the others (a cache
+    that evicts the oldest): the last sequence, the last two and the last half pass their plain
+    replays; the last 4 and 8 (cuts of the half) are not rated, nor replayed again by ddmin's
+    focus, whose ids are moved (seen: 7 s of a 30 s budget on such cuts, every one passing)."""
+    steps = _long_program(40)
+    steps[-1] = attrs.evolve(steps[-1], request=attrs.evolve(steps[-1].request, seq_id=100))  # the first's next
+    replayed = []
+
+    def plain(server, spec, steps_, invariant, settings):  # a replay with its ids moved, as _moved's
+        ids = {s.request.seq_id for s in steps_}
+        replayed.append(len(ids))
+        if steps_[-1].request.seq_id != steps_[0].request.seq_id or len(ids) < 31:
+            return None
+        v = InvariantViolation("sums_match", "wrong running sum")
+        v.program = shifted(steps_, 1000 * len(replayed), "")
+        return v
+
+    monkeypatch.setattr(isolate, "_moved", plain)
+    monkeypatch.setattr(isolate, "_try", lambda server, spec, s, invariant, settings, reload=True, fresh=None: None)
+    v = InvariantViolation("sums_match", "wrong running sum")
+    v.program = steps
+    tried = isolate.Tried()
+    assert isolate.polish(None, SPEC, v, FuzzSettings(), 30, tried) is None  # no fresh model fails
+    counts = sorted(set(replayed))
+    assert 4 not in counts and 8 not in counts, counts  # cuts of the last half (20), which passed
+    assert 20 in counts and 31 in counts  # the half, and the fewest that fail (halving past it)
+    assert replayed.count(2) == isolate.RATE_REPLAYS  # the last two, rated once, not tried again by focus
+
+
+def test_a_rating_cut_short_by_its_share_goes_on_from_its_replays_next_time(monkeypatch):
+    """A crowd's core rated for 10 ms, 1 ms a replay, passes 10 replays and is not rated in full;
+    rated again (the shrink from a fresh model rates the same cores), it goes on from those 10
+    (seen: eight cores rated twice, 10 s of a 30 s budget)."""
+    clock = _Clock()
+    monkeypatch.setattr(isolate, "time", clock)
+    crowd = [step(1, 0, 5, kind=Kind.HELD), step(2, 0, 5, kind=Kind.HELD_ANSWER)]
+    replays = []
+    plain = lambda steps: replays.append(clock.sleep(0.001))  # noqa: E731
+    tried = isolate.Tried()
+    assert isolate._rated_noting(plain, crowd, clock.monotonic() + 0.0095, tried) == (None, isolate.Rate(0, replays=10))
+    assert isolate._key(crowd) not in tried.passed and tried.replays_passed[isolate._key(crowd)] == 10
+    assert isolate._rated_noting(plain, crowd, clock.monotonic() + 10, tried)[0] is None
+    assert len(replays) == isolate.HELD_RATE_REPLAYS and isolate._key(crowd) in tried.passed

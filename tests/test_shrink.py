@@ -195,6 +195,26 @@ def test_a_program_is_cut_to_the_sequences_no_end_closed_when_the_last_alone_pas
     assert tries[1:] == [[21], [10, 13, 16, 19, 21]]
 
 
+def test_a_program_that_needs_most_of_its_sequences_is_cut_by_halving_past_its_last_half():
+    """Forty sequences, a START+END each, and the first one's next request at the end: the
+    stand-in fails while sequence 10 (the first) and at least 25 others are there (a cache of 25
+    that evicts the oldest). The last one, the last two and the last half (20) pass; no cut of
+    the half is tried (it keeps fewer sequences than one that passed); halving past it finds the
+    26 that fail in a few tries."""
+    import time
+    from fuzz.corpus.shrink import focus
+
+    steps = [req(0, 10, 1, start=True)] + [req(0, 11 + n, 1, start=True, end=True) for n in range(39)]
+    steps = [attrs.evolve(s, index=i + 1) for i, s in enumerate(steps + [req(0, 10, 1)])]
+    tries = []
+    try_ = failing_while(lambda kept: kept[-1].request.seq_id == 10 and len(kept) >= 27, tries,
+                         lambda kept: len({s.request.seq_id for s in kept}))
+    found = try_(steps)
+    cut = focus(found, try_, lambda v: v.program, SPEC, time.monotonic() + 10)
+    assert len({s.request.seq_id for s in cut.program}) == 26  # 10 and the last 25 others
+    assert tries[1:] == [1, 2, 20, 30, 25, 27, 26]  # sequences kept: ..., then halving 20..40
+
+
 def test_a_cut_to_the_last_sequence_keeps_the_time_the_others_filled_where_the_bug_needs_it():
     """Sequence 5 starts, sequences 6 and 7 fill 0.8 s, then 5 goes on: a stand-in for a model
     whose sum lives 0.75 s from its START fails only when that request comes 0.75 s or more after
@@ -444,12 +464,14 @@ def test_a_removed_end_does_not_move_past_requests_of_its_sequence_sent_at_once(
 
 def test_focus_cuts_as_programs_come_in_focus_order_each_shorter_and_capped():
     """The programs a long failure is rated on before it is whole (fuzz/corpus/isolate.py): the
-    last sequence alone, then the last 2, 4, ...; at most `most`, none as long as the program."""
+    last sequence alone, the last 2, the last half, then the last 4, 8, ...; at most `most`, none
+    as long as the program."""
     from fuzz.corpus.shrink import focused
 
     steps = [req(3 * n + k, 10 + n, 1, start=k == 0, end=k == 2) for n in range(10) for k in range(3)]
     cuts = focused(steps, SPEC, 3)
-    assert [sorted({s.request.seq_id for s in c}) for c in cuts] == [[19], [18, 19], [16, 17, 18, 19]]
+    assert [sorted({s.request.seq_id for s in c}) for c in cuts] == [[19], [18, 19], [15, 16, 17, 18, 19]]
     assert all(len(c) < len(steps) for c in focused(steps, SPEC, 10))
-    assert len(focused(steps, SPEC, 10)) == 4  # 1, 2, 4, 8 of 10 sequences: 16 would be the whole
+    # 1, 2, the last half (5), then 4, 8 of 10 sequences: 16 would be the whole
+    assert [len({s.request.seq_id for s in c}) for c in focused(steps, SPEC, 10)] == [1, 2, 5, 4, 8]
     assert focused(steps[:3], SPEC, 5) == []  # one sequence: no cut is shorter

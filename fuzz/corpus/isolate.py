@@ -124,6 +124,10 @@ class Tried:
     # the programs (`_key`) whose plain replays were rated in full and never failed: polish's and
     # _cut_quickly's, the program itself, its cores, it sent in turn
     passed: set = attrs.Factory(set)
+    # each program (`_key`) whose plain replays all passed -> how many there were: a rating cut
+    # short by its share goes on from there (seen: a crowd's eight cores rated for 0.1-0.2 s each
+    # by the quick cut of its example, then again from the start, 10 s of a 30 s budget)
+    replays_passed: dict = attrs.Factory(dict)
     passed_fresh: bool = False  # it passed FLAKY_TRIES replays from a fresh model as it is (replays_only_on_history)
 
 
@@ -167,7 +171,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # A quarter of the budget: where plain cuts mean nothing (a leak still in the
                 # model fails every plain cut, and no fresh one), the whole tries get the rest.
                 quick, cuts = _cut_quickly(server, spec, violation, settings,
-                                           time.monotonic() + budget_s / 4, whole=False, passed=tried.passed)
+                                           time.monotonic() + budget_s / 4, whole=False, tried=tried)
                 found = early = quick
             if found is None and not (back == 0 and tried.passed_fresh):
                 found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant,
@@ -183,7 +187,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # (ms each, where a reload takes 1.4 s) before history is added, which makes a
                 # program hundreds of steps long that then fails as much by chance (seen: 1619
                 # steps kept of a 7-step bug, its 68-step example having passed three reloads).
-                quick, more = _cut_quickly(server, spec, violation, settings, deadline, passed=tried.passed)
+                quick, more = _cut_quickly(server, spec, violation, settings, deadline, tried=tried)
                 cuts += more  # the early plain cuts too: `spread` takes them by length
                 if quick is None and cuts:
                     # Plain replays of it alone fail: it needs no history, only a fresh model's
@@ -210,7 +214,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 unfaithful = bool(back) and not sends_at_once(in_turn) and not shown and \
                     _fails_plainly(server, spec, passed, violation.invariant, settings, deadline)
                 quick, more = (None, []) if unfaithful else _cut_quickly(server, spec, found, settings, deadline,
-                                                                         passed=tried.passed)
+                                                                         tried=tried)
                 cuts = more if unfaithful else cuts + more
             if found is not None:
                 # The plain cuts shorter than what a fresh model confirmed, tried again for half
@@ -218,7 +222,9 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 # long program (seen: 886 steps, one try in 5 s, where plain cuts had reached 10).
                 half = time.monotonic() + (deadline - time.monotonic()) / 2
                 best = _shorter_again(server, spec, quick or found, cuts, settings, half, fresh)
-                best = _shrink(server, spec, best, settings, deadline, fresh)
+                # A plain cut was focused by the plain ddmin that made it: its cuts by sequence
+                # again, a reload each, found nothing in every shrink traced (6 s of a 30 s budget).
+                best = _shrink(server, spec, best, settings, deadline, fresh, focused=quick is not None)
                 return _shorter_again(server, spec, best, cuts, settings, deadline, fresh)
     except ServerGone:
         return None  # the run reports the death itself
@@ -253,12 +259,43 @@ def _key(steps) -> tuple:
                  for s in steps)
 
 
-def _rated_noting(plain, steps, until: float, passed: set | None) -> tuple[InvariantViolation | None, "Rate"]:
-    """`_rated`, and where it rated `steps` in full (before `until`) and none of its replays failed,
-    the program added to `passed` (a set of `_key`s)."""
-    found, rate = _rated(plain, steps, until)
-    if found is None and passed is not None and time.monotonic() < until:
-        passed.add(_key(steps))
+def _shape(key: tuple) -> tuple:
+    """A program's `_key` with each id named by the order it first appears in: a program and its
+    copy with the ids moved (`_moved`'s replays) are one shape."""
+    names: dict = {}
+    return tuple(k if k[5] is None else (*k[:5], (names.setdefault(k[5][0], len(names)), *k[5][1:]))
+                 for k in key)
+
+
+def _within(steps, larger) -> bool:
+    """Whether every step of `steps` is a step of `larger` as it is there (by its number): a cut
+    of it that removed steps and folded none. A program whose plain replays passed has no such
+    cut that fails but by chance: a core of the sequences it ended with that passed says the
+    cores of fewer of them would (seen: the last half of a program that needs a hundred
+    sequences, then its last 4 and 8 rated, 32 replays each)."""
+    there = {s.index: s for s in larger}
+    return len(there) == len(larger) and all(there.get(s.index) == s for s in steps)
+
+
+def _unless_rated(try_, passed: set):
+    """`try_`, but None at once for a program shaped as one of `passed` (`_key`s of programs
+    rated in full that passed): ddmin's focus cuts a program as its cores were cut, and can cut
+    a program with history added to the program alone, its ids moved (seen: polish's rating of
+    a program repeated by the shrink from a fresh model)."""
+    shapes = {_shape(key) for key in passed}
+    return lambda steps: None if _shape(_key(steps)) in shapes else try_(steps)
+
+
+def _rated_noting(plain, steps, until: float, tried: Tried) -> tuple[InvariantViolation | None, "Rate"]:
+    """`_rated`, going on from the replays of `steps` that `tried` saw pass; where none of its
+    replays failed, their count noted there, and where it rated `steps` in full (before `until`),
+    the program added to its `passed`."""
+    key = _key(steps)
+    found, rate = _rated(plain, steps, until, tried.replays_passed.get(key, 0))
+    if found is None:
+        tried.replays_passed[key] = rate.replays
+        if time.monotonic() < until:
+            tried.passed.add(key)
     return found, rate
 
 
@@ -272,7 +309,7 @@ def _cores(steps, spec: ModelSpec) -> list:
 
 
 def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
-                 deadline: float, whole: bool = True, passed: set | None = None) -> tuple[InvariantViolation | None, list]:
+                 deadline: float, whole: bool = True, tried: Tried | None = None) -> tuple[InvariantViolation | None, list]:
     """`found` (it failed from a fresh model, or, not `whole`, in the campaign) cut down with plain replays, ids moved (ms a
     try, where a reload takes 1.4 s), for up to PLAIN_SHARE of the time left (HELD_PLAIN_SHARE
     where it sends requests at once), as long as they fail
@@ -285,11 +322,13 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     asks for (`_rated`). A program that sends requests at once starts from its crowd's cores
     where their replays fail (`shrink.crowd_cores`), and a long program from the sequences it ended
     with (`_cores`): a long one is slow to rate, a core fast. Not `whole`: the cores only.
-    `passed` (the programs whose plain replays were rated in full and passed, `_key`, kept across
-    the shrinks of one failure): such a program is not rated again (with history
+    `tried` (what the shrinks of one failure showed: the programs whose plain replays were rated in
+    full and passed, `_key`): such a program is not rated again (with history
     added, a long program's last sequences are the ones its example alone ended with: seen,
     seven cores rated twice, 9 s of a 30 s budget, and ddmin left 5.8 s for 122 steps)."""
-    passed = set() if passed is None else passed
+    tried = tried or Tried()
+    passed = tried.passed
+    rated: list = []  # the programs rated here in full whose replays all passed
     fraction = HELD_PLAIN_SHARE if sends_at_once(found.program) else PLAIN_SHARE
     share = time.monotonic() + (deadline - time.monotonic()) * fraction
     plain = lambda steps: _moved(server, spec, steps, found.invariant, settings)  # noqa: E731
@@ -308,16 +347,18 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
         # Rated for half the share at most, so that the cuts get the rest (seen: 8 replays of a
         # 120-step and of a 359-step program took the whole 9.5 s share, and no cut was tried).
         body = _without_slow(body, spec)
-        if _key(body) in passed:
-            continue
+        if _key(body) in passed or any(_within(body, other) for other in rated):
+            continue  # rated, or a cut of one rated, and no replay failed
         rating = time.monotonic() + (share - time.monotonic()) * part
-        start, rate = _rated_noting(plain, body, rating, passed)
+        start, rate = _rated_noting(plain, body, rating, tried)
         if start is not None:
             break
+        if _key(body) in passed:
+            rated.append(body)
     else:
         return None, []
     cuts = [list(start.program)]  # every program a plain replay failed on, each shorter than the one before
-    replayed = _replayed(plain, rate, share)
+    replayed = _unless_rated(_replayed(plain, rate, share), passed)
 
     def kept(steps):
         again = replayed(steps)
@@ -351,6 +392,7 @@ class Rate:
     replay_s: float = 0.0
     always: bool = False  # the program failed every replay it was rated on
     share: float = 1.0  # the share of those replays that failed
+    replays: int = 0  # where none failed: how many there were
 
 
 def sends_at_once(steps) -> bool:
@@ -358,12 +400,13 @@ def sends_at_once(steps) -> bool:
     return any(s.kind is Kind.HELD for s in steps)
 
 
-def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, Rate]:
+def _rated(plain, steps, until: float, passed: int = 0) -> tuple[InvariantViolation | None, Rate]:
     """(the first failure of up to RATE_REPLAYS plain replays of `steps` (HELD_RATE_REPLAYS, while
     none failed, where it sends requests at once), how its cuts are replayed: HELD_TRIES at least
-    where it sends requests at once), or (None, Rate(0)) when none failed. A cut of a program that
-    failed 2 of 8 replays, failing as often, must not be thrown away on three unlucky replays."""
-    held, results, began = sends_at_once(steps), [], time.monotonic()
+    where it sends requests at once), or (None, Rate(0, replays=all of them)) when none failed.
+    `passed`: replays of it made before, which all passed. A cut of a program that failed 2 of 8
+    replays, failing as often, must not be thrown away on three unlucky replays."""
+    held, results, began = sends_at_once(steps), [None] * passed, time.monotonic()
     while time.monotonic() < until and (len(results) < RATE_REPLAYS
                                         or (held and len(results) < HELD_RATE_REPLAYS and not any(results))):
         results.append(plain(steps))
@@ -371,9 +414,9 @@ def _rated(plain, steps, until: float) -> tuple[InvariantViolation | None, Rate]
             break  # fails every time: one replay a cut
     failed = [r for r in results if r is not None]
     if not failed:
-        return None, Rate(0)
+        return None, Rate(0, replays=len(results))
     tries = tries_for(len(failed), len(results))
-    replay_s = (time.monotonic() - began) / len(results)
+    replay_s = (time.monotonic() - began) / (len(results) - passed)
     always, share = len(failed) == len(results), len(failed) / len(results)
     return failed[0], (Rate(max(tries, HELD_TRIES), True, replay_s, always, share) if held
                        else Rate(tries, always=always, share=share))
@@ -498,28 +541,33 @@ def polish(server, spec: ModelSpec, violation: InvariantViolation, settings: Fuz
     its plain replays showed goes into `tried`."""
     deadline = time.monotonic() + budget_s
     plain = lambda steps: _moved(server, spec, steps, violation.invariant, settings)  # noqa: E731
-    passed = None if tried is None else tried.passed
+    tried = tried or Tried()
+    passed = tried.passed
     try:
-        found, rate = None, None
+        found, rate, rated = None, None, []
         if len(violation.program) > FOCUS_FIRST_STEPS:
             # A long one from the sequences it ended with first: a replay of it whole (or sent
             # in turn, as long) takes seconds.
             for core in shrink.focused(list(violation.program), spec, FOCUS_CORES):
+                if any(_within(core, other) for other in rated):
+                    continue  # a cut of a core whose replays passed
                 found, rate = _rated_noting(plain, core, time.monotonic() + (deadline - time.monotonic()) * CORE_SHARE,
-                                            passed)
+                                            tried)
                 if found is not None:
                     break
+                if _key(core) in passed:
+                    rated.append(core)
         in_turn = shrink.plainly(violation.program)
         if found is None and in_turn != list(violation.program):
             # Sent one at a time it cuts faster (plain requests fold, and it is rated as such),
             # where its bug needs no execution its pipelined requests shared, and no cancel.
-            found, rate = _rated_noting(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE, passed)
+            found, rate = _rated_noting(plain, in_turn, time.monotonic() + budget_s * CORE_SHARE, tried)
         if found is None:
-            found, rate = _rated_noting(plain, violation.program, deadline, passed)
+            found, rate = _rated_noting(plain, violation.program, deadline, tried)
         if found is None:
             return None  # it fails only with its own ids (a boundary id) or after its own history
-        shortest = shrink.ddmin(found, _replayed(plain, rate, deadline), lambda v: list(v.program), spec,
-                                deadline).program
+        shortest = shrink.ddmin(found, _unless_rated(_replayed(plain, rate, deadline), passed),
+                                lambda v: list(v.program), spec, deadline).program
         if len(shortest) >= len(violation.program):
             return None
         # A program sent at once that failed every replay asks its cut to fail twice from a fresh
@@ -695,10 +743,10 @@ def _replay(server, spec: ModelSpec, program, invariant: str, settings: FuzzSett
 
 
 def _shrink(server, spec: ModelSpec, found: InvariantViolation, settings: FuzzSettings,
-            deadline: float, fresh: FreshCopies | None = None) -> InvariantViolation:
+            deadline: float, fresh: FreshCopies | None = None, focused: bool = False) -> InvariantViolation:
     """Delta debugging (fuzz/corpus/shrink.py), each try replayed from a fresh model (or copy first)."""
     return shrink.ddmin(found, lambda steps: _try(server, spec, steps, found.invariant, settings, fresh=fresh),
-                        _body, spec, deadline)
+                        _body, spec, deadline, focused=focused)
 
 
 def _body(v: InvariantViolation) -> list[StepRecord]:

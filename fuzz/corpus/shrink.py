@@ -42,7 +42,7 @@ Body = Callable[[InvariantViolation], list]
 
 
 def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
-          deadline: float) -> InvariantViolation:
+          deadline: float, focused: bool = False) -> InvariantViolation:
     """First every wait for an idle timeout at once (most bugs need none, and each costs every
     later try a second or more), then every request after a START at once (one try: bugs of
     slots and STARTs need none of them, and every later try replays a shorter program), then
@@ -56,11 +56,16 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     waits, a removal that no longer fails is tried once more keeping the time the removed steps
     took, as silence (a bug can need a sequence's gap, which they filled); the silences kept
     that way are dropped in one last try. Right after the waits, the program is cut to the
-    sequences it ended with (`focus`), and its crowds are tried one request at a time (`alone`)."""
+    sequences it ended with (`focus`; not where `focused`: a cut of a program focus cut already),
+    and its crowds are tried one request at a time (`alone`)."""
     for units_of in DDMIN_PASSES:
-        found = _ddmin(found, try_, body, spec, deadline, units_of, timed=units_of is not every_wait)
+        # No pass but the last takes more than half the time left: proving a program of a hundred
+        # needed sequences 1-minimal by sequence takes a try each, and the passes after it none
+        # (seen: 6 s of 7 on 103 sequences, and a removable request of the one that failed left).
+        until = deadline if units_of is DDMIN_PASSES[-1] else time.monotonic() + (deadline - time.monotonic()) / 2
+        found = _ddmin(found, try_, body, spec, until, units_of, timed=units_of is not every_wait)
         if units_of is every_wait:
-            found = alone(focus(found, try_, body, spec, deadline), try_, body, deadline)
+            found = alone(found if focused else focus(found, try_, body, spec, deadline), try_, body, deadline)
     steps = body(found)
     if any(s.wait_s for s in steps if s.kind in SENT) and time.monotonic() < deadline:
         again = try_(quiet(steps))
@@ -71,44 +76,94 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
 
 def focus(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
           deadline: float) -> InvariantViolation:
-    """The program cut to the sequences it ended with (`focus_cuts`), the first cut that fails.
-    A promise breaks at the program's end, mostly on what the last few sequences did, and a
-    crowd's program of hundreds of steps leaves ddmin's halving no time for its single steps
-    (seen: 188 steps, three tries of 1.5 s each per pass, and the budget gone before a sequence
-    was removed). A few tries, each shorter than the whole; a cut that no longer fails is tried
-    once more keeping the time the cut sequences took, as silence (a sequence's age or gap the
-    bug needs, which they filled), as _ddmin does."""
+    """The program cut to the sequences it ended with, the shortest such cut that fails. A promise
+    breaks at the program's end, mostly on what the last few sequences did, and a crowd's program
+    of hundreds of steps leaves ddmin's halving no time for its single steps (seen: 188 steps,
+    three tries of 1.5 s each per pass, and the budget gone before a sequence was removed). First
+    the last sequence alone, the sequences no END closed (`focus_cuts`), the last two; then the
+    last half: where it fails, the last 4, 8, ... up to it, the first that fails; where it passes,
+    no cut of it can (it keeps fewer sequences than one that passed), and the fewest of the last
+    sequences past the half that fail are searched by halving (a bug that needs a hundred
+    sequences to have come and gone: seen, every cut of a 134-sequence program tried and passing,
+    7 s of a 30 s budget, where halving finds the 101 it needs in 7 tries). A cut that no longer
+    fails is tried once more keeping the time the cut sequences took, as silence (a sequence's age
+    or gap the bug needs, which they filled), as _ddmin does."""
     steps = body(found)
-    for gone in focus_cuts(steps):
-        if time.monotonic() >= deadline:
-            break
+    groups = sorted(by_sequence(steps), key=max)
+    best, passed = found, []  # passed: the kept positions of each cut that did not fail
+
+    def fails(keep: set) -> bool:
+        nonlocal best
+        if time.monotonic() >= deadline or any(keep <= p for p in passed):
+            return False
+        gone = set(range(len(steps))) - keep
         kept = without(steps, gone, spec)
-        again = try_(kept) if kept else None
-        if again is None and kept and time.monotonic() < deadline:
+        if not kept or len(kept) >= len(body(best)):
+            return False
+        again = try_(kept)
+        if again is None and time.monotonic() < deadline:
             again = _try_spaced(try_, steps, gone, kept, spec)
-        if again is not None and len(body(again)) < len(steps):
-            return again
-    return found
+        if again is not None and len(body(again)) < len(body(best)):
+            best = again
+            return True
+        if again is None:
+            passed.append(keep)
+        return False
+
+    last = lambda k: {i for g in groups[-k:] for i in g}  # noqa: E731
+    n = len(groups)
+    if n < 2 or any(fails(keep) for keep in _first_cuts(steps, groups)):
+        return best
+    half = n // 2
+    if half > 2 and fails(last(half)):
+        k, below = 4, 2
+        while k < half and not fails(last(k)):
+            k, below = k * 2, k
+        _least_failing(fails, last, below, min(k, half))
+    elif half >= 2:
+        _least_failing(fails, last, half, n)
+    return best
+
+
+def _first_cuts(steps, groups) -> list[set]:
+    """The kept positions of focus's first cuts: the last sequence alone; it and the sequences no
+    END closed (left to their idle timeouts, or running at the end) and what sent nothing (the
+    waits, the sequences left to expire): a leak the idle timeouts grow needs those, wherever they
+    fell (seen: 435 steps, five expiries spread over the program); the last two."""
+    open_ = {min(g) for g in unended(steps)}
+    outlived = [g for g in groups[:-1] if min(g) in open_] + groups[-1:]
+    cuts = [groups[-1:]] + ([outlived] if 1 < len(outlived) < len(groups) else []) + [groups[-2:]]
+    return [{i for g in cut for i in g} for cut in cuts]
+
+
+def _least_failing(fails, last, passing: int, failing: int) -> None:
+    """Halves the span between a count of last sequences whose cut passed and one whose cut failed
+    (or the whole program), down to the fewest that fail."""
+    while failing - passing > 1:
+        mid = (passing + failing) // 2
+        if fails(last(mid)):
+            failing = mid
+        else:
+            passing = mid
 
 
 def focus_cuts(steps) -> list[set]:
-    """The step positions each of focus's cuts removes, in the order it tries them: every
-    sequence but the one of the last step; then but that one and the sequences no END closed
-    (left to their idle timeouts, or running at the end) and what sent nothing (the waits, the
-    sequences left to expire): a leak the idle timeouts grow needs those, wherever they fell
-    (seen: 435 steps, five expiries spread over the program); then but the last 2, 4, ... to
-    have sent (by_sequence's groups, by their last step)."""
+    """The step positions each of the cuts a long program is rated on first removes
+    (fuzz/corpus/isolate.py), in focus's order: `_first_cuts`, then the last half, then the last
+    4, 8, ... (a cut of the half: where the half passed, isolate skips them as focus does)."""
     groups = sorted(by_sequence(steps), key=max)
-    cuts = [groups[-1:]]
-    open_ = {min(g) for g in unended(steps)}
-    outlived = [g for g in groups[:-1] if min(g) in open_] + groups[-1:]
-    if len(cuts[0]) < len(outlived) < len(groups):
-        cuts.append(outlived)
-    k = 2
+    everything = set(range(len(steps)))
+    keeps = _first_cuts(steps, groups) if len(groups) > 1 else []
+    keeps.append({i for g in groups[-(len(groups) // 2):] for i in g})
+    k = 4
     while k < len(groups):
-        cuts.append(groups[-k:])
+        keeps.append({i for g in groups[-k:] for i in g})
         k *= 2
-    return [{i for g in groups if g not in cut for i in g} for cut in cuts]
+    out = []
+    for keep in keeps:
+        if keep != everything and everything - keep not in out:
+            out.append(everything - keep)
+    return out
 
 
 def focused(steps, spec: ModelSpec, most: int) -> list[list[StepRecord]]:
