@@ -709,3 +709,19 @@ def test_a_rating_cut_short_by_its_share_goes_on_from_its_replays_next_time(monk
     assert isolate._key(crowd) not in tried.passed and tried.replays_passed[isolate._key(crowd)] == 10
     assert isolate._rated_noting(plain, crowd, clock.monotonic() + 10, tried)[0] is None
     assert len(replays) == isolate.HELD_RATE_REPLAYS and isolate._key(crowd) in tried.passed
+
+
+def test_a_program_and_its_copy_with_ids_moved_are_one_shape_and_twins_are_not_strangers():
+    """`_shape`: what `_moved` cannot change. A program and its copy shifted (integers by one offset,
+    strings given a try's tag) are one shape; ids 2**32 apart (twins of a 32-bit CORRID) are not the
+    shape of ids 1 apart, nor an integer id that of a string, nor the misuse id 0 that of another."""
+    from fuzz.corpus.shrink import shifted
+    shape = lambda steps: isolate._shape(isolate._key(steps))  # noqa: E731
+    twins = [step(1, 0, 5), step(2, 1, 5 + 2**32)]
+    assert shape(twins) == shape(shifted(twins, 1000, "p3."))
+    assert shape(twins) != shape([step(1, 0, 5), step(2, 1, 6)])
+    words = [step(1, 0, "a"), step(2, 1, "b")]
+    assert shape(words) == shape(shifted(shifted(words, 7, "p1."), 9, "p2."))
+    assert shape(words) != shape([step(1, 0, "a"), step(2, 1, "a")])
+    assert shape([step(1, 0, 5)]) != shape([step(1, 0, "5")])
+    assert shape([step(1, 0, 0), step(2, 0, 5)]) != shape([step(1, 0, 5), step(2, 0, 0)])

@@ -475,3 +475,22 @@ def test_focus_cuts_as_programs_come_in_focus_order_each_shorter_and_capped():
     # 1, 2, the last half (5), then 4, 8 of 10 sequences: 16 would be the whole
     assert [len({s.request.seq_id for s in c}) for c in focused(steps, SPEC, 10)] == [1, 2, 5, 4, 8]
     assert focused(steps[:3], SPEC, 5) == []  # one sequence: no cut is shorter
+
+
+def test_ddmin_says_what_focus_left_only_where_it_ran_in_full():
+    """A shrink from a fresh model skips focus on a plain cut only where the plain ddmin's focus ran
+    in full (isolate: Tried.focused): `on_focus` gets the program focus left, and is not called
+    where the deadline cut focus short, nor where `focused` skips it."""
+    import time
+    from fuzz.corpus.shrink import ddmin
+
+    steps = [req(3 * n + k, 10 + n, 1, start=k == 0) for n in range(10) for k in range(3)]
+    try_ = failing_while(lambda kept: {18, 19} <= {s.request.seq_id for s in kept}, [], len)
+    seen = []
+    ddmin(try_(steps), try_, lambda v: v.program, SPEC, time.monotonic() + 10, on_focus=lambda v: seen.append(len(v.program)))
+    assert seen == [6]  # the last two sequences, three steps each
+    seen.clear()
+    ddmin(try_(steps), try_, lambda v: v.program, SPEC, time.monotonic() - 1, on_focus=lambda v: seen.append(1))
+    ddmin(try_(steps), try_, lambda v: v.program, SPEC, time.monotonic() + 10, focused=True,
+          on_focus=lambda v: seen.append(1))
+    assert seen == []

@@ -128,6 +128,9 @@ class Tried:
     # short by its share goes on from there (seen: a crowd's eight cores rated for 0.1-0.2 s each
     # by the quick cut of its example, then again from the start, 10 s of a 30 s budget)
     replays_passed: dict = attrs.Factory(dict)
+    # the length of the program the last plain cutting's focus left, where it ran in full (None:
+    # it did not): a cut no longer than that was focused
+    focused: int | None = None
     passed_fresh: bool = False  # it passed FLAKY_TRIES replays from a fresh model as it is (replays_only_on_history)
 
 
@@ -224,7 +227,8 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 best = _shorter_again(server, spec, quick or found, cuts, settings, half, fresh)
                 # A plain cut was focused by the plain ddmin that made it: its cuts by sequence
                 # again, a reload each, found nothing in every shrink traced (6 s of a 30 s budget).
-                best = _shrink(server, spec, best, settings, deadline, fresh, focused=quick is not None)
+                focused = quick is not None and tried.focused is not None and len(_body(best)) <= tried.focused
+                best = _shrink(server, spec, best, settings, deadline, fresh, focused=focused)
                 return _shorter_again(server, spec, best, cuts, settings, deadline, fresh)
     except ServerGone:
         return None  # the run reports the death itself
@@ -260,19 +264,32 @@ def _key(steps) -> tuple:
 
 
 def _shape(key: tuple) -> tuple:
-    """A program's `_key` with each id named by the order it first appears in: a program and its
-    copy with the ids moved (`_moved`'s replays) are one shape."""
-    names: dict = {}
-    return tuple(k if k[5] is None else (*k[:5], (names.setdefault(k[5][0], len(names)), *k[5][1:]))
-                 for k in key)
+    """A program's `_key` with its ids as `_moved` cannot change them: each integer id (and each
+    string that names one) as its distance from the program's first, modulo 2**64 (shifted moves
+    them all by one offset, so twins stay twins), other strings without the tags of earlier
+    tries, the misuse ids 0 and "" as they are, each with its type. A program and its copy with
+    the ids moved are one shape; programs whose ids relate otherwise are not."""
+    first = None
+
+    def id_shape(k):
+        nonlocal first
+        kind, seq_id = k
+        number = seq_id if kind == "u" else int(seq_id) if seq_id.isdigit() and 0 < int(seq_id) < 2**64 else None
+        if seq_id in (0, "") or number is None:
+            return k if kind == "u" or seq_id == "" else (kind, shrink.EARLIER_TAGS.sub("", seq_id, count=1))
+        first = number if first is None else first
+        return (kind, "#", (number - first) % 2**64)
+    return tuple(k if k[5] is None else (*k[:5], (id_shape(k[5][0]), *k[5][1:])) for k in key)
 
 
 def _within(steps, larger) -> bool:
     """Whether every step of `steps` is a step of `larger` as it is there (by its number): a cut
-    of it that removed steps and folded none. A program whose plain replays passed has no such
-    cut that fails but by chance: a core of the sequences it ended with that passed says the
-    cores of fewer of them would (seen: the last half of a program that needs a hundred
-    sequences, then its last 4 and 8 rated, 32 replays each)."""
+    of it that removed steps and folded none. Where a program's plain replays passed, such a cut
+    is taken to pass too, as ddmin takes a failure to need what it kept (a heuristic: a bug of a
+    sequence's age or of a crowd's composition can break it, and a cut is then lost, never a
+    finding made): a core of the sequences it ended with that passed says the cores of fewer of
+    them would (seen: the last half of a program that needs a hundred sequences, then its last 4
+    and 8 rated, 32 replays each)."""
     there = {s.index: s for s in larger}
     return len(there) == len(larger) and all(there.get(s.index) == s for s in steps)
 
@@ -328,6 +345,7 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     seven cores rated twice, 9 s of a 30 s budget, and ddmin left 5.8 s for 122 steps)."""
     tried = tried or Tried()
     passed = tried.passed
+    tried.focused = None
     rated: list = []  # the programs rated here in full whose replays all passed
     fraction = HELD_PLAIN_SHARE if sends_at_once(found.program) else PLAIN_SHARE
     share = time.monotonic() + (deadline - time.monotonic()) * fraction
@@ -365,7 +383,8 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
         if again is not None:
             cuts.append(list(again.program))
         return again
-    shrink.ddmin(start, kept, lambda v: list(v.program), spec, share)
+    shrink.ddmin(start, kept, lambda v: list(v.program), spec, share,
+                 on_focus=lambda v: setattr(tried, "focused", len(v.program)))
     return _first_fresh(server, spec, found.invariant, settings, cuts, deadline), cuts
 
 

@@ -42,7 +42,7 @@ Body = Callable[[InvariantViolation], list]
 
 
 def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
-          deadline: float, focused: bool = False) -> InvariantViolation:
+          deadline: float, focused: bool = False, on_focus=None) -> InvariantViolation:
     """First every wait for an idle timeout at once (most bugs need none, and each costs every
     later try a second or more), then every request after a START at once (one try: bugs of
     slots and STARTs need none of them, and every later try replays a shorter program), then
@@ -56,8 +56,9 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     waits, a removal that no longer fails is tried once more keeping the time the removed steps
     took, as silence (a bug can need a sequence's gap, which they filled); the silences kept
     that way are dropped in one last try. Right after the waits, the program is cut to the
-    sequences it ended with (`focus`; not where `focused`: a cut of a program focus cut already),
-    and its crowds are tried one request at a time (`alone`)."""
+    sequences it ended with (`focus`; not where `focused`: a cut of a program focus cut already;
+    `on_focus` is given what focus left, where it ran in full), and its crowds are tried one
+    request at a time (`alone`)."""
     for units_of in DDMIN_PASSES:
         # No pass but the last takes more than half the time left: proving a program of a hundred
         # needed sequences 1-minimal by sequence takes a try each, and the passes after it none
@@ -65,7 +66,11 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
         until = deadline if units_of is DDMIN_PASSES[-1] else time.monotonic() + (deadline - time.monotonic()) / 2
         found = _ddmin(found, try_, body, spec, until, units_of, timed=units_of is not every_wait)
         if units_of is every_wait:
-            found = alone(found if focused else focus(found, try_, body, spec, deadline), try_, body, deadline)
+            if not focused:
+                found = focus(found, try_, body, spec, deadline)
+                if on_focus is not None and time.monotonic() < deadline:
+                    on_focus(found)
+            found = alone(found, try_, body, deadline)
     steps = body(found)
     if any(s.wait_s for s in steps if s.kind in SENT) and time.monotonic() < deadline:
         again = try_(quiet(steps))
@@ -76,12 +81,13 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
 
 def focus(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
           deadline: float) -> InvariantViolation:
-    """The program cut to the sequences it ended with, the shortest such cut that fails. A promise
-    breaks at the program's end, mostly on what the last few sequences did, and a crowd's program
-    of hundreds of steps leaves ddmin's halving no time for its single steps (seen: 188 steps,
-    three tries of 1.5 s each per pass, and the budget gone before a sequence was removed). First
-    the last sequence alone, the sequences no END closed (`focus_cuts`), the last two; then the
-    last half: where it fails, the last 4, 8, ... up to it, the first that fails; where it passes,
+    """The program cut to the sequences it ended with, a short cut that fails. A promise breaks at
+    the program's end, mostly on what the last few sequences did, and a crowd's program of
+    hundreds of steps leaves ddmin's halving no time for its single steps (seen: 188 steps, three
+    tries of 1.5 s each per pass, and the budget gone before a sequence was removed). First the
+    last sequence alone, then with the sequences no END closed, then the last two (`_first_cuts`:
+    the first of them that fails); then the last half: where it fails, the last 4, 8, ... up to
+    it, and halving between the last that passed and the first that failed; where it passes,
     no cut of it can (it keeps fewer sequences than one that passed), and the fewest of the last
     sequences past the half that fail are searched by halving (a bug that needs a hundred
     sequences to have come and gone: seen, every cut of a 134-sequence program tried and passing,

@@ -1664,10 +1664,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if not steering and steer >= STEER_TOP - 1:
             # A pair of flags no execution of this example carried together (a START beside an
             # END, ...), the campaign's gaps first: the first two sequences take them early in a
-            # layered crowd, where the layers run together (below). Once
-            # an example on the top draw; past that, on the next draw too, while the campaign
-            # lacks a pair (seen: 4 steered crowds of 39 in a `dev` campaign, for 7 pairs, and
-            # four pairs never carried: a pair runs together in some crowds only).
+            # layered crowd, where the layers run together (below). Once an example on the top
+            # draw; past that, on the next draw too, while the campaign lacks a pair (seen: 4
+            # steered crowds of 39 in a `dev` campaign, for 7 pairs, and four pairs never
+            # carried: a pair runs together in some crowds only). Such a crowd is no larger than
+            # another; the once an example is for full crowds, whose failing examples shrink badly.
             gaps = pairs if steer == STEER_TOP and not self.crowd_steered else [g for g in pairs if g not in cov.seen]
             pair = choose(campaign_first(gaps, lambda g: (g,), cov.seen), seed)
         if pair is not None:
@@ -1713,7 +1714,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         before = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
         if not self._sent_together(reqs, "crowd"):
             return
-        self.crowd_steered = self.crowd_steered or (steering and (pair is not None or len(plans) == self.plan.crowd_max))
+        # the steering once an example is the top draw's (a pair the campaign lacks, steered on
+        # the next draw, leaves it to a full crowd)
+        self.crowd_steered = self.crowd_steered or (steering and steer == STEER_TOP
+                                                    and (pair is not None or len(plans) == self.plan.crowd_max))
         after = self.plan.server.executions_and_inferences(self.plan.spec.batcher)
         if before and after:
             rows = self.engine.stats.coverage.live_rows(after[1] - before[1], after[0] - before[0])
