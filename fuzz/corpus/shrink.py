@@ -96,13 +96,14 @@ def focus(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     or gap the bug needs, which they filled), as _ddmin does."""
     steps = body(found)
     groups = sorted(by_sequence(steps), key=max)
+    everything = set(range(len(steps)))
     best, passed = found, []  # passed: the kept positions of each cut that did not fail
 
     def fails(keep: set) -> bool:
         nonlocal best
         if time.monotonic() >= deadline or any(keep <= p for p in passed):
             return False
-        gone = set(range(len(steps))) - keep
+        gone = everything - keep
         kept = without(steps, gone, spec)
         if not kept or len(kept) >= len(body(best)):
             return False
@@ -116,7 +117,7 @@ def focus(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
             passed.append(keep)
         return False
 
-    last = lambda k: {i for g in groups[-k:] for i in g}  # noqa: E731
+    last = lambda k: _last(groups, k)  # noqa: E731
     n = len(groups)
     if n < 2 or any(fails(keep) for keep in _first_cuts(steps, groups)):
         return best
@@ -142,6 +143,11 @@ def _first_cuts(steps, groups) -> list[set]:
     return [{i for g in cut for i in g} for cut in cuts]
 
 
+def _last(groups, k: int) -> set:
+    """The positions of the last `k` sequences to have sent (`groups` sorted by their last step)."""
+    return {i for g in groups[-k:] for i in g}
+
+
 def _least_failing(fails, last, passing: int, failing: int) -> None:
     """Halves the span between a count of last sequences whose cut passed and one whose cut failed
     (or the whole program), down to the fewest that fail."""
@@ -160,10 +166,10 @@ def focus_cuts(steps) -> list[set]:
     groups = sorted(by_sequence(steps), key=max)
     everything = set(range(len(steps)))
     keeps = _first_cuts(steps, groups) if len(groups) > 1 else []
-    keeps.append({i for g in groups[-(len(groups) // 2):] for i in g})
+    keeps.append(_last(groups, len(groups) // 2))  # of one sequence: everything, left out below
     k = 4
     while k < len(groups):
-        keeps.append({i for g in groups[-k:] for i in g})
+        keeps.append(_last(groups, k))
         k *= 2
     out = []
     for keep in keeps:

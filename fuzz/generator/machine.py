@@ -1676,13 +1676,13 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             # comes) and the second sequence's requests then run one layer behind the first's
             # (seen: 9 of 10 steered crowds ran the pair's layer in two executions, on two
             # streams in either order; after, 7 of 8 in one): the first sequence takes its shape
-            # a layer after the second, early,
-            # while the queues are full (past a dozen layers a fast model ran each request alone).
+            # a layer after the second, early, while the queues are full (past a dozen layers a
+            # fast model ran each request alone).
             steering, layered = True, True
             depth = max(depth, 4)
             for i, shape in enumerate(TOGETHER[pair]):
                 starts, ending = FLAGS[shape]
-                at = 1 + (1 if i == 0 else 0)
+                at = 2 if i == 0 else 1
                 restart_at[i] = at if starts else -1
                 ends[i], end_at[i] = ending, at if ending else depth
         self.engine.collect()
