@@ -597,19 +597,20 @@ def play_behind(p, step):  # on the client's stream, to be cancelled (several go
     p.scratch["cancel"] = {"unsettled": True, "behind": p.scratch["cancel"]["behind"] + 1}
 
 
-def play_cancel_stream(p, step):  # a cancel that waited: it waited that long after the first's answer
-    settle_queue(p)
-    queue_sent, p.scratch["cancel"]["behind"] = p.scratch["cancel"]["behind"] > 1, 0
+def play_cancel_stream(p, step):  # a cancel that waited: that long after the first's answer and the step before
+    if not step["wait_s"]:  # (one that waits lands while the one behind runs: it does not settle first)
+        settle_queue(p)
+    queue_sent, p.scratch["cancel"] = p.scratch["cancel"]["behind"] > 1, {"unsettled": False, "behind": 0}
     boxes = p.asides.get(step["client"]) or []
     if step["wait_s"] and boxes:
         try:
             boxes[0].put(boxes[0].get(timeout=p.args.timeout))  # (read again when it is checked)
         except queue.Empty:
             pass
-        time.sleep(step["wait_s"])
+    time.sleep(step["wait_s"])
     if step["client"] in p.streams:
         p.streams.pop(step["client"]).close(cancel_requests=True)
-    if queue_sent:  # one the server read off the stream as the cancel came is queued a moment later
+    if queue_sent or step["wait_s"]:  # one the server read off the stream as the cancel came is queued a moment later
         time.sleep(0.05)
 
 

@@ -223,7 +223,7 @@ class Kind(str, enum.Enum):
     # (BEHIND); a witness behind that on unary gRPC or a stream of its own (ASIDE, its `via`);
     # the stream cancelled; the two answers (ASIDE_ANSWER); the sequence's next request
     # (AFTER_CANCEL, EndedOr). A late group has no witness: its CANCEL_STREAM waited (wait_s) that
-    # long after the first's answer came, and the first's ASIDE_ANSWER follows it.
+    # long after the first's answer came and the one behind went, and the first's ASIDE_ANSWER follows it.
     ASIDE = "aside", Traits(later=True, group="cancel", rebases=True)
     BEHIND = "behind", Traits(later=True, own_stream=True, group="cancel", rebases=True, in_runs=True)
     CANCEL_STREAM = "cancel_stream", Traits(new_stream=True, group="cancel")

@@ -21,10 +21,12 @@ behind had run before it (a prefix of them: one stream, one queue); whatever the
 `after` must then be one of the sums that leaves possible, or refused if a cancelled request came
 to the queue after the witness.
 
-Now and then the cancel comes later, with no witness: right after the first's answer, or a
-fraction of its latency later, when the request behind, queued behind it, may be running. A model must keep a sequence whose
-running request was cancelled going as the batcher does (or end it as the batcher would, had it
-seen the cancel in the queue): `after` must be refused or one of the sums the group leaves possible.
+Now and then the cancel comes later, with no witness: once the request behind can run (the
+first answered, and it sent: a fast model answers the first before the one behind goes), at once
+or a fraction of the first's latency later, when the one behind may be running (or not read off
+the stream yet, or queued). A model must keep a sequence whose running request was cancelled
+going as the batcher does (or end it as the batcher would, had it seen the cancel in the queue):
+`after` must be refused or one of the sums the group leaves possible.
 """
 from __future__ import annotations
 
@@ -147,12 +149,17 @@ class CancelSteps:
 
     def cancel_stream(self, client: int, action: str, wait_s: float = 0.0, late: float | None = None) -> None:
         """The client cancels its stream. A late cancel waits for the first's answer and then
-        `late` times the first's latency (the request behind, queued behind the first, runs
-        then), and records that wait; a replay's `wait_s` (a cancel that waited) waits as long
-        after the first's answer."""
-        self.settle_behind()  # (a late one too: a request after the cancel must not overtake the one behind)
+        `late` times the first's latency from when the request behind can run (the first
+        answered, and it sent: on a fast model the first is answered before the one behind
+        goes), and records that wait; a replay's `wait_s` (a cancel that waited) waits as long
+        after the first's answer, and after the step before it."""
         g = self.group
         if wait_s or late is not None:
+            # No settling first: the one behind runs within a millisecond of reaching the server
+            # on a fast model, and a cancel that waits for it to settle finds it answered (0 of
+            # 20 models had a cancel find its request running). Whatever the cancel finds (the
+            # request not read yet, queued, running or answered), the next request must be refused
+            # or one of the group's sums, and it waits below until the server has it all.
             g.late, first = True, g.asides[0][2]
             if isinstance(first, UnaryCall):  # (its answer is read again when it is checked)
                 try:
@@ -160,13 +167,17 @@ class CancelSteps:
                 except queue.Empty:
                     pass
             if late is not None:
-                # From when the answer came, which may be before this looked (the one behind has
-                # been running since): never 0, which would be a cancel that did not wait.
+                # From when the answer came, which may be before this looked, or before the one
+                # behind went: never 0, which would be a cancel that did not wait.
                 done = getattr(first, "done_at", None) or time.monotonic()
-                wait_s = max(done + late * (done - first.started) - time.monotonic(), 1e-4)
+                runs_from = max([done] + [call.started for _, call in g.behind])
+                wait_s = max(runs_from + late * (done - first.started) - time.monotonic(), 1e-4)
+            g.unsettled = False
             time.sleep(wait_s)
+        else:
+            self.settle_behind()
         self.streams[client].close(cancel_requests=True, timeout_s=self.settings.prompt_s)
-        if len(g.behind) > 1:
+        if len(g.behind) > 1 or g.late:
             # The server reads a queue off the stream about as fast as it runs it: one it read as
             # the cancel came reaches the sequence a moment later, and a request sent after the
             # cancel on another connection must not overtake it (a loaded machine reads late).
@@ -500,19 +511,20 @@ def play_behind(p, step):  # on the client's stream, to be cancelled (several go
 
 
 @plays(Kind.CANCEL_STREAM, own_wait=True)
-def play_cancel_stream(p, step):  # a cancel that waited: it waited that long after the first's answer
-    settle_queue(p)
-    queue_sent, p.scratch["cancel"]["behind"] = p.scratch["cancel"]["behind"] > 1, 0
+def play_cancel_stream(p, step):  # a cancel that waited: that long after the first's answer and the step before
+    if not step["wait_s"]:  # (one that waits lands while the one behind runs: it does not settle first)
+        settle_queue(p)
+    queue_sent, p.scratch["cancel"] = p.scratch["cancel"]["behind"] > 1, {"unsettled": False, "behind": 0}
     boxes = p.asides.get(step["client"]) or []
     if step["wait_s"] and boxes:
         try:
             boxes[0].put(boxes[0].get(timeout=p.args.timeout))  # (read again when it is checked)
         except queue.Empty:
             pass
-        time.sleep(step["wait_s"])
+    time.sleep(step["wait_s"])
     if step["client"] in p.streams:
         p.streams.pop(step["client"]).close(cancel_requests=True)
-    if queue_sent:  # one the server read off the stream as the cancel came is queued a moment later
+    if queue_sent or step["wait_s"]:  # one the server read off the stream as the cancel came is queued a moment later
         time.sleep(0.05)
 
 
