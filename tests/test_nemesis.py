@@ -346,3 +346,23 @@ def test_streams_cancelled_beside_spared_calls_reach_only_a_model_that_lets_them
                 if broken and refused:
                     break
             assert (refused > 0) == broken, f"{model}: {refused} spared calls refused in {rounds} rounds"
+
+
+def test_a_give_up_round_s_calls_run_together_on_a_fast_model(tmp_path_factory):
+    """give_up's calls of a round reach the server together (each stream opened and each request
+    encoded before any goes), so on a model that answers in a millisecond too they share
+    executions, as the rule means them to: sent one by one, each new stream's first request came
+    as the last was answered, and each ran alone (7 of 8 rounds)."""
+    from fuzz.values import Fault
+
+    fast4 = Variant("corrid", "direct", 4, 1, controls=("START", "END", "READY", "CORRID"))
+    with one_model_server(tmp_path_factory, fast4) as server:
+        spec = ModelSpec.fetch(server, fast4.name)
+        assert spec.says_live_rows
+        strike, together = nemesis.Nemesis(server, fast4.name), 0
+        for r in range(11):  # every call spared: nothing is cancelled, each waits for its answer
+            fault = Fault("give_up", ids=[1 + 4 * r + i for i in range(4)], at_once=4, deadline_us=0, spare_every=1)
+            got = strike.hurry(fault, [spec.request(i, 1, start=True, end=True) for i in fault.ids], streams=True)
+            assert all(o.ok and o.value == 1 for o in got), got
+            together += r > 0 and max(o.live_rows for o in got) >= 2  # (the first round warms the model)
+        assert together >= 5, f"{together} of 10 rounds ran two of their calls in one execution"

@@ -212,6 +212,14 @@ class Stream:
         for box in orphans.values():
             box.put(Outcome(status=status, message=message))
 
+    def open(self):
+        """Starts the call now, not at the first send (whose request then goes out at once)."""
+        if self.call is None:
+            self.outbox = queue.Queue()
+            self.call = self.stub.ModelStreamInfer(self._requests(self.outbox))
+            self.reader = threading.Thread(target=self._read, args=(self.call,), daemon=True)
+            self.reader.start()
+
     def send(self, req, model):
         box = queue.Queue(maxsize=1)
         with self.lock:
@@ -219,11 +227,7 @@ class Stream:
             self.next += 1
             self.pending[rid] = box
             self.sent_forms[rid] = (shape_of(req), req["dtype"])
-        if self.call is None:
-            self.outbox = queue.Queue()
-            self.call = self.stub.ModelStreamInfer(self._requests(self.outbox))
-            self.reader = threading.Thread(target=self._read, args=(self.call,), daemon=True)
-            self.reader.start()
+        self.open()
         msg = encode(req, model, rid)
         # a decoupled model may send its final flag alone, after its answers: only asked for, it comes
         msg.parameters["triton_enable_empty_final_response"].bool_param = True
@@ -370,12 +374,15 @@ def answered_wrong(spec, fault, outcomes) -> list:
 def give_up_streams(url, model, spec, fault) -> list:
     outcomes, at_once = [], max(1, fault["at_once"])
     for first in range(0, len(fault["ids"]), at_once):
-        streams, boxes = [], []
-        for seq_id in fault["ids"][first:first + at_once]:
-            streams.append(Stream(url))
-            boxes.append(streams[-1].send(whole_sequence(seq_id, spec, end=not spec.get("iterations")), model))
-        time.sleep(fault["deadline_us"] / 1e6)
-        for i, (s, box) in enumerate(zip(streams, boxes), first):
+        streams = [Stream(url) for _ in fault["ids"][first:first + at_once]]
+        for s in streams:  # opened first: the calls go together
+            s.open()
+        boxes, sent = [], []
+        for s, seq_id in zip(streams, fault["ids"][first:first + at_once]):
+            sent.append(time.monotonic())
+            boxes.append(s.send(whole_sequence(seq_id, spec, end=not spec.get("iterations")), model))
+        for i, (s, box, at) in enumerate(zip(streams, boxes, sent), first):
+            time.sleep(max(0.0, at + fault["deadline_us"] / 1e6 - time.monotonic()))  # each its own deadline
             if box.empty() and not spared(fault, i):
                 s.close(cancel_requests=True, timeout_s=5.0)
         outcomes += [came(b, 10) for b in boxes]

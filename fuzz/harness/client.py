@@ -408,6 +408,11 @@ class StreamClient:
                                             name="triton-stream-reader")
             self._reader.start()
 
+    def open(self) -> None:
+        """Starts the stream's call now, not at the first push: a new call's first request
+        otherwise waits about a millisecond for it (as long as a fast model's answer)."""
+        self._ensure_open()
+
     def send(self, req: Request) -> Box:
         messages, boxes = self.prepare([req])
         self.push(messages)
