@@ -220,18 +220,30 @@ class Stream:
             self.reader = threading.Thread(target=self._read, args=(self.call,), daemon=True)
             self.reader.start()
 
-    def send(self, req, model):
+    def stage(self, req, model):
+        """(the request encoded, its box), not sent yet: push() sends it."""
         box = queue.Queue(maxsize=1)
         with self.lock:
             rid = f"r{self.next}"
             self.next += 1
             self.pending[rid] = box
             self.sent_forms[rid] = (shape_of(req), req["dtype"])
-        self.open()
         msg = encode(req, model, rid)
         # a decoupled model may send its final flag alone, after its answers: only asked for, it comes
         msg.parameters["triton_enable_empty_final_response"].bool_param = True
+        return msg, box
+
+    def push(self, msg):
+        self.open()
         self.outbox.put(msg)
+
+    def cancel(self):
+        if self.call is not None:
+            self.call.cancel()
+
+    def send(self, req, model):
+        msg, box = self.stage(req, model)
+        self.push(msg)
         return box
 
     def infer(self, req, model, timeout_s):
@@ -375,15 +387,22 @@ def give_up_streams(url, model, spec, fault) -> list:
     outcomes, at_once = [], max(1, fault["at_once"])
     for first in range(0, len(fault["ids"]), at_once):
         streams = [Stream(url) for _ in fault["ids"][first:first + at_once]]
-        for s in streams:  # opened first: the calls go together
+        for s in streams:  # opened and encoded first: the calls go together
             s.open()
-        boxes, sent = [], []
-        for s, seq_id in zip(streams, fault["ids"][first:first + at_once]):
+        staged = [s.stage(whole_sequence(seq_id, spec, end=not spec.get("iterations")), model)
+                  for s, seq_id in zip(streams, fault["ids"][first:first + at_once])]
+        boxes, sent = [box for _, box in staged], []
+        for s, (msg, _) in zip(streams, staged):
             sent.append(time.monotonic())
-            boxes.append(s.send(whole_sequence(seq_id, spec, end=not spec.get("iterations")), model))
+            s.push(msg)
+        given_up = []
         for i, (s, box, at) in enumerate(zip(streams, boxes, sent), first):
             time.sleep(max(0.0, at + fault["deadline_us"] / 1e6 - time.monotonic()))  # each its own deadline
-            if box.empty() and not spared(fault, i):
+            given_up.append(box.empty() and not spared(fault, i))
+            if given_up[-1]:
+                s.cancel()  # (closed below: a close waits for its reader)
+        for s, gave_up in zip(streams, given_up):
+            if gave_up:
                 s.close(cancel_requests=True, timeout_s=5.0)
         outcomes += [came(b, 10) for b in boxes]
         for s in streams:

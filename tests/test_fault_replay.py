@@ -242,9 +242,16 @@ def test_a_give_up_in_a_corpus_entry_is_struck_again_by_its_replay(server, tmp_p
     steps = (StepRecord(1, None, "4 calls, each on a stream of its own", kind=Kind.FAULT, fault=fault),
              StepRecord(2, 0, "start", Request(MODEL, 7, 15, start=True, end=True), via="stream",
                         expected="OUTPUT=15", got="OUTPUT=15", expect=Answer(15)))
-    entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, "valid_is_accepted",
-                                                                 "refused a request that must be accepted", steps)))
+    path = corpus.write(tmp_path, corpus.make_entry(spec, server.version, "valid_is_accepted",
+                                                    "refused a request that must be accepted", steps))
+    entry = corpus.load(path)
     warm(server)
     program = replay(server, entry)
     struck = [s for s in program if s.kind is Kind.FAULT and s.fault == fault]
     assert struck and "given up" in struck[0].got, program
+    # The standalone reproducer strikes it too (its streams opened first, each call given up at
+    # its own deadline), on ids the replay above did not leave behind: START+END each, so none is.
+    out = subprocess.run([sys.executable, str(path.with_suffix(".py")), "--url", server.grpc_url],
+                         capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in out.stderr, out.stderr
+    assert "4 calls, each on a stream of its own" in out.stdout and "no divergence" in out.stdout, out.stdout

@@ -1339,7 +1339,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         end = data.draw(st.booleans(), label="end after")
         via = data.draw(st.sampled_from(self.plan.after_cancel_vias), label="via after")
         witness_via = data.draw(st.sampled_from(self.plan.witness_vias), label="witness via")
-        late = data.draw(CANCEL_LATE, label="cancel after the first's answer (its latencies; None: behind a witness)")
+        late = data.draw(CANCEL_LATE, label="cancel once the one behind can run (the first's latencies; None: behind a witness)")
         deep = data.draw(BEHIND_DEPTHS, label="requests behind the first")
         steer = data.draw(STEER, label="steer a cancel while it runs")
         # A transport no witness was swept on yet takes the witness, 3 in 4 (each carries the error

@@ -408,8 +408,8 @@ class CancelSteps:
         `behind`: one request, or several sent back to back (a fast model runs one in a
         millisecond: only a queue of many is still there when the cancel comes). `late` (a
         fraction): no witness goes, and the cancel comes that many of the first's latency after
-        its answer, as the one behind runs; the next request may find the sequence ended or going
-        on from any of the group's sums."""
+        the one behind can run (the first answered and it sent), as it runs; the next request
+        may find the sequence ended or going on from any of the group's sums."""
         if witness_via == "stream":
             self.side_stream()  # connected before the group's timing starts
         if not self.send_aside(client, first, "next request, on unary gRPC"):

@@ -408,6 +408,11 @@ class StreamClient:
                                             name="triton-stream-reader")
             self._reader.start()
 
+    def cancel(self) -> None:
+        """Cancels the stream's call now, not waiting for its reader: close() ends it after."""
+        if self._call is not None:
+            self._call.cancel()
+
     def open(self) -> None:
         """Starts the stream's call now, not at the first push: a new call's first request
         otherwise waits about a millisecond for it (as long as a fast model's answer)."""
@@ -443,8 +448,13 @@ class StreamClient:
         with self._lock:
             ended = self._ended_call()
             if ended is None:
+                now = time.monotonic()  # sent now: prepared requests may have waited for others' encoding
                 for msg in messages:
                     self._calls[msg.id] = self._call
+                    if msg.id in self._pending:
+                        box = self._pending[msg.id][1]
+                        box.started = now
+                        self._pending[msg.id] = (now, box)
             else:  # the call ended after they were prepared: its reader failed what it carried, these too
                 orphans = self._forget([msg.id for msg in messages])
         if ended is not None:

@@ -159,6 +159,9 @@ class Nemesis:
                 time.sleep(max(0.0, box.started + fault.deadline_us / 1e6 - time.monotonic()))  # its own deadline
                 given_up.append(box.empty() and not fault.spared(i))
                 if given_up[-1]:
+                    s.cancel()  # (closed below: a close waits for its reader, and the next deadline does not)
+            for s, gave_up in zip(streams, given_up):
+                if gave_up:
                     s.close(cancel_requests=True, timeout_s=5.0)  # what was in flight ends CANCELLED
             for i, (box, gave_up) in enumerate(zip(boxes, given_up), first):
                 got = StreamClient.wait(box, spared_s if fault.spared(i) else 5.0)
