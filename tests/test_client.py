@@ -73,7 +73,7 @@ def test_a_streamed_request_tells_the_first_of_its_answers_shaped_or_typed_other
 
     c = StreamClient.__new__(StreamClient)
     c._lock, box = threading.Lock(), Box()
-    c._pending, c._partials, c._last, c._forms, c._ended = {"r0": (0.0, box)}, {}, {}, {}, None
+    c._pending, c._partials, c._last, c._forms, c._ended = {"r0": box}, {}, {}, {}, None
     c._sent_forms, c._calls, c._call = {"r0": ((1, 1), "INT32")}, {}, None
     c._read([_stream_answer("r0", partial[0], False, partial[1]), _stream_answer("r0", final[0], True, final[1])])
     got = box.get(timeout=1)

@@ -308,7 +308,7 @@ class StreamClient:
         self._channel = _channel(url) if channel is None else channel
         self._stub = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)
         self._lock = threading.Lock()
-        self._pending: dict[str, tuple[float, Box]] = {}
+        self._pending: dict[str, Box] = {}  # each its clock in Box.started
         self._partials: dict[str, list] = {}  # answers before the final one, by request id
         self._last: dict[str, Outcome] = {}  # the latest of them, whole: a final flag sent alone closes on it
         self._forms: dict[str, list] = {}  # and their OUTPUT (shape, datatype), each once
@@ -337,7 +337,7 @@ class StreamClient:
                     self._partial(rid, response.infer_response)
                     continue
                 with self._lock:
-                    started, box = self._pending.pop(rid, (None, None))
+                    box = self._pending.pop(rid, None)
                     partials = self._partials.pop(rid, ())
                     last = self._last.pop(rid, None)
                     forms = self._forms.pop(rid, [])
@@ -345,6 +345,7 @@ class StreamClient:
                     self._calls.pop(rid, None)
                 if box is None:
                     continue
+                started = box.started
                 if response.error_message:
                     box.put(Outcome(status="ERROR", message=response.error_message,
                                     **_took(started), partials=partials))
@@ -368,10 +369,10 @@ class StreamClient:
         """An answer before a request's final one: kept, in order, for its Outcome."""
         with self._lock:
             if rid in self._pending:
-                got = decode(response, self._pending[rid][0])
+                got = decode(response, self._pending[rid].started)
                 self._partials.setdefault(rid, []).append(got.value if got.ok else got.describe())
                 self._last[rid] = got
-                self._pending[rid][1].answered.append(got.describe())
+                self._pending[rid].answered.append(got.describe())
                 if got.ok and (got.shape, got.datatype) not in self._forms.setdefault(rid, []):
                     self._forms[rid].append((got.shape, got.datatype))
 
@@ -385,11 +386,11 @@ class StreamClient:
             if ended is not None and ended is self._call:
                 # A request sent on this call from now on would wait for a reader that is gone.
                 self._ended = (ended, status, message)
-        for started, box in orphans:
-            box.put(Outcome(status=status, message=message, **_took(started)))
+        for box in orphans:
+            box.put(Outcome(status=status, message=message, **_took(box.started)))
 
     def _forget(self, rids) -> list:
-        """The (started, box) of each of `rids`, dropped from every table (under the lock)."""
+        """The box of each of `rids`, dropped from every table (under the lock)."""
         orphans = [self._pending.pop(rid) for rid in rids if rid in self._pending]
         for rid in rids:
             for answers in (self._partials, self._last, self._forms, self._sent_forms, self._calls):
@@ -438,7 +439,7 @@ class StreamClient:
                     continue
                 rid = f"r{self._next}"
                 self._next += 1
-                self._pending[rid] = (box.started, box)
+                self._pending[rid] = box
                 self._sent_forms[rid] = (req.shape, req.dtype)
             messages.append(_streamed(encode(req, rid)))
         return messages, boxes
@@ -452,14 +453,12 @@ class StreamClient:
                 for msg in messages:
                     self._calls[msg.id] = self._call
                     if msg.id in self._pending:
-                        box = self._pending[msg.id][1]
-                        box.started = now
-                        self._pending[msg.id] = (now, box)
+                        self._pending[msg.id].started = now
             else:  # the call ended after they were prepared: its reader failed what it carried, these too
                 orphans = self._forget([msg.id for msg in messages])
         if ended is not None:
-            for started, box in orphans:
-                box.put(_after_end(ended, started))
+            for box in orphans:
+                box.put(_after_end(ended, box.started))
             return
         for msg in messages:
             self._outbox.put(msg)
