@@ -359,10 +359,19 @@ def test_a_give_up_round_s_calls_run_together_on_a_fast_model(tmp_path_factory):
     with one_model_server(tmp_path_factory, fast4) as server:
         spec = ModelSpec.fetch(server, fast4.name)
         assert spec.says_live_rows
-        strike, together = nemesis.Nemesis(server, fast4.name), 0
-        for r in range(11):  # every call spared: nothing is cancelled, each waits for its answer
+        strike, together, spreads = nemesis.Nemesis(server, fast4.name), 0, []
+        for r in range(31):  # every call spared: nothing is cancelled, each waits for its answer
             fault = Fault("give_up", ids=[1 + 4 * r + i for i in range(4)], at_once=4, deadline_us=0, spare_every=1)
             got = strike.hurry(fault, [spec.request(i, 1, start=True, end=True) for i in fault.ids], streams=True)
             assert all(o.ok and o.value == 1 for o in got), got
-            together += r > 0 and max(o.live_rows for o in got) >= 2  # (the first round warms the model)
-        assert together >= 5, f"{together} of 10 rounds ran two of their calls in one execution"
+            if r:  # (the first round warms the model)
+                together += max(o.live_rows for o in got) >= 2
+                spreads.append(max(o.sent_at for o in got) - min(o.sent_at for o in got))
+        # What the change ensures, read off the client: a round's four requests go within a
+        # fraction of a millisecond (the median: a loaded machine may preempt the odd round).
+        # What it is for, read off the model: some rounds' calls share an execution (how many
+        # depends on the load: 4 of 10 in CI, 25 of 30 alone; the old one-by-one send: 7 of 30,
+        # with a median spread of 2.7 ms).
+        spreads.sort()
+        assert spreads[len(spreads) // 2] < 0.001, f"median spread of a round's sends {spreads[len(spreads) // 2] * 1e3:.2f} ms"
+        assert together >= 3, f"{together} of 30 rounds ran two of their calls in one execution"
