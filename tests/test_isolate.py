@@ -725,3 +725,32 @@ def test_a_program_and_its_copy_with_ids_moved_are_one_shape_and_twins_are_not_s
     assert shape(words) != shape([step(1, 0, "a"), step(2, 1, "a")])
     assert shape([step(1, 0, 5)]) != shape([step(1, 0, "5")])
     assert shape([step(1, 0, 0), step(2, 0, 5)]) != shape([step(1, 0, 5), step(2, 0, 0)])
+
+
+def test_a_fault_s_calls_move_with_the_program_and_keep_its_shape():
+    """A give_up round's calls are sequences of their own: `shifted` moves their ids as it moves
+    every request's, so a plain try does not meet what an earlier one left on them, and `_shape`
+    takes the moved copy for the program it was."""
+    from fuzz.corpus.shrink import shifted
+    from fuzz.values import Fault
+    shape = lambda steps: isolate._shape(isolate._key(steps))  # noqa: E731
+    give_up = StepRecord(2, None, "calls given up", kind=Kind.FAULT,
+                         fault=Fault("give_up", ids=[7, 8], at_once=2, deadline_us=500, spare_every=2))
+    program = [step(1, 0, 5), give_up]
+    moved = shifted(program, 1000, "p1.")
+    assert moved[1].fault.ids == (1007, 1008) and moved[1].fault.deadline_us == 500
+    assert shape(program) == shape(moved)
+    assert shape(program) != shape([step(1, 0, 5), attrs.evolve(give_up, fault=attrs.evolve(give_up.fault, ids=[7, 9]))])
+
+
+def test_plain_replays_keep_a_client_s_fault_and_drop_a_server_s():
+    """A cut or a give_up round takes milliseconds and a cancel's bug needs it: plain replays keep
+    it. A restart or a reload takes seconds: they go, as an idle wait does."""
+    from fuzz.values import Fault
+    spec = SPEC
+    fault = lambda name, **kw: StepRecord(2, None, name, kind=Kind.FAULT, fault=Fault(name, **kw))  # noqa: E731
+    give_up = fault("give_up", ids=[7], at_once=1, deadline_us=500)
+    assert isolate._without_slow([step(1, 0, 5), give_up], spec) == [step(1, 0, 5), give_up]
+    assert isolate._without_slow([step(1, 0, 5), fault("cut")], spec) == [step(1, 0, 5), fault("cut")]
+    assert isolate._without_slow([step(1, 0, 5), fault("restart")], spec) == [step(1, 0, 5)]
+    assert isolate._without_slow([step(1, 0, 5), fault("reload")], spec) == [step(1, 0, 5)]

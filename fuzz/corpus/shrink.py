@@ -429,7 +429,8 @@ def shifted(steps, offset: int, tag: str) -> list[StepRecord]:
     id: integers (and strings that name one, so 5 and "5" stay twins) by `offset` modulo 2**64,
     which keeps every equality and every congruence modulo a power of two; other strings get
     `tag` in front, in place of an earlier try's (cut to the longest id a server takes, unless
-    already longer: a misuse). The misuse ids 0 and "" stay."""
+    already longer: a misuse). The misuse ids 0 and "" stay. A fault's calls (give_up's,
+    deadlines') are sequences too: their ids move alike."""
     def move(seq_id):
         if seq_id in (0, ""):
             return seq_id
@@ -439,8 +440,14 @@ def shifted(steps, offset: int, tag: str) -> list[StepRecord]:
             moved = f"{tag}{EARLIER_TAGS.sub('', seq_id, count=1)}"
             return moved if too_long(seq_id) else clip_id(moved)
         return (seq_id + offset) % 2**64 or offset
-    return [attrs.evolve(s, request=attrs.evolve(s.request, seq_id=move(s.request.seq_id)))
-            if s.request is not None else s for s in steps]
+
+    def moved(s: StepRecord) -> StepRecord:
+        if s.request is not None:
+            return attrs.evolve(s, request=attrs.evolve(s.request, seq_id=move(s.request.seq_id)))
+        if s.fault is not None and s.fault.ids:
+            return attrs.evolve(s, fault=attrs.evolve(s.fault, ids=[move(i) for i in s.fault.ids]))
+        return s
+    return [moved(s) for s in steps]
 
 
 def by_sequence(steps) -> list[list[int]]:
