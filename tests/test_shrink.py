@@ -323,6 +323,10 @@ def test_a_crowd_failure_is_first_tried_on_the_sequences_of_its_last_crowd():
     later = [*steps, req(15, 7, 1)]
     skeleton, folded = crowd_cores(later, SPEC)  # as they are, it would be the whole program: no core
     assert {s.request.seq_id for s in folded} == {s.request.seq_id for s in skeleton} == {5, 6, 7}
+    # a fault struck after the crowd failed (give_up's spared call): its calls are their own crowd
+    from fuzz.values import Fault
+    give_up = StepRecord(15, None, "calls given up", kind=Kind.FAULT, fault=Fault("give_up", ids=[8, 9], at_once=2))
+    assert crowd_cores([*steps, give_up], SPEC) == []
 
 
 def test_a_crowd_is_tried_one_request_at_a_time_and_kept_where_it_is_needed():

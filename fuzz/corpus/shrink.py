@@ -533,7 +533,11 @@ def crowd_cores(steps, spec: ModelSpec) -> list[list[StepRecord]]:
     steps, a second a replay, none of ten failing), where the group that failed is mostly all it
     needs, and its sequences' sums."""
     runs = held_runs(steps)
-    if not runs:
+    if not runs or (steps and steps[-1].kind is Kind.FAULT):
+        # A fault's own calls failed (a spared call of give_up's): focus's first cut, the fault
+        # alone, is its core, and the crowd before it has nothing to do with it (seen: three
+        # cores of a 196-request run rated first, a plain replay taking seconds each, and the
+        # fault, failing 24 of 30 plain replays alone, never tried; 5769 steps kept).
         return []
     last = runs[-1]
     keys = {key_of(steps[i].request.seq_id) for i in last}
