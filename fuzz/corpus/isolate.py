@@ -173,10 +173,14 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
                 quick, cuts = _cut_quickly(server, spec, violation, settings,
                                            time.monotonic() + budget_s / 4, whole=False, tried=tried)
                 found = early = quick
+            # A whole try cannot stop midway: none starts that would end past the deadline (seen:
+            # three tries of 19 s each of a 2144-step program on a 20 ms model, from 11 s into a
+            # 30 s budget, the shrink ending at 109 s).
+            whole_by = deadline - _span(before + list(failing))
             if found is None and not (back == 0 and tried.passed_fresh):
                 found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant,
-                                                    settings), ALONE_TRIES if back == 0 else 1)
-            if found is None and back == 0 and not sends_at_once(in_turn) and \
+                                                    settings), ALONE_TRIES if back == 0 else 1, whole_by)
+            if found is None and back == 0 and not sends_at_once(in_turn) and time.monotonic() < whole_by and \
                     (slow := shrink.paced(in_turn)) != list(failing):
                 # Replays send faster than the campaign did: once more with its gaps between steps
                 # (a bug of time between requests; seen: a restart 0.1 s after a sequence's last
@@ -427,8 +431,15 @@ class Rate:
 
 
 def sends_at_once(steps) -> bool:
-    """Whether the program sends requests at once (a crowd, a burst, a held batch)."""
-    return any(s.kind is Kind.HELD for s in steps)
+    """Whether the program sends requests at once (a crowd, a burst, a held batch, a fault's
+    calls: give_up's and deadlines', whose cancels land as the executions go)."""
+    return any(s.kind is Kind.HELD or (s.kind is Kind.FAULT and s.fault is not None and s.fault.ids) for s in steps)
+
+
+def _span(steps) -> float:
+    """How long the program took when it ran (its steps' recorded times; 0 where none are known)."""
+    times = [t for s in steps for t in (s.sent_at, s.done_at) if t is not None]
+    return max(times) - min(times) if times else 0.0
 
 
 def _rated(plain, steps, until: float, passed: int = 0) -> tuple[InvariantViolation | None, Rate]:
