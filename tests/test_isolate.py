@@ -754,3 +754,17 @@ def test_plain_replays_keep_a_client_s_fault_and_drop_a_server_s():
     assert isolate._without_slow([step(1, 0, 5), fault("cut")], spec) == [step(1, 0, 5), fault("cut")]
     assert isolate._without_slow([step(1, 0, 5), fault("restart")], spec) == [step(1, 0, 5)]
     assert isolate._without_slow([step(1, 0, 5), fault("reload")], spec) == [step(1, 0, 5)]
+
+
+def test_a_fault_s_calls_count_as_requests_sent_at_once_and_a_program_s_span_is_its_recorded_time():
+    """give_up's and deadlines' calls go together and fail in some replays only, as a crowd's
+    do: rated as such. A cut or a restart sends nothing. `_span` is how long the program ran
+    (a whole try is not started that would end past a shrink's deadline)."""
+    from fuzz.values import Fault
+    fault = lambda name, **kw: StepRecord(2, None, name, kind=Kind.FAULT, fault=Fault(name, **kw))  # noqa: E731
+    assert isolate.sends_at_once([step(1, 0, 5), fault("give_up", ids=[7, 8], at_once=2)])
+    assert isolate.sends_at_once([fault("deadlines", ids=[7], at_once=1)])
+    assert not isolate.sends_at_once([step(1, 0, 5), fault("cut"), fault("restart")])
+    timed = [attrs.evolve(step(1, 0, 5), sent_at=10.0, done_at=10.5), step(2, 0, 6),
+             attrs.evolve(step(3, 0, 7), sent_at=12.0, done_at=13.25)]
+    assert isolate._span(timed) == 3.25 and isolate._span([step(1, 0, 5)]) == 0.0
