@@ -176,7 +176,7 @@ def from_fresh_model(server, spec: ModelSpec, violation: InvariantViolation, set
             # A whole try cannot stop midway: none starts that would end past the deadline (seen:
             # three tries of 19 s each of a 2144-step program on a 20 ms model, from 11 s into a
             # 30 s budget, the shrink ending at 109 s).
-            whole_by = deadline - _span(before + list(failing))
+            whole_by = deadline - sum(map(_span, history[len(history) - back:])) - _span(failing)
             if found is None and not (back == 0 and tried.passed_fresh):
                 found = _first_failure(lambda: _try(server, spec, before + list(failing), violation.invariant,
                                                     settings), ALONE_TRIES if back == 0 else 1, whole_by)
@@ -260,8 +260,14 @@ def _slow(step: StepRecord) -> bool:
 
 
 def _without_slow(steps, spec: ModelSpec) -> list[StepRecord]:
-    """The steps but the slow ones (`_slow`)."""
-    slow = {i for i, s in enumerate(steps) if _slow(s)}
+    """The steps but the slow ones (`_slow`), and every fault after the first of them: a fault
+    can need what a slow step did (a give_up round takes every slot a wait freed, and a replay
+    that finds them held cannot strike it)."""
+    slow, after = set(), False
+    for i, s in enumerate(steps):
+        after = after or _slow(s)
+        if after and (s.kind is Kind.FAULT or _slow(s)):
+            slow.add(i)
     return shrink.without(list(steps), slow, spec) if slow else list(steps)
 
 
@@ -376,7 +382,7 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     long_ = len(_body(found)) > FOCUS_FIRST_STEPS
     for body, part in (cores + first if long_ else first + cores) + ([(_body(found), 1 / 2)] if whole else []):
         # Every plain try of a program that waits would take seconds too: without its waits (and
-        # faults), or not at all. Most programs that fail fail without them (the `pause` that
+        # server faults, and the faults after them: `_without_slow`), or not at all. Most programs that fail fail without them (the `pause` that
         # waits for slots to free up mid-example is in many).
         # Rated for half the share at most, so that the cuts get the rest (seen: 8 replays of a
         # 120-step and of a 359-step program took the whole 9.5 s share, and no cut was tried).
@@ -431,13 +437,13 @@ class Rate:
 
 
 def sends_at_once(steps) -> bool:
-    """Whether the program sends requests at once (a crowd, a burst, a held batch, a fault's
-    calls: give_up's and deadlines', whose cancels land as the executions go)."""
-    return any(s.kind is Kind.HELD or (s.kind is Kind.FAULT and s.fault is not None and s.fault.ids) for s in steps)
+    """Whether the program sends requests at once (a crowd, a burst, a held batch)."""
+    return any(s.kind is Kind.HELD for s in steps)
 
 
 def _span(steps) -> float:
-    """How long the program took when it ran (its steps' recorded times; 0 where none are known)."""
+    """How long the program took when it ran (its steps' recorded times; 0 where none are known).
+    Of one example each: the time between examples is no replay's."""
     times = [t for s in steps for t in (s.sent_at, s.done_at) if t is not None]
     return max(times) - min(times) if times else 0.0
 
