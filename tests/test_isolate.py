@@ -748,17 +748,16 @@ def test_plain_replays_keep_a_client_s_fault_and_drop_a_server_s():
     it, unless a slow step went before it. A restart or a reload takes seconds: they go, as an
     idle wait does."""
     from fuzz.values import Fault
-    spec = SPEC
     fault = lambda name, **kw: StepRecord(2, None, name, kind=Kind.FAULT, fault=Fault(name, **kw))  # noqa: E731
     give_up = fault("give_up", ids=[7], at_once=1, deadline_us=500)
-    assert isolate._without_slow([step(1, 0, 5), give_up], spec) == [step(1, 0, 5), give_up]
-    assert isolate._without_slow([step(1, 0, 5), fault("cut")], spec) == [step(1, 0, 5), fault("cut")]
-    assert isolate._without_slow([step(1, 0, 5), fault("restart")], spec) == [step(1, 0, 5)]
-    assert isolate._without_slow([step(1, 0, 5), fault("reload")], spec) == [step(1, 0, 5)]
+    assert isolate._without_slow([step(1, 0, 5), give_up], SPEC) == [step(1, 0, 5), give_up]
+    assert isolate._without_slow([step(1, 0, 5), fault("cut")], SPEC) == [step(1, 0, 5), fault("cut")]
+    assert isolate._without_slow([step(1, 0, 5), fault("restart")], SPEC) == [step(1, 0, 5)]
+    assert isolate._without_slow([step(1, 0, 5), fault("reload")], SPEC) == [step(1, 0, 5)]
     # after a wait (or a restart) it goes too: the wait freed the slots a give_up round takes
     wait = StepRecord(2, None, "go silent", kind=Kind.GO_SILENT, wait_s=1.0)
-    assert isolate._without_slow([step(1, 0, 5), wait, give_up], spec) == [step(1, 0, 5)]
-    assert isolate._without_slow([give_up, wait, step(3, 0, 5)], spec) == [give_up, step(3, 0, 5)]
+    assert isolate._without_slow([step(1, 0, 5), wait, give_up], SPEC) == [step(1, 0, 5)]
+    assert isolate._without_slow([give_up, wait, step(3, 0, 5)], SPEC) == [give_up, step(3, 0, 5)]
 
 
 def test_a_program_s_span_is_its_recorded_time():

@@ -382,8 +382,9 @@ def _cut_quickly(server, spec: ModelSpec, found: InvariantViolation, settings: F
     long_ = len(_body(found)) > FOCUS_FIRST_STEPS
     for body, part in (cores + first if long_ else first + cores) + ([(_body(found), 1 / 2)] if whole else []):
         # Every plain try of a program that waits would take seconds too: without its waits (and
-        # server faults, and the faults after them: `_without_slow`), or not at all. Most programs that fail fail without them (the `pause` that
-        # waits for slots to free up mid-example is in many).
+        # server faults, and the faults after them: `_without_slow`), or not at all. Most
+        # programs that fail fail without them (the `pause` that waits for slots to free up
+        # mid-example is in many).
         # Rated for half the share at most, so that the cuts get the rest (seen: 8 replays of a
         # 120-step and of a 359-step program took the whole 9.5 s share, and no cut was tried).
         body = _without_slow(body, spec)
