@@ -78,6 +78,10 @@ class ModelResult:
     coverage: CoverageReport = CoverageReport()  # goals reached and the fuzzer's gaps (fuzz/generator/coverage.py)
     # Known divergences the campaign saw and then fuzzed on past, its reference taking them as built.
     accepted: tuple = ()
+    # Requests the model had answered since it was loaded when the campaign began, and whether the
+    # campaign reloaded it first: what they left in it is in no history the campaign keeps.
+    served_before: int = 0
+    reloaded_first: bool = False
     model_spec: ModelSpec | None = attrs.field(default=None, repr=False)
 
     @property
@@ -170,6 +174,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     expected = [d for d in known if d.key in fuzz_settings.find_known or not d.guard]
     guards = tuple(d.guard for d in steered_around(spec, version, fuzz_settings.find_known))
     stats = RunStats()
+    served_before, reloaded_first = _fresh_start(server, spec)
     machine = make_machine(server, spec, fuzz_settings, stats)
     left_out = machine.left_out
     sizes_before = server.batch_sizes(spec.batcher) or {}
@@ -204,7 +209,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             fault_s=tuple(sorted((k, round(v, 2)) for k, v in stats.fault_s.items())),
             wait_s=round(stats.wait_s, 2), stuck_s=round(stats.stuck_s, 2), unsteady_rounds=stats.unsteady_rounds,
             slow_answers=stats.lag.slow, slowest_answer_s=round(stats.lag.slowest_s, 2),
-            prompt_s=fuzz_settings.prompt_s,
+            prompt_s=fuzz_settings.prompt_s, served_before=served_before, reloaded_first=reloaded_first,
             depth=DepthSummary.of(stats.lengths, stats.reuse_cycles, wall), left_out=left_out,
             coverage=stats.coverage.report(goals, rows, stopped_at), model_spec=spec)
         return ModelResult(**{**counts, **verdict})
@@ -249,6 +254,22 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                            unexpected_pass=tuple(d.key for d in expected if d.key not in seen),
                            accepted=tuple(sorted(accept - set(fuzz_settings.accept))), left_out=left_out)
     return result, unknown
+
+
+def _fresh_start(server, spec: ModelSpec) -> tuple[int, bool]:
+    """(requests the model had answered since its load, whether it was reloaded now). A model that
+    answered requests before the campaign may remember them (a sum a buggy slot keeps), and a
+    failure that needs what they left replays from no history of this campaign: seen when a
+    second campaign on one model met the first's expired sequence in its first request, shrunk to
+    that request alone, and reported it as not replayable. Where the server can reload the model,
+    the campaign starts on a fresh copy (a reload takes ~1.4 s; a model that answered nothing yet
+    is not reloaded). Statistics start again on a reload, so they say what the copy answered."""
+    runs = server.executions_and_inferences(spec.batcher)
+    served = runs[1] if runs else 0
+    if not served or not can_isolate(server):
+        return served, False
+    server.reload_model(spec.batcher)
+    return served, True
 
 
 def _rounds(machine, per_round: hsettings, budget_s: float | None, started: float, partial,

@@ -1,4 +1,6 @@
 """The fuzzer against deliberately broken accumulators: it must catch each one, shrunk short."""
+import time
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -8,6 +10,7 @@ from fuzz.corpus.isolate import _program
 from fuzz.corpus.replay import replay_steps
 from fuzz.spec import ModelSpec
 from fuzz.generator.machine import FuzzSettings
+from fuzz.harness.client import GrpcClient
 from fuzz.harness.server import EmbeddedTriton, explicit_control
 from fuzz.values import Kind, Request, StepRecord
 
@@ -100,3 +103,23 @@ def test_a_start_after_timeout_replays_once_a_slot_freed_by_expiry(broken_triton
         with pytest.raises(InvariantViolation) as replayed:
             replay_steps(broken_triton, ModelSpec.fetch(broken_triton, model), program)
         assert replayed.value.invariant == "sums_match", replayed.value
+
+
+def test_a_campaign_starts_on_a_fresh_copy_of_a_model_that_answered_before(broken_triton):
+    """A second campaign on one model met the first's expired sequence in its first request (CI):
+    shrunk to that request alone, it replayed from no history of its own and was reported as not
+    replayable. A model that answered requests before is reloaded first where the server allows,
+    so a sum the slot kept from them is in no campaign's way: its catch replays."""
+    bug = bug_named("expired_slot_keeps_state")
+    model = model_name(bug)
+    spec = ModelSpec.fetch(broken_triton, model)
+    client = GrpcClient(broken_triton.grpc_url)
+    try:  # a sequence left to expire in the one slot, its sum one no campaign draws
+        left = client.infer(Request(model, 7, -2049, start=True), timeout_s=10)
+        assert left.value == -2049, left
+    finally:
+        client.close()
+    time.sleep(spec.idle_s + 0.5)
+    result, failure = _caught(broken_triton, bug)
+    assert not failure.flaky and "-2049" not in "\n".join(failure.program), "\n".join(failure.program)
+    assert result.served_before >= 1 and result.reloaded_first, result
