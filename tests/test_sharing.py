@@ -13,28 +13,38 @@ from fuzz.corpus import _step_from_json, _step_to_json
 from fuzz.harness.engine import Engine, Setup
 from fuzz.checker.invariants import InvariantViolation
 from fuzz.corpus.replay import ReplayDrift, replay_steps
-from fuzz.harness.sharing import an_order, possible
+from fuzz.checker.linearize import in_some_order
+from fuzz.harness.sharing import possible
 from fuzz.spec import ModelSpec
-from fuzz.values import AnyOrder, Kind, Outcome
+from fuzz.values import AnyOrder, Kind, Outcome, Request
 
 MODEL = "py_slot_direct_s2_i2_fp32_cser"
+SPEC = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1, idle_s=0.5,
+                 max_batch_size=2, controls=frozenset({"START", "READY"}), corrid_type=None,
+                 implicit_state=False, flavour="slot", backend="python")
+
+
+def _in_some_order(base, values, answers, carries_state=True):
+    """The history checker's verdict on requests of `values` sent at once at the sum `base`."""
+    requests = [Request("m", 7, v) for v in values]
+    return in_some_order(SPEC, base, requests, [Outcome(a) for a in answers], carries_state)
 
 
 def test_the_answers_must_be_one_orders_running_sums():
-    assert an_order(10, [1, 2, 4], [11, 13, 17]) == [0, 1, 2]  # in the order sent
-    assert an_order(10, [1, 2, 4], [17, 16, 14]) == [2, 1, 0]  # the other way round
-    assert an_order(10, [1, 2, 4], [11, 17, 15]) == [0, 2, 1]
-    assert an_order(10, [1, 2, 4], [11, 13, 14]) is None  # 4 came first and then 1 after 2?
-    assert an_order(10, [1, 2], [11, 11]) is None  # both saw only themselves: one was lost
-    assert an_order(0, [5, 5], [5, 10]) == [0, 1]  # equal values: either order
+    assert _in_some_order(10, [1, 2, 4], [11, 13, 17])  # in the order sent
+    assert _in_some_order(10, [1, 2, 4], [17, 16, 14])  # the other way round
+    assert _in_some_order(10, [1, 2, 4], [11, 17, 15])
+    assert not _in_some_order(10, [1, 2, 4], [11, 13, 14])  # 4 came first and then 1 after 2?
+    assert not _in_some_order(10, [1, 2], [11, 11])  # both saw only themselves: one was lost
+    assert _in_some_order(0, [5, 5], [5, 10])  # equal values: either order
     assert possible(10, [1, 2, 4], 2) == (14, 15, 16, 17)
 
 
-def test_without_state_carried_each_answer_is_its_own_value_on_the_base():
-    own = lambda total, value: 10 + value  # noqa: E731 - BatcherModel.then of a build that carries none
-    assert an_order(10, [1, 2, 4], [11, 12, 14], then=own) is not None
-    assert an_order(10, [1, 2, 4], [11, 13, 14], then=own) is None
-    assert possible(10, [1, 2, 4], 2, then=own) == (14,)
+def test_without_state_carried_each_answer_is_its_own_value_on_the_initial_sum():
+    own = lambda total, value: 0 + value  # noqa: E731 - BatcherModel.then of a build that carries none
+    assert _in_some_order(10, [1, 2, 4], [1, 2, 4], carries_state=False)
+    assert not _in_some_order(10, [1, 2, 4], [11, 13, 14], carries_state=False)
+    assert possible(10, [1, 2, 4], 2, then=own) == (4,)
 
 
 def test_requests_of_one_sequence_sent_at_once_keep_an_order(triton, tmp_path):

@@ -76,8 +76,10 @@ def answers(op: Op) -> tuple:
 
 
 def judge(history: History, spec: ModelSpec, carries_state: bool = True, budget: int = BUDGET,
-          only: Key | None = None) -> list[Verdict]:
-    """A verdict for every sequence the history sends on (`only`: for that one), broken ones first."""
+          only: Key | None = None, live_at: float | None = None) -> list[Verdict]:
+    """A verdict for every sequence the history sends on (`only`: for that one), broken ones first.
+    `live_at`: each sequence is live at that running sum when the history begins (a part of one
+    judged on what the reference model holds); else none is."""
     contract = Contract(spec, carries_state)
     wipes = [op for op in history.ops if op.request is None]
     by_key: dict = {}
@@ -92,7 +94,7 @@ def judge(history: History, spec: ModelSpec, carries_state: bool = True, budget:
         if not any(op.certain for op in ops):
             continue  # nothing answered: nothing to explain
         merged = sorted(ops + wipes, key=lambda op: (op.invoked, op.sent, op.step))
-        verdicts.append(_search(key, merged, contract, budget))
+        verdicts.append(_search(key, merged, contract, budget, DEAD if live_at is None else (True, live_at)))
     return sorted(verdicts, key=lambda v: (v.verdict != "broken", v.step or 0))
 
 
@@ -129,7 +131,15 @@ def _twins(ops: list) -> tuple[dict, dict]:
     return twin_before, later_twins
 
 
-def _search(key: Key, ops: list, contract: Contract, budget: int) -> Verdict:
+def in_some_order(spec: ModelSpec, base: float, requests: list, outcomes: list, carries_state: bool = True) -> bool:
+    """Whether the answers of requests sent at once on a live sequence at the sum `base`, each on
+    a connection of its own, are the running sums of one order in which they ran."""
+    ops = tuple(Op(i, r, o, 0.0, 1.0, certain=True) for i, (r, o) in enumerate(zip(requests, outcomes)))
+    found = judge(History(ops), spec, carries_state, live_at=base)
+    return not found or found[0].verdict == "kept"
+
+
+def _search(key: Key, ops: list, contract: Contract, budget: int, start: tuple = DEAD) -> Verdict:
     n = len(ops)
     everything = (1 << n) - 1
     before_on_channel = {}  # op -> the op before it on its stream
@@ -142,7 +152,7 @@ def _search(key: Key, ops: list, contract: Contract, budget: int) -> Verdict:
                 before_on_channel[i] = last[ops[i].channel]
             last[ops[i].channel] = i
     twin_before, later_twins = _twins(ops)
-    seen, stack = set(), [(0, 0, DEAD)]
+    seen, stack = set(), [(0, 0, start)]
     furthest, misses = -1, {}  # the most ops any order explained, and the answers it met there
     while stack:
         done, ran, state = stack.pop()

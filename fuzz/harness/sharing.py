@@ -40,21 +40,6 @@ class Shared:
         return self.times[0]
 
 
-def an_order(base: float, values: list, answers: list, then=operator.add) -> list[int] | None:
-    """Positions of `values` in an order whose running sums from `base` are `answers` (answer i
-    belongs to value i), or None if there is none. `then`: the sum after a value (the model's)."""
-    for order in itertools.permutations(range(len(values))):
-        total, fits = base, True
-        for i in order:
-            total = then(total, values[i])
-            if answers[i] != total:
-                fits = False
-                break
-        if fits:
-            return list(order)
-    return None
-
-
 def possible(base: float, values: list, i: int, then=operator.add) -> tuple:
     """Every answer request i can get in some arrival order: after any of the others, its value.
     `then`: the sum after a value (the model's; a build that carries no state gives one answer)."""
@@ -135,8 +120,7 @@ class SharedSteps:
             return None
         if verdict.verdict == "broken":
             return verdict
-        values = [req.value for _, req, _, _ in g.sent]
-        if an_order(g.base, values, [o.value for o in got], self.model.then) is not None:
+        if linearize.in_some_order(self.spec, g.base, [req for _, req, _, _ in g.sent], got, self.model.carries_state):
             return None
         last = self.log[-1]
         return linearize.Verdict(key, "broken", "order_kept", last.index, last.outcome.describe())
@@ -162,8 +146,7 @@ class SharedSteps:
                    for (_, o), at in zip(sent, g.times) if not o.ok)
         if came < opens:
             return None
-        if answered and an_order(g.base, [req.value for req, _ in answered], [o.value for _, o in answered],
-                                 self.model.then) is None:
+        if answered and not linearize.in_some_order(self.spec, g.base, *zip(*answered), self.model.carries_state):
             return None
         return opens
 
