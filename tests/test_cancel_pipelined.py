@@ -12,6 +12,7 @@ import pytest
 
 from fuzz import corpus
 from fuzz.corpus import _step_from_json, _step_to_json
+from fuzz.harness.cancelling import LateCancel
 from fuzz.harness.engine import Engine, FuzzSettings, Setup
 from fuzz.checker.invariants import InvariantViolation
 from fuzz.checker.divergences import known_for
@@ -179,7 +180,7 @@ def test_a_cancel_that_finds_the_request_running_leaves_the_sequence_going_on(sl
     spec, seq_id = engine.spec, 8_500 + engine.salt
     engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start")
     assert engine.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc",
-                                      late=0.25)
+                                      late=LateCancel(of_latency=0.25))
     steps = engine.log[:6]
     assert [s.kind for s in steps[1:]] == [Kind.ASIDE, Kind.BEHIND, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER,
                                            Kind.AFTER_CANCEL]
@@ -325,3 +326,18 @@ def test_an_answer_behind_that_no_place_in_the_queue_allows_is_a_wrong_sum(slow_
     finally:
         engine.failed = True
         engine.finish()
+
+
+def test_a_late_cancel_waits_a_fraction_of_the_first_s_latency_from_when_the_one_behind_can_run():
+    """Pure: the wait of a fuzzed late cancel, and of a replayed one (its recorded wait)."""
+    from types import SimpleNamespace as Call
+    now = time.monotonic()
+    first = Call(started=now - 0.2, done_at=now - 0.1)  # answered 0.1 s ago, after 0.1 s
+    behind = [Call(started=now - 0.15)]  # it went before the first's answer: it can run from that answer
+    assert LateCancel(of_latency=1.5).wait(first, behind) == pytest.approx(0.05, abs=0.01)
+    assert LateCancel(of_latency=0.25).wait(first, behind) == 1e-4  # its moment passed: at once, never 0
+    assert LateCancel(of_latency=1.0).wait(first, [Call(started=now)]) == pytest.approx(0.1, abs=0.01)
+    assert LateCancel(wait_s=0.03).wait(first, behind) == 0.03  # replayed: as recorded
+    for neither_or_both in ({}, {"of_latency": 0.5, "wait_s": 0.03}):
+        with pytest.raises(ValueError):
+            LateCancel(**neither_or_both)

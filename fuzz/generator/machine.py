@@ -30,6 +30,7 @@ from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STE
 from ..checker.divergences import steered_around
 from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..harness.engine import Engine, Fault, Setup, Stale, event
+from ..harness.cancelling import LateCancel
 from ..harness.closing import send_then_half_close
 from ..checker.model import KEPT_WINDOWS, LONG_LIFE_S, MAX_STRING_ID, Answer, clip_id, key_of, too_long
 from ..spec import ModelSpec
@@ -1379,7 +1380,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         reqs = [self.plan.spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
         if deep > 1:  # each behind adds one: the witness's sum says how many ran before it
             reqs[1] = (attrs.evolve(reqs[1], value=self.plan.as_value(1)),) * deep
-        if not self.engine.pipeline_and_cancel(client, *reqs, via, witness_via, late):
+        if not self.engine.pipeline_and_cancel(client, *reqs, via, witness_via,
+                                               None if late is None else LateCancel(of_latency=late)):
             self._skip("cancel pipelined: the sequence is not answered at once")
 
     @rule(data=st.data())

@@ -66,6 +66,30 @@ class Group:
         return sum(r.value for r, _ in self.behind)
 
 
+@attrs.frozen
+class LateCancel:
+    """A cancel that comes once the request behind can run, with no witness, as that one may be
+    running. Fuzzed: `of_latency` times the first's latency after the one behind can run (the
+    first answered, and it sent: a fast model answers the first before the one behind goes).
+    Replayed: the `wait_s` it recorded, after the first's answer (and after the step before)."""
+    of_latency: float | None = None
+    wait_s: float | None = None
+
+    def __attrs_post_init__(self):
+        if (self.of_latency is None) == (self.wait_s is None):
+            raise ValueError(f"a late cancel waits a fraction of a latency or a recorded time, one of them: {self!r}")
+
+    def wait(self, first: UnaryCall, behind: list) -> float:
+        """Seconds to wait from now, `first` answered (a call of each request behind in `behind`)."""
+        if self.wait_s is not None:
+            return self.wait_s
+        # From when the answer came, which may be before this looked, or before the one behind
+        # went: never 0, which would be a cancel that did not wait.
+        done = getattr(first, "done_at", None) or time.monotonic()
+        runs_from = max([done] + [call.started for call in behind])
+        return max(runs_from + self.of_latency * (done - first.started) - time.monotonic(), 1e-4)
+
+
 def _one_of(values: list, most: int) -> str:
     """Sums an answer may be, as an expectation shows them: each, or the first and last of more
     than `most` (a deep queue leaves hundreds possible)."""
@@ -147,14 +171,11 @@ class CancelSteps:
         self.group.unsettled = True
         return True
 
-    def cancel_stream(self, client: int, action: str, wait_s: float = 0.0, late: float | None = None) -> None:
-        """The client cancels its stream. A late cancel waits for the first's answer and then
-        `late` times the first's latency from when the request behind can run (the first
-        answered, and it sent: on a fast model the first is answered before the one behind
-        goes), and records that wait; a replay's `wait_s` (a cancel that waited) waits as long
-        after the first's answer, and after the step before it."""
-        g = self.group
-        if wait_s or late is not None:
+    def cancel_stream(self, client: int, action: str, late: LateCancel | None = None) -> None:
+        """The client cancels its stream: once the requests behind reached the server, or `late`,
+        after the first's answer, and records how long it waited."""
+        g, wait_s = self.group, 0.0
+        if late is not None:
             # No settling first: the one behind runs within a millisecond of reaching the server
             # on a fast model, and a cancel that waits for it to settle finds it answered (0 of
             # 20 models had a cancel find its request running). Whatever the cancel finds (the
@@ -166,12 +187,7 @@ class CancelSteps:
                     first.get(self.answer_bound())
                 except queue.Empty:
                     pass
-            if late is not None:
-                # From when the answer came, which may be before this looked, or before the one
-                # behind went: never 0, which would be a cancel that did not wait.
-                done = getattr(first, "done_at", None) or time.monotonic()
-                runs_from = max([done] + [call.started for _, call in g.behind])
-                wait_s = max(runs_from + late * (done - first.started) - time.monotonic(), 1e-4)
+            wait_s = late.wait(first, [call for _, call in g.behind])
             g.unsettled = False
             time.sleep(wait_s)
         else:
@@ -403,13 +419,12 @@ class CancelSteps:
         return f"{what}, but it went on (OUTPUT={got.value!r})"
 
     def pipeline_and_cancel(self, client: int, first: Request, behind: Request | tuple, witness: Request,
-                            after: Request, via: str, witness_via: str = "grpc", late: float | None = None) -> bool:
+                            after: Request, via: str, witness_via: str = "grpc", late: LateCancel | None = None) -> bool:
         """The whole rule: False (nothing sent) if the model would not answer `first` at once.
         `behind`: one request, or several sent back to back (a fast model runs one in a
-        millisecond: only a queue of many is still there when the cancel comes). `late` (a
-        fraction): no witness goes, and the cancel comes that many of the first's latency after
-        the one behind can run (the first answered and it sent), as it runs; the next request
-        may find the sequence ended or going on from any of the group's sums."""
+        millisecond: only a queue of many is still there when the cancel comes). `late`: no witness
+        goes, and the cancel comes once the one behind can run, as it runs; the next request may
+        find the sequence ended or going on from any of the group's sums."""
         if witness_via == "stream":
             self.side_stream()  # connected before the group's timing starts
         if not self.send_aside(client, first, "next request, on unary gRPC"):
@@ -423,7 +438,7 @@ class CancelSteps:
             self.check_aside(client, "answer to the first")
             return True
         if late is not None:  # no witness: the cancel is to land while the one behind runs
-            self.cancel_stream(client, "cancel its stream once the first is answered", late=late)
+            self.cancel_stream(client, "cancel its stream once the first is answered", late)
             self.check_aside(client, "answer to the first")
             self.after_cancel(client, after, via, "next request after the cancel")
             return True
@@ -463,7 +478,7 @@ def _replay_behind(engine, step, spec, settings) -> None:
 @replays(Kind.CANCEL_STREAM)
 def _replay_cancel_stream(engine, step, spec, settings) -> None:
     _in_group(engine, step)
-    engine.cancel_stream(step.client, step.action, step.wait_s)
+    engine.cancel_stream(step.client, step.action, LateCancel(wait_s=step.wait_s) if step.wait_s else None)
 
 
 @replays(Kind.ASIDE_ANSWER)
