@@ -1389,12 +1389,44 @@ TWENTY_SEVENTH_BUGS = (
                     "its answer is its own value"),
 )
 
+# Twenty-eighth hold-out (stop 87): written and committed before any campaign met it. Kinds no
+# earlier hold-out named: writes buffered per millisecond tick (a write-behind cache) whose buffer a
+# second execution in the same tick starts over, and an id's slot remembered from the first time
+# the id was seen (a routing cache never told of END), so an id restarted in another slot works on
+# the slot it had.
+_SLOT_CORRID = Variant("slot", "direct", 2, 1, "int32", controls=("START", "END", "READY", "CORRID"))
+TWENTY_EIGHTH_BUGS = (
+    Bug("writes_buffered_per_millisecond", "sums written through a buffer flushed once per millisecond tick: an "
+                                           "execution in the same tick as the one before starts the buffer over, "
+                                           "and the earlier execution's writes are lost",
+        "        self.execution += 1\n",
+        "        self.execution += 1\n"
+        "        tick = int(time.monotonic() * 1000)\n"
+        "        self.pending = self.__dict__.get('pending', {})\n"
+        "        if tick != getattr(self, 'tick', None):\n"
+        "            self.sums.update(self.pending)\n"
+        "        self.pending, self.tick = {}, tick\n", _CORRID,
+        3, "START a and START b sent at once, run in two executions within one millisecond, then a's next "
+           "request: a's START sum was never written",
+        more=((_BASE, "        base = self.dtype.type(0) if start else self.pending.get(key, self.sums.get(key, self.dtype.type(0)))\n"),
+              (_STORE, "            self.pending[key] = total.reshape(-1)[0]\n"),
+              ("            self.sums.pop(key, None)\n", "            self.sums.pop(key, None)\n"
+                                                         "            self.pending.pop(key, None)\n"))),
+    Bug("slot_remembered_by_id", "a slot model remembers each id's slot from the first request it saw of it (a "
+                                 "routing cache never told of END): an id started again in another slot works "
+                                 "on the slot it had, another sequence's",
+        _SLOT_KEY, "            slots = self.__dict__.setdefault('slots', {})\n"
+                   "            key = slots.setdefault(int(_scalar(request, 'CORRID', 0)), position)\n", _SLOT_CORRID,
+        4, "START+END a (slot 0), START b (slot 0), START a (slot 1, taken for slot 0), then b's next request: "
+           "it sums onto a's value"),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
             + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS + TWENTY_SIXTH_BUGS
-            + TWENTY_SEVENTH_BUGS
+            + TWENTY_SEVENTH_BUGS + TWENTY_EIGHTH_BUGS
             + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
