@@ -1406,8 +1406,9 @@ TWENTY_EIGHTH_BUGS = (
         "        if tick != getattr(self, 'tick', None):\n"
         "            self.sums.update(self.pending)\n"
         "        self.pending, self.tick = {}, tick\n", _CORRID,
-        3, "START a and START b sent at once, run in two executions within one millisecond, then a's next "
-           "request: a's START sum was never written",
+        3, "START a, then two requests of a sent back to back on its stream, run in two executions within one "
+           "millisecond: the second is answered on the START's sum (the first's write was lost; a race: a "
+           "replay fails only where the two executions share a tick)",
         more=((_BASE, "        base = self.dtype.type(0) if start else self.pending.get(key, self.sums.get(key, self.dtype.type(0)))\n"),
               (_STORE, "            self.pending[key] = total.reshape(-1)[0]\n"),
               ("            self.sums.pop(key, None)\n", "            self.sums.pop(key, None)\n"

@@ -31,8 +31,17 @@ def _described(failures) -> str:
 
 @pytest.fixture
 def engine(triton):
-    e = Engine(Setup.of(triton, ModelSpec.fetch(triton, ONE_SLOT)), salt=10_000 + time.monotonic_ns() % 10_000)
+    e = _one_slot_engine(triton, 10_000)
     yield e
+    _clean_up(e)
+
+
+def _one_slot_engine(triton, salt_base: int) -> Engine:
+    """An engine on the one-slot model, its ids salted apart from other tests' and runs'."""
+    return Engine(Setup.of(triton, ModelSpec.fetch(triton, ONE_SLOT)), salt=salt_base + time.monotonic_ns() % 10_000)
+
+
+def _clean_up(e: Engine) -> None:
     e.failed = True  # a test that stopped half-way: clean up only (finish() runs once)
     e.finish()
 
@@ -102,8 +111,8 @@ def test_teardown_ends_what_is_left_when_every_client_waits_on_the_backlog(trito
     # The backlog is built inside the held sequence's idle window (0.5 s): on a loaded machine a
     # START can come as that window nears (Ambiguous: a clean-clone CI saw it), and the backlog
     # is built again, on new ids, up to three times.
-    for attempt in range(3):
-        engine = Engine(Setup.of(triton, ModelSpec.fetch(triton, ONE_SLOT)), salt=20_000 + time.monotonic_ns() % 10_000)
+    for _ in range(3):
+        engine = _one_slot_engine(triton, 20_000)
         base = engine.salt * 2**40
         engine.send(0, Request(ONE_SLOT, base + 1, 3, start=True), "stream", "start")
         queued = []
@@ -112,13 +121,15 @@ def test_teardown_ends_what_is_left_when_every_client_waits_on_the_backlog(trito
             time.sleep(engine.settings.wire_s)
         if all(isinstance(q, Queued) for q in queued):
             break
-        engine.failed = True  # clean up only, and build it again
-        engine.finish()
+        _clean_up(engine)  # and build it again
     else:
         pytest.fail(f"no backlog of Queued STARTs in three tries: {queued}")
-    assert not engine.idle_clients()
-    engine.finish()
-    assert not engine.failed
+    try:
+        assert not engine.idle_clients()
+        engine.finish()
+        assert not engine.failed
+    finally:
+        _clean_up(engine)  # (a no-op once finish() ran)
     # The running sequence was ended by the teardown client, not left to its idle timeout (which
     # would also let the backlog in, after a wait no client needs).
     ends = [r for r in engine.log if r.action == "end (teardown)" and r.request.seq_id == base + 1]

@@ -195,6 +195,18 @@ def test_a_program_is_cut_to_the_sequences_no_end_closed_when_the_last_alone_pas
     assert tries[1:] == [[21], [10, 13, 16, 19, 21]]
 
 
+def test_a_misuse_on_an_id_no_sequence_lived_on_is_no_sequence_left_open():
+    """Requests refused on an id (a misuse: an empty id, no START) left nothing in the server, so
+    focus's cut of the sequences left open does not keep them (seen: two in a 10-step program, the
+    shrink's budget gone before single steps). One that may have run (cancelled) is kept."""
+    from fuzz.corpus.shrink import unended
+
+    refused = Outcome(status="INVALID_ARGUMENT", message="must specify a non-zero or non-empty correlation ID")
+    steps = [req(1, "", 5, start=True, outcome=refused), req(2, 7, 1, start=True), req(3, "", 5, outcome=refused),
+             req(4, 8, 1, start=True, outcome=Outcome(status="CANCELLED")), req(5, 7, 2, end=True)]
+    assert unended(steps) == [[3]]  # id 8's START may have run; id 7 ended; the misuses left nothing
+
+
 def test_a_program_that_needs_most_of_its_sequences_is_cut_by_halving_past_its_last_half():
     """Forty sequences, a START+END each, and the first one's next request at the end: the
     stand-in fails while sequence 10 (the first) and at least 25 others are there (a cache of 25

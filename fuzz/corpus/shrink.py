@@ -22,7 +22,7 @@ import attrs
 from ..checker.invariants import InvariantViolation
 from ..checker.model import clip_id, key_of, too_long
 from ..spec import ModelSpec
-from ..values import Kind, StepRecord
+from ..values import UNSEEN, Kind, StepRecord
 
 # Steps that wait out an idle timeout (or a recorded silence): a second or more each.
 WAITS = tuple(k for k in Kind if k.traits.waits)
@@ -466,13 +466,21 @@ def by_sequence(steps) -> list[list[int]]:
 
 def unended(steps) -> list[list[int]]:
     """by_sequence's groups that no END closed, and those that send nothing (a wait, a sequence
-    left to expire, a reload)."""
+    left to expire, a reload); not those whose every request was refused (a misuse on an id no
+    sequence lived on: nothing of it outlives its answer, and focus's cut of the sequences left
+    open kept two of them in a 10-step program, the budget gone before single steps)."""
     out = []
     for g in by_sequence(steps):
-        reqs = [steps[i].request for i in g if steps[i].request is not None]
-        if not any(r.end for r in reqs):
+        sent = [steps[i] for i in g if steps[i].request is not None]
+        if not any(s.request.end for s in sent) and not (sent and all(map(_refused, sent))):
             out.append(g)
     return out
+
+
+def _refused(s: StepRecord) -> bool:
+    """Answered with an error the server gives instead of running the request (not one that may
+    have run: no answer, a cancel, a lost connection, an answer without a usable OUTPUT)."""
+    return s.outcome is not None and not s.outcome.ok and s.outcome.status not in UNSEEN | {"BAD_RESPONSE"}
 
 
 def continuations(steps) -> list[list[int]]:
