@@ -523,11 +523,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if r.stuck_s >= 0.1 and r.wall_s:
             tr.write_line(f"      every client waiting mid-example for windows to free slots: "
                           f"{r.stuck_s:.1f} s, {r.stuck_s / r.wall_s:.0%} of the wall time")
-        if r.served_before:
-            tr.write_line(f"      the model had answered {r.served_before} request(s) before the campaign: " + (
-                "reloaded first, so every failure's history is the campaign's" if r.reloaded_first else
-                "it could not be reloaded here (explicit model control), so a failure that needs what they left "
-                "is reported as not replayable"))
+        # (Said where it matters: a server without explicit model control serves corpus replays and
+        # seeds first, so nearly every model of the main job had answered requests before.)
+        if r.reloaded_first:
+            tr.write_line(f"      the model had answered {r.served_before} request(s) before the campaign: "
+                          f"reloaded first, so every failure's history is the campaign's")
+        elif r.served_before and any(f.flaky for f in r.failures):
+            tr.write_line(f"      the model had answered {r.served_before} request(s) before the campaign and could "
+                          f"not be reloaded here (it needs explicit model control): a failure not replayable may "
+                          f"need what they left")
         if r.unsteady_rounds:
             tr.write_line(f"      {r.unsteady_rounds} round(s) of examples cut short: Hypothesis saw the same choices "
                           f"draw differently (the server answered differently), no promise broken")
