@@ -78,7 +78,7 @@ class ModelResult:
     coverage: CoverageReport = CoverageReport()  # goals reached and the fuzzer's gaps (fuzz/generator/coverage.py)
     # Known divergences the campaign saw and then fuzzed on past, its reference taking them as built.
     accepted: tuple = ()
-    # Requests the model had answered since it was loaded when the campaign began, and whether the
+    # Inferences the model had run since it was loaded when the campaign began, and whether the
     # campaign reloaded it first: what they left in it is in no history the campaign keeps.
     served_before: int = 0
     reloaded_first: bool = False
@@ -163,10 +163,12 @@ def _round_settings(hypothesis_settings: hsettings, budget_s: float | None) -> h
 
 def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: float | None = None,
                fuzz_settings: FuzzSettings = FuzzSettings(), *,
-               seed: int | None = None) -> tuple[ModelResult, BaseException | None]:
+               seed: int | None = None, fresh_start: bool = True) -> tuple[ModelResult, BaseException | None]:
     """Fuzzes one model. Returns the result and the error to re-raise (None when every failure
     is a known divergence of this build, or there is none). `seed` fixes Hypothesis's random
-    seed (a regression seed)."""
+    seed (a regression seed). A model that ran anything since its load is reloaded first where
+    the server allows (`_fresh_start`), unless `fresh_start` is False (a test that warmed it on
+    purpose)."""
     spec = ModelSpec.fetch(server, model)
     version = getattr(server, "version", None) or "?"
     known = [d for d in known_for(spec, version) if not d.needs_fault or d.needs_fault in fuzz_settings.nemesis]
@@ -174,7 +176,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     expected = [d for d in known if d.key in fuzz_settings.find_known or not d.guard]
     guards = tuple(d.guard for d in steered_around(spec, version, fuzz_settings.find_known))
     stats = RunStats()
-    served_before, reloaded_first = _fresh_start(server, spec)
+    served_before, reloaded_first = _fresh_start(server, spec) if fresh_start else (0, False)
     machine = make_machine(server, spec, fuzz_settings, stats)
     left_out = machine.left_out
     sizes_before = server.batch_sizes(spec.batcher) or {}
@@ -257,16 +259,16 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
 
 
 def _fresh_start(server, spec: ModelSpec) -> tuple[int, bool]:
-    """(requests the model had answered since its load, whether it was reloaded now). A model that
-    answered requests before the campaign may remember them (a sum a buggy slot keeps), and a
+    """(inferences the model had run since its load, whether it was reloaded now). A model that
+    ran requests before the campaign may remember them (a sum a buggy slot keeps), and a
     failure that needs what they left replays from no history of this campaign: seen when a
     second campaign on one model met the first's expired sequence in its first request, shrunk to
     that request alone, and reported it as not replayable. Where the server can reload the model,
-    the campaign starts on a fresh copy (a reload takes ~1.4 s; a model that answered nothing yet
-    is not reloaded). Statistics start again on a reload, so they say what the copy answered."""
+    the campaign starts on a fresh copy (a reload takes ~1.4 s; a model that ran nothing yet is
+    not reloaded). Statistics start again on a reload, so they say what the copy ran."""
     runs = server.executions_and_inferences(spec.batcher)
     served = runs[1] if runs else 0
-    if not served or not can_isolate(server):
+    if not (runs and any(runs)) or not can_isolate(server):
         return served, False
     server.reload_model(spec.batcher)
     return served, True

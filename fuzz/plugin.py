@@ -523,15 +523,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if r.stuck_s >= 0.1 and r.wall_s:
             tr.write_line(f"      every client waiting mid-example for windows to free slots: "
                           f"{r.stuck_s:.1f} s, {r.stuck_s / r.wall_s:.0%} of the wall time")
-        # (Said where it matters: a server without explicit model control serves corpus replays and
-        # seeds first, so nearly every model of the main job had answered requests before.)
-        if r.reloaded_first:
-            tr.write_line(f"      the model had answered {r.served_before} request(s) before the campaign: "
-                          f"reloaded first, so every failure's history is the campaign's")
+        # Said beside a failure only: corpus replays and seeds run first, so nearly every model of
+        # the main job had run requests before its campaign.
+        if r.reloaded_first and r.failures:
+            tr.write_line(f"      the model had run {r.served_before} inference(s) before the campaign: reloaded "
+                          f"first, so every failure's history is the campaign's")
         elif r.served_before and any(f.flaky for f in r.failures):
-            tr.write_line(f"      the model had answered {r.served_before} request(s) before the campaign and could "
-                          f"not be reloaded here (it needs explicit model control): a failure not replayable may "
-                          f"need what they left")
+            tr.write_line(f"      the model had run {r.served_before} inference(s) before the campaign and could not "
+                          f"be reloaded (that needs the embedded server this run started, not --triton-url or an "
+                          f"xdist worker's): a failure not replayable may need what they left")
         if r.unsteady_rounds:
             tr.write_line(f"      {r.unsteady_rounds} round(s) of examples cut short: Hypothesis saw the same choices "
                           f"draw differently (the server answered differently), no promise broken")

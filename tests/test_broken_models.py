@@ -113,6 +113,7 @@ def test_a_campaign_starts_on_a_fresh_copy_of_a_model_that_answered_before(broke
     bug = bug_named("expired_slot_keeps_state")
     model = model_name(bug)
     spec = ModelSpec.fetch(broken_triton, model)
+    broken_triton.reload_model(model)  # (whatever an earlier test left in its slot)
     client = GrpcClient(broken_triton.grpc_url)
     try:  # a sequence left to expire in the one slot, its sum one no campaign draws
         left = client.infer(Request(model, 7, -2049, start=True), timeout_s=10)

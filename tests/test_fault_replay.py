@@ -111,7 +111,10 @@ def test_a_failure_the_fuzzer_finds_under_a_server_fault_replays_from_its_corpus
     # A failure inside the held batch itself keeps the full_batch in its program, which a replay
     # cannot strike from a fresh model (ReplayDrift): it is reported flaky, and the next seed runs.
     for seed in SEEDS[fault]:
-        result, error = fuzz_model(server, MODEL, budget, fuzz_settings=FuzzSettings(nemesis={fault}), seed=seed)
+        # (fresh_start off: the campaign would reload the warmed model first, and its bug would
+        # show without the fault)
+        result, error = fuzz_model(server, MODEL, budget, fuzz_settings=FuzzSettings(nemesis={fault}), seed=seed,
+                                   fresh_start=False)
         for died in (f for f in result.failures if f.invariant == "server_alive"):
             # Not what this test is about, but a finding: a warning in the test's summary, and the
             # next seed runs on a server started again (it died, or a reload did not come back).
@@ -123,6 +126,7 @@ def test_a_failure_the_fuzzer_finds_under_a_server_fault_replays_from_its_corpus
             break
     assert failure is not None and error is not None, (result.faults, result.fault_s, result.examples, result.failures)
     assert not failure.flaky, "\n".join(failure.program)
+    assert dict(result.faults).get(fault), result.faults  # the fault struck, and the bug showed after it
     spec = ModelSpec.fetch(server, MODEL)
     entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, failure.invariant,
                                                                  failure.detail, failure.records)))
