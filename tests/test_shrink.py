@@ -3,7 +3,8 @@ folded sums, moved ids. The live part (polishing a failure against a broken mode
 tests/test_broken_models.py."""
 import attrs
 
-from fuzz.corpus.shrink import DDMIN_PASSES, by_sequence, crowd_cores, crowd_layers, every_wait, quiet, shifted, without
+from fuzz.corpus.shrink import (DDMIN_PASSES, by_sequence, crowd_cores, crowd_layers, every_wait, focus_cuts, quiet,
+                                shifted, unended, without)
 from fuzz.spec import ModelSpec
 from fuzz.values import Kind, Outcome, Request, StepRecord
 
@@ -198,13 +199,17 @@ def test_a_program_is_cut_to_the_sequences_no_end_closed_when_the_last_alone_pas
 def test_a_misuse_on_an_id_no_sequence_lived_on_is_no_sequence_left_open():
     """Requests refused on an id (a misuse: an empty id, no START) left nothing in the server, so
     focus's cut of the sequences left open does not keep them (seen: two in a 10-step program, the
-    shrink's budget gone before single steps). One that may have run (cancelled) is kept."""
-    from fuzz.corpus.shrink import unended
-
-    refused = Outcome(status="INVALID_ARGUMENT", message="must specify a non-zero or non-empty correlation ID")
-    steps = [req(1, "", 5, start=True, outcome=refused), req(2, 7, 1, start=True), req(3, "", 5, outcome=refused),
+    shrink's budget gone before single steps). One that may have run (cancelled) is kept, and so is
+    a misuse's group that holds a step sending nothing (its client's next step, filed with it)."""
+    empty_id = Outcome(status="INVALID_ARGUMENT", message="must specify a non-zero or non-empty correlation ID")
+    steps = [req(1, "", 5, start=True, outcome=empty_id), req(2, 7, 1, start=True), req(3, "", 5, outcome=REFUSED),
              req(4, 8, 1, start=True, outcome=Outcome(status="CANCELLED")), req(5, 7, 2, end=True)]
     assert unended(steps) == [[3]]  # id 8's START may have run; id 7 ended; the misuses left nothing
+    # focus's first cuts: the last sequence alone, (no second: the open ones are id 8 alone), the last two
+    assert focus_cuts(steps)[:2] == [{0, 2, 3}, {0, 2}]
+    close = StepRecord(index=6, client=0, action="close its stream", kind=Kind.CLOSE_STREAM)
+    with_close = [steps[0], close] + [attrs.evolve(s, client=c) for s, c in zip(steps[1:], (1, 2, 3, 1))]
+    assert unended(with_close) == [[0, 1, 3], [4]]
 
 
 def test_a_program_that_needs_most_of_its_sequences_is_cut_by_halving_past_its_last_half():

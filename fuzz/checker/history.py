@@ -73,7 +73,7 @@ def _clock(steps) -> tuple[list, list, bool]:
     return done, [-NEVER] + done[:-1], timed
 
 
-def _happened(outcome: Outcome | None) -> bool | None:
+def ran(outcome: Outcome | None) -> bool | None:
     """True: it ran; None: it may have; False: it did not (an error the server gives instead). An
     answer without a usable OUTPUT ran, to a sum nobody saw: as good as one that may have."""
     if outcome is None or outcome.status in UNSEEN or outcome.status == "BAD_RESPONSE":
@@ -133,7 +133,7 @@ def history_of(steps) -> History:
 
 def _op(s: StepRecord, not_before: float, done: float, channel, sent: int, timed: bool) -> Op | None:
     """The Op of a request whose answer step is `s` (None where the server refused it)."""
-    happened = _happened(s.outcome)
+    happened = ran(s.outcome)
     if happened is False:
         return None
     # A step with an answer has its send time from its client's clock, taken just before the

@@ -19,10 +19,11 @@ from typing import Callable, Optional
 
 import attrs
 
+from ..checker.history import ran
 from ..checker.invariants import InvariantViolation
 from ..checker.model import clip_id, key_of, too_long
 from ..spec import ModelSpec
-from ..values import UNSEEN, Kind, StepRecord
+from ..values import Kind, StepRecord
 
 # Steps that wait out an idle timeout (or a recorded silence): a second or more each.
 WAITS = tuple(k for k in Kind if k.traits.waits)
@@ -472,15 +473,10 @@ def unended(steps) -> list[list[int]]:
     out = []
     for g in by_sequence(steps):
         sent = [steps[i] for i in g if steps[i].request is not None]
-        if not any(s.request.end for s in sent) and not (sent and all(map(_refused, sent))):
+        misuse = len(sent) == len(g) and all(ran(s.outcome) is False for s in sent)
+        if not any(s.request.end for s in sent) and not misuse:
             out.append(g)
     return out
-
-
-def _refused(s: StepRecord) -> bool:
-    """Answered with an error the server gives instead of running the request (not one that may
-    have run: no answer, a cancel, a lost connection, an answer without a usable OUTPUT)."""
-    return s.outcome is not None and not s.outcome.ok and s.outcome.status not in UNSEEN | {"BAD_RESPONSE"}
 
 
 def continuations(steps) -> list[list[int]]:
