@@ -328,15 +328,17 @@ def test_an_answer_behind_that_no_place_in_the_queue_allows_is_a_wrong_sum(slow_
         engine.finish()
 
 
-def test_a_late_cancel_waits_a_fraction_of_the_first_s_latency_from_when_the_one_behind_can_run():
+def test_a_late_cancel_waits_a_fraction_of_the_first_s_latency_from_when_the_one_behind_can_run(monkeypatch):
     """Pure: the wait of a fuzzed late cancel, and of a replayed one (its recorded wait)."""
     from types import SimpleNamespace as Call
-    now = time.monotonic()
+    import fuzz.harness.cancelling as cancelling
+    now = 100.0
+    monkeypatch.setattr(cancelling.time, "monotonic", lambda: now)
     first = Call(started=now - 0.2, done_at=now - 0.1)  # answered 0.1 s ago, after 0.1 s
     behind = [Call(started=now - 0.15)]  # it went before the first's answer: it can run from that answer
-    assert LateCancel(of_latency=1.5).wait(first, behind) == pytest.approx(0.05, abs=0.01)
+    assert LateCancel(of_latency=1.5).wait(first, behind) == pytest.approx(0.05)
     assert LateCancel(of_latency=0.25).wait(first, behind) == 1e-4  # its moment passed: at once, never 0
-    assert LateCancel(of_latency=1.0).wait(first, [Call(started=now)]) == pytest.approx(0.1, abs=0.01)
+    assert LateCancel(of_latency=1.0).wait(first, [Call(started=now)]) == pytest.approx(0.1)
     assert LateCancel(wait_s=0.03).wait(first, behind) == 0.03  # replayed: as recorded
     for neither_or_both in ({}, {"of_latency": 0.5, "wait_s": 0.03}):
         with pytest.raises(ValueError):
