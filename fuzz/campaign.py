@@ -17,8 +17,8 @@ from .generator.depth import DepthSummary
 from .checker.divergences import by_key, known_for, steered_around
 from .harness.engine import BudgetSpent
 from .checker.invariants import InvariantViolation
-from .corpus.isolate import (can_isolate, from_fresh_model, polish, replays_only_on_history, replays_reliably,
-                             sends_at_once, Tried)
+from .corpus.isolate import (FOCUS_FIRST_STEPS, can_isolate, from_fresh_model, polish, replays_only_on_history,
+                             replays_reliably, sends_at_once, Tried)
 from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
 from .progress import Progress, Snapshot
 from .harness.server import Terminated, stopping
@@ -467,10 +467,15 @@ def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats:
             # refused), so its program reproduces nothing on a fresh one.
             leaked = better is None and replays_only_on_history(
                 server, spec, v, settings, until=began + 2 * settings.shrink_budget_s, tried=tried)
-        if cut_short or id(v) in unreplayable or leaked:
+        # A long one polishing could not cut, though it replays: polishing's plain replays cut a
+        # race down to a program that failed once by luck, and a fresh try of it passed (seen: a
+        # lost write between two executions in one millisecond, met in a cancel group's queue of
+        # 215, kept whole after 4.5 s; from a fresh model, 11 steps).
+        stuck = better is None and not leaked and can_isolate(server) and len(v.program) > FOCUS_FIRST_STEPS
+        if cut_short or id(v) in unreplayable or leaked or stuck:
             better = from_fresh_model(server, spec, v, settings, settings.shrink_budget_s, tried)
             first = stats.first.get(v.invariant)
-            if better is None and first is not None and first is not v:
+            if better is None and first is not None and first is not v and not stuck:
                 # The shortest needs more of what ran before it than a failure keeps (a count
                 # across examples): the first failure ran on the least of it.
                 better = from_fresh_model(server, spec, first, settings, settings.shrink_budget_s)
