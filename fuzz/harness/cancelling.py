@@ -27,6 +27,9 @@ or a fraction of the first's latency later, when the one behind may be running (
 the stream yet, or queued). A model must keep a sequence whose running request was cancelled
 going as the batcher does (or end it as the batcher would, had it seen the cancel in the queue):
 `after` must be refused or one of the sums the group leaves possible.
+
+Here the steps send, time and record; which sums a group's answers leave possible, and why an
+answer breaks a promise, is the checker's (fuzz/checker/cancels.py).
 """
 from __future__ import annotations
 
@@ -38,8 +41,9 @@ import attrs
 from .client import StreamClient, UnaryCall
 from ..events import event
 from ..generator.coverage import CANCELLED_RUNNING, swept_goal
+from ..checker.cancels import Queue, one_of, swept
 from ..checker.invariants import InvariantViolation, check_prompt, describe_expectation, not_answered
-from ..checker.model import Ambiguous, Answer, Refusal, Window, key_of, normalize_message, refused_for_start
+from ..checker.model import Ambiguous, Answer, Refusal, Window, key_of, refused_for_start
 from ..steps import drift, play_helper, plays, prepares, recorded_via, replays
 from ..values import EndedOr, Kind, Outcome, Request
 
@@ -61,9 +65,9 @@ class Group:
     first: float | None = None  # the first's sum, answered before the others
     unsettled: bool = False  # requests behind went since anything waited for them to reach the server
 
-    @property
-    def behind_value(self) -> float:
-        return sum(r.value for r, _ in self.behind)
+    def queue(self, then) -> Queue:
+        """Its requests as sent, for the checker (fuzz/checker/cancels.py) to reason on."""
+        return Queue(self.base, tuple(a[0] for a in self.asides), tuple(r for r, _ in self.behind), then)
 
 
 @attrs.frozen
@@ -88,22 +92,6 @@ class LateCancel:
         done = getattr(first, "done_at", None) or time.monotonic()
         runs_from = max([done] + [call.started for call in behind])
         return max(runs_from + self.of_latency * (done - first.started) - time.monotonic(), 1e-4)
-
-
-def _one_of(values: list, most: int) -> str:
-    """Sums an answer may be, as an expectation shows them: each, or the first and last of more
-    than `most` (a deep queue leaves hundreds possible)."""
-    return " or ".join(map(repr, values)) if len(values) <= most else f"{values[0]!r} ... {values[-1]!r}"
-
-
-def swept(got: Outcome, via: str = "grpc") -> bool:
-    """Failed with the cancelled request it was queued behind: CANCELLED, with an empty message
-    (on a stream, whose errors carry no status: an error that is empty or says it was cancelled;
-    the builds that have cancellation send none there, swept-request-error-lost-on-stream)."""
-    if via == "stream":
-        message = normalize_message(got.message)
-        return got.status == "ERROR" and (message == "" or "cancel" in message.lower())
-    return got.status == "CANCELLED" and normalize_message(got.message) == ""
 
 
 class CancelSteps:
@@ -203,7 +191,7 @@ class CancelSteps:
         g.cancelled = ran < len(got)
         for o in got:  # one not answered OK: the server may have run it before the cancel, or not
             self.tally.saw(o) if o is not None and o.ok else self.tally.cancel()
-        wrong = self._wrong_behind(g, got)
+        wrong = g.queue(self.model.then).wrong_behind(got)
         rec = self.record(client=client, action=action, kind=Kind.CANCEL_STREAM, wait_s=wait_s,
                           expected="" if wrong is None else wrong[1],
                           got=f"{ran} of {len(got)} request(s) behind answered before the cancel"
@@ -213,21 +201,6 @@ class CancelSteps:
                 StreamClient.wait(call, self.answer_bound())
             self.fail(InvariantViolation("sums_match", f"a request behind answered a sum its queue cannot "
                                                        f"have made: {wrong[0]}, expected {wrong[1]}"), rec)
-
-    def _wrong_behind(self, g: Group, got: list) -> tuple | None:
-        """The first answer of a request behind, answered before the cancel, that is no running sum
-        its place in the queue allows: the sum after the queue up to it, on the group's base with
-        any of the requests beside the queue (the first, the witness) run before it (where they
-        ran among the queue is the server's choice). (what it answered, what it may be), or None."""
-        runs = [self._prefixes(g, s) for s in self._beside_sums(g)]  # (once: a queue is up to 256 deep)
-        for i, ((req, _), o) in enumerate(zip(g.behind, got)):
-            if o is None or not o.ok:
-                continue
-            possible = sorted({run[i + 1] for run in runs})
-            if o.value not in possible:
-                return (f"the request {i + 1} of {len(g.behind)} behind ({req.describe()}) answered "
-                        f"OUTPUT={o.value!r}", f"OUTPUT={_one_of(possible, 3)}")
-        return None
 
     def check_aside(self, client: int, action: str) -> None:
         """The next unchecked answer beside the stream: the first request's, then the witness's."""
@@ -244,7 +217,8 @@ class CancelSteps:
                 g.first = got.value
         else:
             check, indeterminate = self._witness(req, exp, got, check, via)
-            expect = EndedOr(tuple(dict.fromkeys(self._witness_sums(exp))))
+            sums = g.queue(self.model.then).witness_sums(exp.value, self.model.carries_state)
+            expect = EndedOr(tuple(dict.fromkeys(sums)))
         rec = self.record(client=client, action=action, kind=Kind.ASIDE_ANSWER, request=req, via=via,
                           expected=check.expected, got=check.got, expect=None if indeterminate else expect,
                           outcome=got)
@@ -267,7 +241,7 @@ class CancelSteps:
             return attrs.evolve(check, violation=None, expected=f"{check.expected}, or {why} (indeterminate)"), True
         if check.violation is None:
             return check, False
-        after_others = {self.model.then(v, req.value) for v in self._any_sum(g, without=req)}
+        after_others = {self.model.then(v, req.value) for v in g.queue(self.model.then).any_sum(without=req)}
         if not (self._refused_with_it(got, req) or got.ok and got.value in after_others):
             return check, False
         g.overtaken = True
@@ -283,17 +257,18 @@ class CancelSteps:
         tells nothing (seen: a witness with the sum read as 'ran first', and the cancel, come
         after it, had ended the sequence: a false valid_is_accepted)."""
         g = self.group
+        queued = g.queue(self.model.then)
         with_behind = exp.value
-        sums = self._witness_sums(exp)
+        sums = queued.witness_sums(exp.value, self.model.carries_state)
         fewer = list(dict.fromkeys(v for v in sums[:-1] if v != with_behind))
         either = ""
         if fewer:
-            shown = _one_of(fewer, 3)
+            shown = one_of(fewer, 3)
             why = "the one behind not there yet" if len(g.behind) == 1 else f"not all {len(g.behind)} behind there yet"
             either = f", or OUTPUT={shown} ({why})"
         check = attrs.evolve(check, expected=f"{check.expected}{either}, or CANCELLED with it")
         if g.overtaken:
-            g.sums = self._any_sum(g)
+            g.sums = queued.any_sum()
             fits = self._refused_with_it(got, req, via) or got.ok and got.value in g.sums
             return (attrs.evolve(check, violation=None), True) if fits else (check, False)
         if self._refused_with_it(got, req, via):
@@ -310,36 +285,6 @@ class CancelSteps:
             return attrs.evolve(check, violation=None), False
         return check, False
 
-    def _witness_sums(self, exp: Answer) -> list:
-        """The witness's sum after none, one, ..., all of the requests behind had run before it
-        (the last is `exp`'s: as if every request before it ran); all one sum where the model
-        carries no state (the witness then tells nothing of them)."""
-        if not self.model.carries_state:
-            return [exp.value] * (len(self.group.behind) + 1)
-        return self._prefixes(self.group, exp.value - self.group.behind_value)
-
-    def _prefixes(self, g: Group, start) -> list:
-        """`start`, then the sum after each more of `g`'s requests behind, in their stream's order."""
-        sums = [start]
-        for r, _ in g.behind:
-            sums.append(self.model.then(sums[-1], r.value))
-        return sums
-
-    def _any_sum(self, g: Group, without: Request | None = None) -> frozenset:
-        """Every sum some of the group's requests (but `without`) could make on its base: what
-        the server's order may have made of a group whose order the answers show was lost."""
-        # those behind, one stream's, run as a prefix of their order (not any subset: 2^k sums)
-        return frozenset(p for s in self._beside_sums(g, without) for p in self._prefixes(g, s))
-
-    def _beside_sums(self, g: Group, without: Request | None = None) -> set:
-        """Every sum some of the requests beside the queue (the first, the witness; not
-        `without`) make on the group's base, in any order."""
-        sums = {g.base}
-        for r in [a[0] for a in g.asides]:
-            if r is not without:
-                sums |= {self.model.then(s, r.value) for s in sums}
-        return sums
-
     def _refused_with_it(self, got: Outcome, req: Request, via: str = "grpc") -> bool:
         """Failed with a cancelled request it was queued behind, or after it ended the sequence."""
         return swept(got, via) or refused_for_start(self.spec, got, req.seq_id)
@@ -347,10 +292,11 @@ class CancelSteps:
     def after_cancel(self, client: int, req: Request, via: str, action: str) -> None:
         """The sequence's next request, held to what the answers so far leave possible."""
         g, self.group = self.group, None
+        queued = g.queue(self.model.then)
         if len(g.asides) < 2:  # no witness says whether the cancelled one ended the sequence
             # The first answered before the others: its sum, with or without the one behind;
             # else every sum the group's requests may have made.
-            g.sums = frozenset(self._prefixes(g, g.first)) if g.first is not None else self._any_sum(g)
+            g.sums = frozenset(queued.prefixes(g.first)) if g.first is not None else queued.any_sum()
         key = key_of(req.seq_id)
         while True:
             exp = self.expect(req, time.monotonic())  # as if everything before it ran
@@ -371,7 +317,7 @@ class CancelSteps:
         if go_on:
             expected += ("; or, had the cancel found it running (or not there yet), OUTPUT=" if g.late else
                          "; or, had the cancelled request not been queued before, OUTPUT=") + \
-                        _one_of(go_on, 4)
+                        one_of(go_on, 4)
         rec = self.record(client=client, action=action, kind=Kind.AFTER_CANCEL, request=req, via=via,
                           expected=expected, got=got.describe(),
                           expect=EndedOr(go_on), outcome=got)
@@ -384,7 +330,7 @@ class CancelSteps:
             self.model.reaped(key)
         elif got.ok and got.value in go_on:
             self.model.went_on(key, got.value, time.monotonic())
-            if g.late and self._ran_behind(g, req, got):
+            if g.late and queued.ran_behind(req, got):
                 self.stats.coverage.situation(CANCELLED_RUNNING)
         else:
             # Where the sequence may go on (no witness, or one that ran before the cancelled
@@ -392,31 +338,9 @@ class CancelSteps:
             # the cancel found (seen: a build that carries no state, met first by such a group)
             wrong_sum = got.ok and bool(go_on)
             violation = InvariantViolation("sums_match" if wrong_sum else "cancel_ends_sequence",
-                                           self._went_on(g, req, got, bool(go_on)))
+                                           queued.went_on(req, got, late=g.late, ended=bool(g.ended),
+                                                         may_go_on=bool(go_on)))
             self.fail(not_answered(got, violation), rec)
-
-    def _ran_behind(self, g: Group, req: Request, got: Outcome) -> bool:
-        """The answer after the group holds the cancelled request's value (and only such a sum)."""
-        with_it = self.model.then(self.model.then(self.model.then(g.base, g.asides[0][0].value),
-                                                  g.behind_value), req.value)
-        without = self.model.then(self.model.then(g.base, g.asides[0][0].value), req.value)
-        return got.value == with_it != without
-
-    def _went_on(self, g: Group, req: Request, got: Outcome, may_go_on: bool) -> str:
-        cancelled, _ = g.behind[0]
-        late = g.late  # the cancel may have found it running
-        more = f" (and the {len(g.behind) - 1} behind it on its stream)" if len(g.behind) > 1 else ""
-        what = (f"{cancelled.describe()}{more} was cancelled behind {g.asides[0][0].describe()}"
-                + (" (queued, or running)" if late else ", while queued")
-                + (f", and {g.asides[1][0].describe()}, queued behind it, failed with it" if g.ended else "")
-                + (": the sequence must end with it, or go on from a sum of the requests sent" if late
-                   else ": the sequence must end with it, or go on from a sum its requests leave possible"
-                   if may_go_on else ": the sequence must end with it"))
-        if not got.ok:
-            return f"{what}, but its next request was refused with another error"
-        if got.value == g.base + g.asides[0][0].value + req.value:
-            return f"{what}, but it went on without them (OUTPUT={got.value!r})"
-        return f"{what}, but it went on (OUTPUT={got.value!r})"
 
     def pipeline_and_cancel(self, client: int, first: Request, behind: Request | tuple, witness: Request,
                             after: Request, via: str, witness_via: str = "grpc", late: LateCancel | None = None) -> bool:
