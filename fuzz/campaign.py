@@ -452,14 +452,15 @@ def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats:
     """Shrinks each of our violations past Hypothesis, in place in `violations`: one that needs
     what ran before it, or whose shrinking was cut short, from a fresh model; one that replays on
     its own by polishing it, or from a fresh model too where it replays only on what earlier
-    examples left (then added to `unreplayable` if that finds nothing). Returns the new ones by
-    id: each replays."""
+    examples left (then added to `unreplayable` if that finds nothing), or where it is long and
+    polishing cut nothing (another shrink budget). Returns the new ones by id: each replays."""
     replayable = {}
     for i, v in enumerate(violations):
         if id(v) not in ours:
             continue
         better, leaked, tried = None, False, Tried()  # (what each shrink showed, the next does not show again)
-        if not (cut_short or id(v) in unreplayable):
+        polished = not (cut_short or id(v) in unreplayable)
+        if polished:
             began = time.monotonic()
             better = polish(server, spec, v, settings, settings.shrink_budget_s, tried)
             # One that polishing cannot cut and that passes from a fresh model failed here only on
@@ -471,9 +472,11 @@ def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats:
         # race down to a program that failed once by luck, and a fresh try of it passed (seen: a
         # lost write between two executions in one millisecond, met in a cancel group's queue of
         # 215, kept whole after 4.5 s; from a fresh model, 11 steps).
-        stuck = better is None and not leaked and can_isolate(server) and len(v.program) > FOCUS_FIRST_STEPS
+        stuck = polished and better is None and not leaked and len(v.program) > FOCUS_FIRST_STEPS
         if cut_short or id(v) in unreplayable or leaked or stuck:
             better = from_fresh_model(server, spec, v, settings, settings.shrink_budget_s, tried)
+            if stuck and better is not None and len(better.program) >= len(v.program):
+                better = None  # (it replays as it is: a program no shorter, a reload in front, is no gain)
             first = stats.first.get(v.invariant)
             if better is None and first is not None and first is not v and not stuck:
                 # The shortest needs more of what ran before it than a failure keeps (a count

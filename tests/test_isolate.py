@@ -404,6 +404,41 @@ def test_a_failure_that_replays_only_on_what_earlier_examples_left_is_reported_a
     assert not unreplayable and not fresh_runs
 
 
+def test_a_long_failure_polish_cannot_cut_is_shrunk_from_a_fresh_model(monkeypatch):
+    """A failure over FOCUS_FIRST_STEPS steps that replays, but that polishing cut nothing of, is
+    shrunk from a fresh model (seen: a race met in a cancel group's queue of 215, whose plain
+    cuts failed once by luck and whose fresh try passed: 219 steps kept; from a fresh model, 11),
+    and what that finds is kept only if shorter. A long one whose shrinking was cut short keeps
+    the fallback to the first failure; a short one polishing cut nothing of stays as it is."""
+    from fuzz import campaign
+    from fuzz.corpus.isolate import FOCUS_FIRST_STEPS
+    from fuzz.harness.engine import RunStats
+
+    fresh_runs, found = [], {}
+    monkeypatch.setattr(campaign, "polish", lambda *a, **k: None)
+    monkeypatch.setattr(campaign, "replays_only_on_history", lambda *a, **k: False)
+    monkeypatch.setattr(campaign, "from_fresh_model", lambda server, spec, v, *a: fresh_runs.append(v) or found.get(id(v)))
+    long = _violation([step(i + 1, 0, 5 + i) for i in range(FOCUS_FIRST_STEPS + 1)])
+    short = _violation([step(1, 0, 5), step(2, 0, 6)])
+    stats = RunStats()
+    stats.first[long.invariant] = first = _violation([step(1, 0, 9)])
+    found[id(long)] = cut = _violation(long.program[-3:])
+    violations = [long, short]
+    replayable = campaign._shrink_further(None, SPEC, violations, {id(long), id(short)}, stats, FuzzSettings(),
+                                          cut_short=False, unreplayable=set())
+    assert fresh_runs == [long] and violations == [cut, short] and list(replayable.values()) == [cut]
+    found[id(long)] = _violation([step(0, None, kind=Kind.FAULT)] + list(long.program))  # the reload in front: no gain
+    fresh_runs.clear()
+    violations = [long]
+    assert not campaign._shrink_further(None, SPEC, violations, {id(long)}, stats, FuzzSettings(),
+                                        cut_short=False, unreplayable=set())
+    assert fresh_runs == [long] and violations == [long]  # (and no fallback to the first: it replays as it is)
+    fresh_runs.clear()
+    del found[id(long)]  # nothing from a fresh model
+    campaign._shrink_further(None, SPEC, [long], {id(long)}, stats, FuzzSettings(), cut_short=True, unreplayable=set())
+    assert fresh_runs == [long, first]  # cut short: from a fresh model, then the first failure
+
+
 def test_a_leak_met_inside_a_pipelined_run_is_judged_with_the_run_sent_in_turn(monkeypatch):
     """A failure met inside a client's pipelined requests (HELD steps of one client) whose
     requests sent in turn fail here too, and pass from a fresh model, failed on what earlier
