@@ -307,7 +307,7 @@ def test_a_late_cancel_waits_a_fraction_of_the_first_s_latency_from_when_the_one
     from types import SimpleNamespace as Call
     import fuzz.harness.cancelling as cancelling
     now = 100.0
-    monkeypatch.setattr(cancelling.time, "monotonic", lambda: now)
+    monkeypatch.setattr(cancelling, "time", Call(monotonic=lambda: now, sleep=None))  # (its own clock only)
     first = Call(started=now - 0.2, done_at=now - 0.1)  # answered 0.1 s ago, after 0.1 s
     behind = [Call(started=now - 0.15)]  # it went before the first's answer: it can run from that answer
     assert LateCancel(of_latency=1.5).wait(first, behind) == pytest.approx(0.05)

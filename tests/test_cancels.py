@@ -30,6 +30,8 @@ def test_the_sums_a_group_leaves_are_its_queue_s_prefixes_on_any_of_the_requests
     assert queue.prefixes(3) == [3, 7, 11]
     assert queue.beside_sums() == {1, 3, 65, 67}
     assert queue.beside_sums(without=WITNESS) == {1, 3}
+    twin = Request("m", 1, 2)  # equal to the first, but another request: `without` means that one only
+    assert Queue(1, (FIRST, twin), (), operator.add).beside_sums(without=FIRST) == {1, 3}
     assert queue.any_sum(without=WITNESS) == {1, 5, 9, 3, 7, 11}  # a prefix of those behind, not any subset
     # the witness's sum after none, one or both of those behind ran before it (as if all ran: 75)
     assert queue.witness_sums(75, carries_state=True) == [67, 71, 75]

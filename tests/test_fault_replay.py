@@ -126,7 +126,7 @@ def test_a_failure_the_fuzzer_finds_under_a_server_fault_replays_from_its_corpus
             break
     assert failure is not None and error is not None, (result.faults, result.fault_s, result.examples, result.failures)
     assert not failure.flaky, "\n".join(failure.program)
-    assert dict(result.faults).get(fault), result.faults  # the fault struck, and the bug showed after it
+    assert dict(result.faults).get(fault), result.faults  # the fault struck (the warmed model shows its bug only after a load)
     spec = ModelSpec.fetch(server, MODEL)
     entry = corpus.load(corpus.write(tmp_path, corpus.make_entry(spec, server.version, failure.invariant,
                                                                  failure.detail, failure.records)))

@@ -205,8 +205,10 @@ def test_a_misuse_on_an_id_no_sequence_lived_on_is_no_sequence_left_open():
     steps = [req(1, "", 5, start=True, outcome=empty_id), req(2, 7, 1, start=True), req(3, "", 5, outcome=REFUSED),
              req(4, 8, 1, start=True, outcome=Outcome(status="CANCELLED")), req(5, 7, 2, end=True)]
     assert unended(steps) == [[3]]  # id 8's START may have run; id 7 ended; the misuses left nothing
-    # focus's first cuts: the last sequence alone, (no second: the open ones are id 8 alone), the last two
-    assert focus_cuts(steps)[:2] == [{0, 2, 3}, {0, 2}]
+    # focus's first cuts (what each removes): all but the last sequence (9), all but it and the one
+    # left open (8; with the misuses counted open, it removed id 7 only), all but the last two
+    ended = steps + [req(6, 9, 1, start=True, end=True)]
+    assert focus_cuts(ended)[:3] == [{0, 1, 2, 3, 4}, {0, 1, 2, 4}, {0, 2, 3}]
     close = StepRecord(index=6, client=0, action="close its stream", kind=Kind.CLOSE_STREAM)
     with_close = [steps[0], close] + [attrs.evolve(s, client=c) for s, c in zip(steps[1:], (1, 2, 3, 1))]
     assert unended(with_close) == [[0, 1, 3], [4]]

@@ -467,9 +467,9 @@ def by_sequence(steps) -> list[list[int]]:
 
 def unended(steps) -> list[list[int]]:
     """by_sequence's groups that no END closed, and those that send nothing (a wait, a sequence
-    left to expire, a reload); not those whose every request was refused (a misuse on an id no
-    sequence lived on: nothing of it outlives its answer, and focus's cut of the sequences left
-    open kept two of them in a 10-step program, the budget gone before single steps)."""
+    left to expire, a reload); not those whose every step is a refused request (a misuse on an
+    id no sequence lived on: nothing of it outlives its answer, and focus's cut of the sequences
+    left open kept two of them in a 10-step program, the budget gone before single steps)."""
     out = []
     for g in by_sequence(steps):
         sent = [steps[i] for i in g if steps[i].request is not None]
