@@ -264,7 +264,7 @@ class Stream:
 
 
 def ended(got):
-    """The error of a request its sequence's end swept up (the fuzzer's cancelling.swept, or the
+    """The error of a request its sequence's end swept up (the fuzzer's checker.cancels.swept, or the
     START-flag refusal): CANCELLED with an empty message; on a stream, whose errors carry no
     status, an error that is empty or says it was cancelled. A hang, a lost connection or an
     empty response is none."""

@@ -339,7 +339,7 @@ class CancelSteps:
             wrong_sum = got.ok and bool(go_on)
             violation = InvariantViolation("sums_match" if wrong_sum else "cancel_ends_sequence",
                                            queued.went_on(req, got, late=g.late, ended=bool(g.ended),
-                                                         may_go_on=bool(go_on)))
+                                                          may_go_on=bool(go_on)))
             self.fail(not_answered(got, violation), rec)
 
     def pipeline_and_cancel(self, client: int, first: Request, behind: Request | tuple, witness: Request,
