@@ -216,8 +216,9 @@ class CancelSteps:
             if got.ok and check.violation is None and not g.overtaken:
                 g.first = got.value
         else:
-            check, indeterminate = self._witness(req, exp, got, check, via)
-            sums = g.queue(self.model.then).witness_sums(exp.value, self.model.carries_state)
+            queued = g.queue(self.model.then)
+            sums = queued.witness_sums(exp.value, self.model.carries_state)
+            check, indeterminate = self._witness(req, exp, got, check, via, queued, sums)
             expect = EndedOr(tuple(dict.fromkeys(sums)))
         rec = self.record(client=client, action=action, kind=Kind.ASIDE_ANSWER, request=req, via=via,
                           expected=check.expected, got=check.got, expect=None if indeterminate else expect,
@@ -249,17 +250,16 @@ class CancelSteps:
         return attrs.evolve(check, violation=None, expected=f"{check.expected}, or (had it come after the requests "
                                                              f"behind it) more, or an error (indeterminate)"), True
 
-    def _witness(self, req, exp, got, check, via: str):
+    def _witness(self, req, exp, got, check, via: str, queued: Queue, sums: list):
         """CANCELLED (or the START-flag error): the cancelled request was queued before it and
         ended the sequence. Its sum with the cancelled request: that one ran first, the sequence
         goes on. Its sum without: the cancelled one was not there yet (or never came). Where the
         two sums are one (the cancelled request's value 0, or a model that carries no state) it
         tells nothing (seen: a witness with the sum read as 'ran first', and the cancel, come
-        after it, had ended the sequence: a false valid_is_accepted)."""
+        after it, had ended the sequence: a false valid_is_accepted). `sums`: the group's
+        (`queued`) witness sums."""
         g = self.group
-        queued = g.queue(self.model.then)
         with_behind = exp.value
-        sums = queued.witness_sums(exp.value, self.model.carries_state)
         fewer = list(dict.fromkeys(v for v in sums[:-1] if v != with_behind))
         either = ""
         if fewer:
