@@ -278,6 +278,9 @@ class StepRecord:
     # indeterminate) and where nothing came back.
     expect: Answer | Refusal | Queued | Cancelled | EndedOr | AnyOrder | None = attrs.field(default=None, kw_only=True)
     outcome: Outcome | None = attrs.field(default=None, kw_only=True)
+    # A cancel's (CANCEL_STREAM): what each request behind on the cancelled stream had answered
+    # when the cancel went, in the order sent (an Outcome, or None where nothing had come).
+    answers_behind: tuple = attrs.field(default=(), kw_only=True, converter=tuple)
     # When its request went out (its client's clock, where an answer came) and when the step was
     # recorded (time.monotonic()), where known: shrinking keeps a request as far from the kept
     # step before it as it was, since a bug can need the gap (fuzz/corpus/shrink.py), and a history is

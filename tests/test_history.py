@@ -27,13 +27,15 @@ class Program:
     def __init__(self):
         self.steps, self.clock = [], 0.0
 
-    def add(self, kind=Kind.REQUEST, request=None, outcome=None, *, client=0, via="stream", sent=None, fault=None):
+    def add(self, kind=Kind.REQUEST, request=None, outcome=None, *, client=0, via="stream", sent=None, fault=None,
+            answers_behind=()):
         self.clock += 1.0
         sent_at = self.clock - 0.5 if sent is None else sent
         if outcome is not None:
             outcome = attrs.evolve(outcome, sent_at=sent_at)
         self.steps.append(StepRecord(len(self.steps) + 1, client, kind.value, request, via=via, kind=kind,
-                                     outcome=outcome, fault=fault, sent_at=sent_at, done_at=self.clock))
+                                     outcome=outcome, fault=fault, sent_at=sent_at, done_at=self.clock,
+                                     answers_behind=answers_behind))
         return self
 
     def verdicts(self, spec=SPEC, **kw):
@@ -281,3 +283,65 @@ def test_a_queue_of_alike_requests_that_may_have_run_is_judged_by_how_many_ran()
     p.add(Kind.BEHIND, req(5, 1)).add(Kind.BEHIND, req(5, 2)).add(Kind.BEHIND, req(5, 1))
     p.add(request=req(5, 4), outcome=ok(1 + 2 + 4), via="grpc", client=1)  # only the 2 ran: a subset, no prefix
     assert [v.verdict for v in p.verdicts()] == ["kept"]
+
+
+CANCELLED = Outcome(None, "CANCELLED", "")  # failed with the cancelled request it was queued behind
+NO_START = Outcome(None, "INVALID_ARGUMENT", "must specify the START flag")
+
+
+def cancel_group(behind_answers, witness, after, *, behind=(4, 8)):
+    """A cancel_pipelined group on a sequence of sum 1: the first (2) on unary gRPC, the requests
+    `behind` on the client's stream, a witness (16), the cancel (what each one behind had
+    answered), the two answers, and the next request (32)."""
+    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
+    p.add(Kind.ASIDE, req(5, 2), via="grpc")
+    for value in behind:
+        p.add(Kind.BEHIND, req(5, value))
+    p.add(Kind.ASIDE, req(5, 16), via="grpc")
+    p.add(Kind.CANCEL_STREAM, via="", answers_behind=behind_answers)
+    p.add(Kind.ASIDE_ANSWER, req(5, 2), ok(3), via="grpc", sent=1.5)  # (their client's clock at the sends)
+    p.add(Kind.ASIDE_ANSWER, req(5, 16), witness, via="grpc", sent=1.5 + len(behind) + 1)
+    return p.add(Kind.AFTER_CANCEL, req(5, 32), after, via="grpc")
+
+
+def test_a_swept_witness_ends_its_sequence_so_an_answer_after_it_breaks_cancel_ends_sequence():
+    assert [v.verdict for v in cancel_group((ok(7), None), CANCELLED, NO_START).verdicts()] == ["kept"]
+    # the sequence went on after the witness failed with the cancelled request: no order explains it
+    (v,) = broken(cancel_group((ok(7), None), CANCELLED, ok(1 + 2 + 4 + 32)).verdicts())
+    assert (v.invariant, v.step, v.possible) == ("cancel_ends_sequence", 9, (None,))
+    assert "the sequence ended there" in v.describe()
+    # a witness that ran says the sequence went on: its sum, then the next request's
+    assert [v.verdict for v in cancel_group((ok(7), None), ok(1 + 2 + 4 + 16), ok(1 + 2 + 4 + 16 + 32)).verdicts()] \
+        == ["kept"]
+    # a witness answered START-flag error (the sequence ended before it came) is a refusal, left out
+    assert [v.verdict for v in cancel_group((ok(7), None), NO_START, NO_START).verdicts()] == ["kept"]
+
+
+def test_the_answers_behind_at_the_cancel_ran_in_their_stream_s_order():
+    # the first behind answered 7: the first (answered 3) ran before it
+    assert [v.verdict for v in cancel_group((ok(7), None), CANCELLED, NO_START).verdicts()] == ["kept"]
+    for wrong in (9, 5):  # 5: as if the first had not run yet, but its answer says it had
+        (v,) = broken(cancel_group((ok(wrong), None), CANCELLED, NO_START).verdicts())
+        assert v.invariant == "sums_match" and v.step in (3, 7), v
+    # both answered: the second's sum holds the first's (their stream kept their order)
+    assert [v.verdict for v in cancel_group((ok(7), ok(15)), CANCELLED, NO_START).verdicts()] == ["kept"]
+    assert broken(cancel_group((ok(7), ok(11)), CANCELLED, NO_START).verdicts())
+    # not answered at the cancel: they may have run, then or later (the witness ran after both)
+    assert [v.verdict for v in cancel_group((None, None), ok(1 + 2 + 4 + 8 + 16), NO_START).verdicts()] == ["kept"]
+
+
+def test_a_cancel_whose_requests_behind_a_shrink_cut_says_nothing_of_them():
+    # two answers kept, one request behind left: which answer is whose is not known, none is taken
+    p = cancel_group((ok(7), ok(15)), CANCELLED, NO_START, behind=(4,))
+    assert [v.verdict for v in p.verdicts()] == ["kept"]
+    assert all(not op.certain for op in history_of(p.steps).ops if op.request and op.request.value == 4)
+
+
+def test_the_corpus_keeps_what_each_request_behind_had_answered_at_the_cancel(tmp_path):
+    p = cancel_group((ok(7), None), CANCELLED, NO_START)
+    (cancel,) = [s for s in p.steps if s.kind is Kind.CANCEL_STREAM]
+    d = corpus._step_to_json(cancel)
+    assert d["answers_behind"][1] is None and d["answers_behind"][0]["value"] == 7
+    back = corpus._step_from_json(json.loads(json.dumps(d)), 0)
+    assert [o and o.value for o in back.answers_behind] == [7, None]
+    assert "answers_behind" not in corpus._step_to_json(p.steps[0])  # other steps' JSON is as before

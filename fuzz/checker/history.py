@@ -8,7 +8,12 @@ says decides whether it happened:
 - an error the server gives instead of running it (the START-flag error, a wrong dtype, a backlog
   timeout): it did not, and it is left out;
 - no answer, or one that does not say (cancelled, given up by its client, a lost connection): it
-  *may* have happened, then or at any later time (a server may run a request its client gave up).
+  *may* have happened, then or at any later time (a server may run a request its client gave up);
+- but a cancel_pipelined group's request beside the cancelled stream (the witness) that failed
+  with a cancelled request queued before it (checker/cancels.py `swept`) did not run, and says its
+  sequence ended while it waited: an Op that ends the sequence (`swept`);
+- and the requests behind on the cancelled stream that had answered when the cancel went (its step
+  keeps each one's answer) ran, in their stream's order; the others may have.
 A fault that may end every sequence (a restart, a reload) is an Op too, one that may have happened
 within its step. The deadlines fault sends whole sequences no step records: their ids are not judged.
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import attrs
 
+from .cancels import swept
 from .model import Key, key_of
 from ..values import UNSEEN, Kind, Outcome, Request, StepRecord
 
@@ -53,6 +59,9 @@ class Op:
     # (its stream may have broken: the server may run it after what the client sent next).
     channel: tuple | None = None
     sent: int = 0  # its send step: the order on its channel
+    # It failed with a cancelled request queued before it: its sequence ended within its interval
+    # (`certain`: that surely happened), and it did not run.
+    swept: bool = False
 
     @property
     def key(self) -> Key | None:
@@ -110,6 +119,8 @@ def history_of(steps) -> History:
         if s.kind in SENDS and s.request is not None:
             channel_of[i] = channel(s)
             open_sends.append([i, s.kind, s.request])
+        elif s.kind is Kind.CANCEL_STREAM and s.answers_behind:
+            ops.extend(_answered_behind(s, open_sends, steps, group_start, done[i], channel_of))
         elif s.kind in ANSWERED_BY and s.request is not None:
             # its send: the same request, of the same client where there is one (a replay may
             # record the answers of a group's identical requests in another order than sent)
@@ -131,8 +142,30 @@ def history_of(steps) -> History:
     return History(tuple(ops), frozenset(unjudged), timed)
 
 
+def _answered_behind(s: StepRecord, open_sends: list, steps: list, group_start: list, done: float,
+                     channel_of: dict) -> list:
+    """The Ops of the requests behind a cancelled stream that had answered when the cancel went
+    (`s`), taken off the sends still open (the others stay there: they may have run, then or
+    later). Its answers are the client's sends behind, in their order; a program cut short of
+    some of them (a shrink's) no longer says which answer is whose: none is taken."""
+    behind = [o for o in open_sends if o[1] is Kind.BEHIND and steps[o[0]].client == s.client]
+    if len(behind) != len(s.answers_behind):
+        return []
+    ops = []
+    for sent, got in zip(behind, s.answers_behind):
+        if got is not None and got.ok:
+            open_sends.remove(sent)
+            at = sent[0]
+            ops.append(Op(steps[at].index, sent[2], got, group_start[at], done, certain=True,
+                          channel=channel_of.get(at), sent=at))
+    return ops
+
+
 def _op(s: StepRecord, not_before: float, done: float, channel, sent: int, timed: bool) -> Op | None:
     """The Op of a request whose answer step is `s` (None where the server refused it)."""
+    if s.kind is Kind.ASIDE_ANSWER and s.outcome is not None and swept(s.outcome, s.via or "grpc"):
+        return Op(s.index, s.request, s.outcome, s.sent_at if timed and s.sent_at is not None else not_before, done,
+                  certain=True, sent=sent, swept=True)
     happened = ran(s.outcome)
     if happened is False:
         return None

@@ -8,7 +8,9 @@ happened, and in which each answer is what the accumulator contract gives: a STA
 running sum from the state's initial value (an iterative START answers once per execution, and
 every request to a split ensemble once per chunk), a
 request without START adds its value to a live sequence (none: the START-flag error, so an answer
-to one breaks start_is_required), END ends it, and a fault may end every sequence.
+to one breaks start_is_required), END ends it, a fault may end every sequence, and a request that
+failed with a cancelled one queued before it (a swept witness) ended its sequence as it waited (an
+answer after that, with no START, breaks cancel_ends_sequence).
 
 It knows nothing of idle timeouts, slots or the backlog: an expiry only ever turns an answer into
 a refusal, which it does not judge. So it is weaker than the engine's reference model on those, and
@@ -24,6 +26,7 @@ from ..spec import ModelSpec, same_sums
 
 BUDGET = 50_000  # states one sequence's search may visit before its verdict is "unknown"
 DEAD = (False, None)  # no live sequence
+SWEPT = (False, "swept")  # none: a cancel ended it (a request queued behind the cancelled one failed with it)
 
 
 @attrs.frozen
@@ -43,6 +46,8 @@ class Verdict:
         if self.verdict != "broken":
             return f"{seq}: {self.verdict} ({self.ops} operations)"
         could = " or ".join("the START-flag error" if v is None else repr(v) for v in self.possible)
+        if self.invariant == "cancel_ends_sequence":
+            could += " (a request queued behind a cancelled one failed with it: the sequence ended there)"
         return f"{seq}: step {self.step} got {self.got}; in every order the history allows, it could only be {could}"
 
 
@@ -59,6 +64,8 @@ class Contract:
         """(the state after `op` runs, what it answers: a tuple of sums, or None for a refusal)."""
         if op.request is None:
             return DEAD, None
+        if op.swept:
+            return SWEPT, None
         req = op.request
         if req.start:
             sums = self.start_sums(op)
@@ -153,7 +160,12 @@ def _search(key: Key, ops: list, contract: Contract, budget: int, start: tuple =
             last[ops[i].channel] = i
     twin_before, later_twins = _twins(ops)
     seen, stack = set(), [(0, 0, start)]
-    furthest, misses = -1, {}  # the most ops any order explained, and the answers it met there
+    furthest, misses = -1, set()  # the most ops any order explained, and the ops it failed to explain there
+    # The furthest order names the op; what that op could have been is every order's that reached
+    # it (`could`), and `after_sweep` those found after their sequence was swept: an order that sweeps
+    # the sequence before a wrong sum gets further than one that runs it first, and would call the
+    # wrong sum a request that must be refused.
+    could, after_sweep = {}, set()
     while stack:
         done, ran, state = stack.pop()
         if done == everything:
@@ -171,22 +183,29 @@ def _search(key: Key, ops: list, contract: Contract, budget: int, start: tuple =
                 continue  # twins are decided in order
             op, bit = ops[c], 1 << c
             after, said = contract.run(state, op)
-            if not op.certain:
+            if op.swept:  # its sequence surely ended as it waited, whatever came before
+                moves.append((done | bit, ran + 1, after))
+            elif not op.certain:
                 gone = bit | later_twins.get(c, 0)  # it did not run, nor did its twins after it
                 moves.append((done | gone, ran + bin(gone).count("1"), state))
                 if said is not None or op.request is None:
                     moves.append((done | bit, ran + 1, after))
             elif said is not None and same_sums(said, answers(op)):
                 moves.append((done | bit, ran + 1, after))
-            elif ran >= furthest:
+            else:
+                could.setdefault(c, set()).add(None if said is None else said[-1])
+                if said is None and state == SWEPT:
+                    after_sweep.add(c)
                 if ran > furthest:
-                    furthest, misses = ran, {}
-                misses.setdefault(c, set()).add(None if said is None else said[-1])
+                    furthest, misses = ran, set()
+                if ran == furthest:
+                    misses.add(c)
         stack.extend(reversed(moves))
     first = min(misses, key=lambda c: (ops[c].invoked, ops[c].step)) if misses else None
     if first is None:  # cannot be: an order that meets no answer runs every op
         return Verdict(key, "unknown", ops=n)
-    op, possible = ops[first], misses[first]
-    invariant = "start_is_required" if possible == {None} else "sums_match"
+    op, possible = ops[first], could[first]
+    invariant = "sums_match" if possible != {None} else \
+        "cancel_ends_sequence" if first in after_sweep else "start_is_required"
     return Verdict(key, "broken", invariant, op.step, op.outcome.describe(),
                    tuple(sorted(possible, key=lambda v: (v is not None, v or 0))), ops=n)

@@ -208,6 +208,8 @@ def _step_to_json(s: StepRecord, origin: float | None = None) -> dict:
          "via": s.via, "wait_s": s.wait_s, "expected": s.expected, "got": s.got,
          "expect": _expect_to_json(s.expect),
          "outcome": _outcome_to_json(s.outcome) if s.outcome else None}
+    if s.answers_behind:  # a cancel's: what each request behind had answered when it went
+        d["answers_behind"] = [_outcome_to_json(o) if o is not None else None for o in s.answers_behind]
     if s.fault is not None:
         d["fault"] = {"name": s.fault.name, "graceful": s.fault.graceful, "env": dict(s.fault.env)}
         if s.fault.ids:
@@ -289,6 +291,12 @@ def _outcome_from_json(d) -> Outcome | None:
                    datatype=d.get("datatype"))
 
 
+def _answers_from_json(d) -> tuple:
+    if not isinstance(d, list):
+        raise TypeError(f"answers_behind must be a list of outcomes (or null), got {d!r}")
+    return tuple(_outcome_from_json(o) for o in d)
+
+
 def _fault_from_json(d) -> Fault | None:
     if d is None:
         return None
@@ -310,6 +318,7 @@ def _step_from_json(d, i: int, version: int = FORMAT_VERSION) -> StepRecord:
                           fault=_fault_from_json(d.get("fault")),
                           request=request, via=d.get("via", ""), wait_s=float(d.get("wait_s", 0.0)),
                           expected=expected, got=got, expect=expect, outcome=_outcome_from_json(d.get("outcome")),
+                          answers_behind=_answers_from_json(d.get("answers_behind", [])),
                           **_times_from_json(d.get("at")))
     except (KeyError, TypeError, ValueError) as err:
         raise type(err)(f"step {i + 1}: {err}") from None

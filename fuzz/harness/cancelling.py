@@ -192,7 +192,7 @@ class CancelSteps:
         for o in got:  # one not answered OK: the server may have run it before the cancel, or not
             self.tally.saw(o) if o is not None and o.ok else self.tally.cancel()
         wrong = g.queue(self.model.then).wrong_behind(got)
-        rec = self.record(client=client, action=action, kind=Kind.CANCEL_STREAM, wait_s=wait_s,
+        rec = self.record(client=client, action=action, kind=Kind.CANCEL_STREAM, wait_s=wait_s, answers_behind=got,
                           expected="" if wrong is None else wrong[1],
                           got=f"{ran} of {len(got)} request(s) behind answered before the cancel"
                               + ("" if wrong is None else f"; {wrong[0]}"))
