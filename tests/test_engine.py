@@ -46,6 +46,24 @@ def _clean_up(e: Engine) -> None:
     e.finish()
 
 
+def test_a_wrong_sum_on_a_sequence_the_reaper_may_not_have_taken_breaks_sums_match(triton, engine):
+    """A request to a sequence the model let expire at the late edge of its idle window, answered:
+    a loaded machine's reaper had not taken it yet (indeterminate), unless the answer is not the
+    sum it had made, which breaks sums_match either way (CI once called such a state bug a request
+    that must be refused). The model's window is moved back, and its sum made one higher than the
+    server's, to stand for both without waiting out a timeout."""
+    seq_id = engine.salt * 2**40 + 1
+    assert engine.send(0, Request(ONE_SLOT, seq_id, 3, start=True), "stream", "start") == Answer(3)
+    (seq,) = engine.model.running
+    now = time.monotonic()
+    seq.expiry, seq.total = Window(now - 1.0, now - 0.5), 4  # past its late edge, to the model
+    with pytest.raises(InvariantViolation) as found:
+        engine.send(0, Request(ONE_SLOT, seq_id, 2), "stream", "continue")
+    assert found.value.invariant == "sums_match", found.value
+    assert "OUTPUT=6 had the server not reaped its sequence yet" in found.value.expected
+    assert engine.log[-1].outcome.value == 5
+
+
 def test_a_cancelled_backlogged_start_is_recorded_and_the_example_drains(triton, engine):
     base = engine.salt * 2**40
     assert isinstance(engine.send(0, Request(ONE_SLOT, base + 1, 3, start=True), "stream", "start"), Answer)
