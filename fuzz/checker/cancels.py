@@ -12,7 +12,7 @@ from typing import Callable
 
 import attrs
 
-from .model import normalize_message
+from .model import normalize_message, sums_of_some
 from ..values import Outcome, Request
 
 
@@ -55,11 +55,7 @@ class Queue:
     def beside_sums(self, without: Request | None = None) -> set:
         """Every sum some of the requests beside the queue (not `without`) make on the base, in
         any order."""
-        sums = {self.base}
-        for r in self.beside:
-            if r is not without:
-                sums |= {self.then(s, r.value) for s in sums}
-        return sums
+        return sums_of_some(self.base, [r.value for r in self.beside if r is not without], self.then)
 
     def any_sum(self, without: Request | None = None) -> frozenset:
         """Every sum some of the group's requests (but `without`) could make on its base: what

@@ -80,6 +80,15 @@ def clip_id(seq_id: str) -> str:
     return seq_id.encode()[:MAX_STRING_ID].decode(errors="ignore")
 
 
+def sums_of_some(base: float, values, then) -> set:
+    """Every sum some of `values` make on `base`, run in any order (`then`: the sum after a value,
+    the model's, BatcherModel.then: a build that carries no state makes fewer)."""
+    sums = {base}
+    for value in values:
+        sums |= {then(s, value) for s in sums}
+    return sums
+
+
 def batcher_error(spec, template: str, **fields) -> str:
     """A refusal by the sequence batcher itself (START_ERROR, ZERO_ID_ERROR, BATCH_ONE_ERROR). An
     ensemble passes on its step's, naming the step, after "in ensemble '<ensemble>', " (2.51);

@@ -22,7 +22,7 @@ from ..events import event
 from ..checker import linearize
 from ..checker.history import history_of
 from ..checker.invariants import InvariantViolation, not_answered
-from ..checker.model import Answer, key_of, refused_for_start
+from ..checker.model import Answer, key_of, refused_for_start, sums_of_some
 from ..steps import drift, plays, replays
 from ..values import AnyOrder, Kind, Outcome, Request
 
@@ -43,10 +43,7 @@ class Shared:
 def possible(base: float, values: list, i: int, then=operator.add) -> tuple:
     """Every answer request i can get in some arrival order: after any of the others, its value.
     `then`: the sum after a value (the model's; a build that carries no state gives one answer)."""
-    before = {base}
-    for other in values[:i] + values[i + 1:]:
-        before |= {then(s, other) for s in before}
-    return tuple(sorted({then(s, values[i]) for s in before}))
+    return tuple(sorted({then(s, values[i]) for s in sums_of_some(base, values[:i] + values[i + 1:], then)}))
 
 
 class SharedSteps:
