@@ -4,7 +4,7 @@ tests/test_broken_models.py."""
 import attrs
 
 from fuzz.corpus.shrink import (DDMIN_PASSES, by_sequence, crowd_cores, crowd_layers, every_wait, focus_cuts, quiet,
-                                shifted, unended, without)
+                                shifted, start_later, started_later, unended, without)
 from fuzz.spec import ModelSpec
 from fuzz.values import Kind, Outcome, Request, StepRecord
 
@@ -517,3 +517,32 @@ def test_ddmin_says_what_focus_left_only_where_it_ran_in_full():
     ddmin(try_(steps), try_, lambda v: v.program, SPEC, time.monotonic() + 10, focused=True,
           on_focus=lambda v: seen.append(1))
     assert seen == []
+
+
+def test_a_start_moves_into_its_sequences_next_request_held_in_a_crowd():
+    # START a; START b; then b's next and a's next at once (HELD, and their answers): a bug of the
+    # row a START lands in needs b to begin inside the crowd, one line fewer, which no removal finds
+    crowd = [req(1, 5, 1, start=True), req(2, 6, 2, start=True),
+             req(3, 6, 3, kind=Kind.HELD), req(4, 5, 4, kind=Kind.HELD),
+             req(5, 6, 3, kind=Kind.HELD_ANSWER), req(6, 5, 4, kind=Kind.HELD_ANSWER)]
+    later = started_later(crowd, 1, SPEC)
+    assert sent(later) == [(5, 1, True, False), (6, 5, True, False), (5, 4, False, False), (6, 5, True, False),
+                           (5, 4, False, False)]
+    assert [s.kind for s in later] == [Kind.REQUEST, Kind.HELD, Kind.HELD, Kind.HELD_ANSWER, Kind.HELD_ANSWER]
+    # none where the next request is a START (nothing to carry it), or the sum leaves the range
+    # (and none where it went alone: removing it folds it into the START, as short)
+    assert started_later([req(1, 5, 1, start=True), req(2, 5, 2, kind=Kind.HELD)], 0, SPEC) is not None
+    assert started_later([req(1, 5, 1, start=True), req(2, 5, 2)], 0, SPEC) is None
+    assert started_later([req(1, 5, 1, start=True), req(2, 5, 2, start=True, kind=Kind.HELD)], 0, SPEC) is None
+    assert started_later([req(1, 5, 2**31 - 1, start=True), req(2, 5, 1, kind=Kind.HELD)], 0, SPEC) is None
+    assert started_later(crowd, 2, SPEC) is None  # not a START
+    assert started_later([req(1, 5, 1, start=True, outcome=REFUSED), req(2, 5, 1, kind=Kind.HELD)], 0, SPEC) is None
+
+    # the pass keeps a move where the shorter program still fails, the last sequence's first
+    tries = []
+    try_ = failing_while(lambda kept: sent(kept)[0] == (5, 1, True, False) and (6, 5, True, False) in sent(kept),
+                         tries, sent)
+    found = failing_while(lambda kept: True, [], sent)(crowd)
+    shorter = start_later(found, try_, lambda v: v.program, SPEC, deadline=float("inf"))
+    assert sent(shorter.program) == sent(later)
+    assert len(tries) == 2  # b's START (kept), then a's (its next is a HELD whose move fails here)

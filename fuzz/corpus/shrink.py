@@ -53,7 +53,8 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     queue behind its first but its first request (`queued_behind`), then a crowd's
     requests a layer at a time (the last of each of its sequences, ...), then
     whole sequences (every step naming one id), then every other request of a sequence
-    (`alternate_continuations`), then every request of a sequence after its START (a long run whose START the bug needs, not its middle), then single steps. Past the
+    (`alternate_continuations`), then every request of a sequence after its START (a long run whose START the bug needs, not its middle), then each START moved into its
+    sequence's next request where that went in a crowd (`start_later`), then single steps. Past the
     waits, a removal that no longer fails is tried once more keeping the time the removed steps
     took, as silence (a bug can need a sequence's gap, which they filled); the silences kept
     that way are dropped in one last try. Right after the waits, the program is cut to the
@@ -61,6 +62,8 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     `on_focus` is given what focus left, where it ran in full), and its crowds are tried one
     request at a time (`alone`)."""
     for units_of in DDMIN_PASSES:
+        if units_of is DDMIN_PASSES[-1]:
+            found = start_later(found, try_, body, spec, deadline)
         # No pass but the last takes more than half the time left: proving a program of a hundred
         # needed sequences 1-minimal by sequence takes a try each, and the passes after it none
         # (seen: 6 s of 7 on 103 sequences, and a removable request of the one that failed left).
@@ -212,6 +215,50 @@ def alone(found: InvariantViolation, try_: Try, body: Body, deadline: float) -> 
         if again is not None and len(body(again)) < len(steps):
             return again
     return found
+
+
+def start_later(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
+                deadline: float) -> InvariantViolation:
+    """Each sequence's START whose next request went at once with others (a crowd, a burst) left
+    out, that request sent as the START instead (`started_later`), the last sequence's first, a
+    try each: a bug that needs a sequence to begin in a crowd (a key of the row a START lands in)
+    shows one request shorter, which no removal finds (a removed request folds back into the one
+    before it, and a START has none; a request sent alone after its START folds into it already)."""
+    best = found
+    at = len(body(best)) - 1
+    while at >= 0 and time.monotonic() < deadline:
+        steps = body(best)
+        candidate = started_later(steps, at, spec) if at < len(steps) else None
+        again = try_(candidate) if candidate is not None else None
+        if again is not None and len(body(again)) < len(steps):
+            best = again
+        at -= 1
+    return best
+
+
+def started_later(steps, at: int, spec: ModelSpec) -> list[StepRecord] | None:
+    """The program without the START at `at`, its sequence's next request, sent at once with
+    others (HELD), sent as the START instead, with both values: every later sum stays what it was.
+    None where the step is no plain START answered, or the next request is none, a START, not
+    HELD, or its value with the START's would leave the model's range."""
+    s = steps[at]
+    req = s.request
+    if s.kind is not Kind.REQUEST or req is None or not req.start or req.end or spec.iterations \
+            or req.seq_id in ("", 0) or not _answered(s, spec):
+        return None
+    key = key_of(req.seq_id)
+    nxt = next((j for j in range(at + 1, len(steps))
+                if steps[j].request is not None and key_of(steps[j].request.seq_id) == key), None)
+    if nxt is None or steps[nxt].kind is not Kind.HELD or steps[nxt].request.start:
+        return None
+    lo, hi = spec.value_range
+    value = req.value + steps[nxt].request.value
+    if not lo <= value <= hi:
+        return None
+    moved = attrs.evolve(steps[nxt].request, start=True, value=value)
+    answer = answers_of_held(steps).get(nxt)
+    return [attrs.evolve(step, request=moved) if i in (nxt, answer) else step
+            for i, step in enumerate(steps) if i != at]
 
 
 def _holds_full_batch(steps) -> bool:
