@@ -337,6 +337,22 @@ def test_a_cancel_whose_requests_behind_a_shrink_cut_says_nothing_of_them():
     assert all(not op.certain for op in history_of(p.steps).ops if op.request and op.request.value == 4)
 
 
+def test_a_second_group_s_answers_behind_are_its_own_not_those_an_earlier_cancel_left_open():
+    # the first group's second request behind never answered (it stays a send that may have run);
+    # the second group's one answer behind is its own request's, not that one's
+    first = cancel_group((ok(7), None), ok(1 + 2 + 4 + 16), ok(1 + 2 + 4 + 16 + 32))
+    p = Program()
+    p.steps, p.clock = list(first.steps), first.clock
+    p.add(Kind.ASIDE, req(5, 64), via="grpc").add(Kind.BEHIND, req(5, 128))
+    p.add(Kind.CANCEL_STREAM, via="", answers_behind=(ok(55 + 64 + 128),))
+    p.add(Kind.ASIDE_ANSWER, req(5, 64), ok(55 + 64), via="grpc", sent=p.clock - 2.5)
+    history = history_of(p.steps)
+    (second,) = [op for op in history.ops if op.request is not None and op.request.value == 128]
+    assert second.certain and second.outcome.value == 55 + 64 + 128
+    assert not next(op for op in history.ops if op.request is not None and op.request.value == 8).certain
+    assert [v.verdict for v in p.verdicts()] == ["kept"]
+
+
 def test_the_corpus_keeps_what_each_request_behind_had_answered_at_the_cancel(tmp_path):
     p = cancel_group((ok(7), None), CANCELLED, NO_START)
     (cancel,) = [s for s in p.steps if s.kind is Kind.CANCEL_STREAM]

@@ -104,6 +104,7 @@ def history_of(steps) -> History:
     channel_of: dict = {}  # step position -> its channel
     open_sends: list = []  # [position, kind, request], sends not answered yet, in order
     ops, unjudged = [], set()
+    cancelled: dict = {}  # client -> the position of its last cancel
 
     def channel(s: StepRecord):
         # Without times, the order steps were recorded in need not be the order sent: no channel.
@@ -119,8 +120,11 @@ def history_of(steps) -> History:
         if s.kind in SENDS and s.request is not None:
             channel_of[i] = channel(s)
             open_sends.append([i, s.kind, s.request])
-        elif s.kind is Kind.CANCEL_STREAM and s.answers_behind:
-            ops.extend(_answered_behind(s, open_sends, steps, group_start, done[i], channel_of))
+        elif s.kind is Kind.CANCEL_STREAM:
+            if s.answers_behind:
+                ops.extend(_answered_behind(s, open_sends, steps, group_start, done[i], channel_of,
+                                            since=cancelled.get(s.client, -1)))
+            cancelled[s.client] = i
         elif s.kind in ANSWERED_BY and s.request is not None:
             # its send: the same request, of the same client where there is one (a replay may
             # record the answers of a group's identical requests in another order than sent)
@@ -143,12 +147,13 @@ def history_of(steps) -> History:
 
 
 def _answered_behind(s: StepRecord, open_sends: list, steps: list, group_start: list, done: float,
-                     channel_of: dict) -> list:
+                     channel_of: dict, since: int) -> list:
     """The Ops of the requests behind a cancelled stream that had answered when the cancel went
     (`s`), taken off the sends still open (the others stay there: they may have run, then or
-    later). Its answers are the client's sends behind, in their order; a program cut short of
-    some of them (a shrink's) no longer says which answer is whose: none is taken."""
-    behind = [o for o in open_sends if o[1] is Kind.BEHIND and steps[o[0]].client == s.client]
+    later). Its answers are the client's sends behind since its cancel before (at `since`), in
+    their order; a program cut short of some of them (a shrink's) no longer says which answer is
+    whose: none is taken."""
+    behind = [o for o in open_sends if o[1] is Kind.BEHIND and o[0] > since and steps[o[0]].client == s.client]
     if len(behind) != len(s.answers_behind):
         return []
     ops = []
