@@ -9,11 +9,11 @@ says decides whether it happened:
   timeout): it did not, and it is left out;
 - no answer, or one that does not say (cancelled, given up by its client, a lost connection): it
   *may* have happened, then or at any later time (a server may run a request its client gave up);
-- but a cancel_pipelined group's request beside the cancelled stream (the witness) that failed
-  with a cancelled request queued before it (checker/cancels.py `swept`) did not run, and says its
-  sequence ended while it waited: an Op that ends the sequence (`swept`);
+- but a cancel_pipelined group's request beside the cancelled stream (its first or its witness)
+  that failed with a cancelled request queued before it (checker/cancels.py `swept`) did not run,
+  and says its sequence ended while it waited: an Op that ends the sequence (`swept`);
 - and the requests behind on the cancelled stream that had answered when the cancel went (its step
-  keeps each one's answer) ran, in their stream's order; the others may have.
+  keeps each one's answer) ran, in their stream's order; the others may have, after them (`follows`).
 A fault that may end every sequence (a restart, a reload) is an Op too, one that may have happened
 within its step. The deadlines fault sends whole sequences no step records: their ids are not judged.
 
@@ -62,6 +62,9 @@ class Op:
     # It failed with a cancelled request queued before it: its sequence ended within its interval
     # (`certain`: that surely happened), and it did not run.
     swept: bool = False
+    # The send (`sent`) of an op that ran before it, if it ran at all: a request behind a cancelled
+    # stream that had not answered when the cancel went came after those on the stream that had.
+    follows: int | None = None
 
     @property
     def key(self) -> Key | None:
@@ -105,6 +108,7 @@ def history_of(steps) -> History:
     open_sends: list = []  # [position, kind, request], sends not answered yet, in order
     ops, unjudged = [], set()
     cancelled: dict = {}  # client -> the position of its last cancel
+    follows: dict = {}  # send position -> the send position of the op it may only run after
 
     def channel(s: StepRecord):
         # Without times, the order steps were recorded in need not be the order sent: no channel.
@@ -123,7 +127,7 @@ def history_of(steps) -> History:
         elif s.kind is Kind.CANCEL_STREAM:
             if s.answers_behind:
                 ops.extend(_answered_behind(s, open_sends, steps, group_start, done[i], channel_of,
-                                            since=cancelled.get(s.client, -1)))
+                                            since=cancelled.get(s.client, -1), follows=follows))
             cancelled[s.client] = i
         elif s.kind in ANSWERED_BY and s.request is not None:
             # its send: the same request, of the same client where there is one (a replay may
@@ -140,29 +144,33 @@ def history_of(steps) -> History:
             epoch[s.client] = epoch.get(s.client, 0) + 1
     for at, _, request in open_sends:  # sent, never answered: it may have run, then or later
         s = steps[at]
-        ops.append(Op(s.index, request, None, group_start[at], NEVER, certain=False, sent=at))
+        ops.append(Op(s.index, request, None, group_start[at], NEVER, certain=False, sent=at, follows=follows.get(at)))
     ops = [op for op in ops if op is not None]
     ops.sort(key=lambda op: (op.invoked, op.sent, op.step))
     return History(tuple(ops), frozenset(unjudged), timed)
 
 
 def _answered_behind(s: StepRecord, open_sends: list, steps: list, group_start: list, done: float,
-                     channel_of: dict, since: int) -> list:
+                     channel_of: dict, since: int, follows: dict) -> list:
     """The Ops of the requests behind a cancelled stream that had answered when the cancel went
-    (`s`), taken off the sends still open (the others stay there: they may have run, then or
-    later). Its answers are the client's sends behind since its cancel before (at `since`), in
-    their order; a program cut short of some of them (a shrink's) no longer says which answer is
-    whose: none is taken."""
+    (`s`, the step that records their answers), taken off the sends still open; the
+    others stay there (they may have run, then or later), each to run only after the last that
+    had answered (`follows`: one stream is one queue). Its answers are the client's sends behind
+    since its cancel before (at `since`), in their order; where their counts differ (a program
+    edited by hand) which answer is whose is not known: none is taken."""
     behind = [o for o in open_sends if o[1] is Kind.BEHIND and o[0] > since and steps[o[0]].client == s.client]
     if len(behind) != len(s.answers_behind):
         return []
-    ops = []
+    ops, last = [], None
     for sent, got in zip(behind, s.answers_behind):
+        at = sent[0]
         if got is not None and got.ok:
             open_sends.remove(sent)
-            at = sent[0]
-            ops.append(Op(steps[at].index, sent[2], got, group_start[at], done, certain=True,
+            ops.append(Op(s.index, sent[2], got, group_start[at], done, certain=True,
                           channel=channel_of.get(at), sent=at))
+            last = at
+        elif last is not None:
+            follows[at] = last
     return ops
 
 

@@ -38,7 +38,7 @@ class Verdict:
     invariant: str = ""
     step: int | None = None  # the answer no order explains, at the furthest any order got
     got: str = ""
-    possible: tuple = ()  # what that answer could have been there ("no live sequence" as None)
+    possible: tuple = ()  # what the orders that failed at it said it should be ("no live sequence" as None)
     ops: int = 0
 
     def describe(self) -> str:
@@ -159,12 +159,14 @@ def _search(key: Key, ops: list, contract: Contract, budget: int, start: tuple =
                 before_on_channel[i] = last[ops[i].channel]
             last[ops[i].channel] = i
     twin_before, later_twins = _twins(ops)
+    by_send = {op.sent: i for i, op in enumerate(ops) if op.request is not None}
+    follows = {i: by_send[op.follows] for i, op in enumerate(ops) if op.follows in by_send}  # op -> the op it runs after
     seen, stack = set(), [(0, 0, start)]
     furthest, misses = -1, set()  # the most ops any order explained, and the ops it failed to explain there
-    # The furthest order names the op; what that op could have been is every order's that reached
-    # it (`could`), and `after_sweep` those found after their sequence was swept: an order that sweeps
-    # the sequence before a wrong sum gets further than one that runs it first, and would call the
-    # wrong sum a request that must be refused.
+    # The furthest order names the op; what it should have been is what every order that failed at
+    # it said (`could`: not only the furthest's), and `after_sweep` the ops an order failed at after
+    # their sequence was swept: an order that sweeps the sequence before a wrong sum gets further
+    # than one that runs it first, and would call the wrong sum a request that must be refused.
     could, after_sweep = {}, set()
     while stack:
         done, ran, state = stack.pop()
@@ -181,6 +183,8 @@ def _search(key: Key, ops: list, contract: Contract, budget: int, start: tuple =
                 continue
             if c in twin_before and not done >> twin_before[c] & 1:
                 continue  # twins are decided in order
+            if c in follows and not done >> follows[c] & 1:
+                continue  # it may only run after that one (one stream's queue)
             op, bit = ops[c], 1 << c
             after, said = contract.run(state, op)
             if op.swept:  # its sequence surely ended as it waited, whatever came before

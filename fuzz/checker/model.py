@@ -81,8 +81,9 @@ def clip_id(seq_id: str) -> str:
 
 
 def sums_of_some(base: float, values, then) -> set:
-    """Every sum some of `values` make on `base`, run in any order (`then`: the sum after a value,
-    the model's, BatcherModel.then: a build that carries no state makes fewer)."""
+    """Every sum some of `values` make on `base`, each subset added in the list's order (`then`:
+    the sum after a value, the model's, BatcherModel.then: a build that carries no state makes
+    fewer; where addition is exact, as in every integer type, any order of a subset gives its sum)."""
     sums = {base}
     for value in values:
         sums |= {then(s, value) for s in sums}
