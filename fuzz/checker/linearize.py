@@ -9,8 +9,8 @@ running sum from the state's initial value (an iterative START answers once per 
 every request to a split ensemble once per chunk), a
 request without START adds its value to a live sequence (none: the START-flag error, so an answer
 to one breaks start_is_required), END ends it, a fault may end every sequence, and a request that
-failed with a cancelled one queued before it (a swept witness) ended its sequence as it waited (an
-answer after that, with no START, breaks cancel_ends_sequence).
+failed with a cancelled one queued before it (swept: a cancel group's first or witness) ended its
+sequence as it waited (an answer after that, with no START, breaks cancel_ends_sequence).
 
 It knows nothing of idle timeouts, slots or the backlog: an expiry only ever turns an answer into
 a refusal, which it does not judge. So it is weaker than the engine's reference model on those, and
