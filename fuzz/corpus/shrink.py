@@ -62,8 +62,8 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     `on_focus` is given what focus left, where it ran in full), and its crowds are tried one
     request at a time (`alone`)."""
     for units_of in DDMIN_PASSES:
-        if units_of is DDMIN_PASSES[-1]:
-            found = start_later(found, try_, body, spec, deadline)
+        if units_of is DDMIN_PASSES[-1]:  # (half the time left at most, as every pass but the last)
+            found = start_later(found, try_, body, spec, time.monotonic() + (deadline - time.monotonic()) / 2)
         # No pass but the last takes more than half the time left: proving a program of a hundred
         # needed sequences 1-minimal by sequence takes a try each, and the passes after it none
         # (seen: 6 s of 7 on 103 sequences, and a removable request of the one that failed left).
