@@ -176,14 +176,13 @@ def _answered_behind(s: StepRecord, open_sends: list, steps: list, group_start: 
 
 def _op(s: StepRecord, not_before: float, done: float, channel, sent: int, timed: bool) -> Op | None:
     """The Op of a request whose answer step is `s` (None where the server refused it)."""
-    if s.kind is Kind.ASIDE_ANSWER and s.outcome is not None and swept(s.outcome, s.via or "grpc"):
-        return Op(s.index, s.request, s.outcome, s.sent_at if timed and s.sent_at is not None else not_before, done,
-                  certain=True, sent=sent, swept=True)
-    happened = ran(s.outcome)
-    if happened is False:
-        return None
     # A step with an answer has its send time from its client's clock, taken just before the
     # send (requests pipelined on one stream went before the steps recorded ahead of them).
     invoked = s.sent_at if timed and s.outcome is not None and s.sent_at is not None else not_before
+    if s.kind is Kind.ASIDE_ANSWER and s.outcome is not None and swept(s.outcome, s.via or "grpc"):
+        return Op(s.index, s.request, s.outcome, invoked, done, certain=True, sent=sent, swept=True)
+    happened = ran(s.outcome)
+    if happened is False:
+        return None
     return Op(s.index, s.request, s.outcome, invoked, done if happened else NEVER, certain=bool(happened),
               channel=channel if happened else None, sent=sent)
