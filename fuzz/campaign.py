@@ -188,6 +188,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                       witness_vias=machine.plan.witness_vias, cancels_queued=machine.cancel is not None,
                       again=not machine.plan.setup.lingering_guard,
                       gives_up=machine.give_up_beside is not None)
+    stats.coverage.reachable = frozenset(goals)
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)
     started = time.monotonic()

@@ -265,6 +265,9 @@ class Coverage:
     # instead of each drawing from all of them again. Kept from the first failure on, so that the
     # shrinker's replays of the failing example steer as it did.
     seen: frozenset = frozenset()
+    # Every goal the campaign's model can reach (goals_for; empty outside a campaign): what a
+    # rule that alone builds some of them is kept on for while the campaign lacks one (swarm.py).
+    reachable: frozenset = frozenset()
     # The rows of the executions answering lately, by serial (ran_in): what ran together.
     executions: dict = attrs.Factory(dict)
     # Each id's last input since its START, in this example: what a swing is measured from (and
