@@ -616,3 +616,14 @@ def test_flags_together_are_what_one_execution_answered_for_two_sequences():
     assert len(together_goals(spec)) == 10
     assert together_goals(attrs.evolve(spec, max_batch_size=0)) == ()  # one request an execution
     assert together_goals(attrs.evolve(spec, says_execution=False)) == ()
+
+
+def test_live_rows_never_count_past_what_one_execution_can_carry():
+    # statistics read while an execution's requests were counted and the execution not yet: a
+    # mean of 2 on a model of one row (seen around a crowd) is no execution of two rows
+    cover = Coverage(*INT32)
+    cover.row_limit = 1
+    assert cover.live_rows(inferences=3, executions=2) == 1
+    assert "live rows >= 2" not in cover.reached and cover.most_live_rows == 1
+    cover.row_limit = 0  # unknown: the mean, as read
+    assert cover.live_rows(inferences=3, executions=2) == 2

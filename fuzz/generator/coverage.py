@@ -257,6 +257,7 @@ class Coverage:
     reached: dict = attrs.Factory(dict)  # goal -> seconds into the campaign when first reached
     most_live_rows: int = 0
     full_rows: int = 0  # full_rows(spec) of the model: 0 where FULL_START and FULL_END are no goals
+    row_limit: int = 0  # live_row_goals(spec): the most live rows one execution can carry (0: unknown)
     # Goals the running example reached: what steering (fuzz/generator/steering.py) aims past. The example's
     # own, so that a replay of it makes the same choices whatever else the campaign reached.
     here: set = attrs.Factory(set)
@@ -324,10 +325,15 @@ class Coverage:
 
     def live_rows(self, inferences: int, executions: int) -> int:
         """Over a stretch in which the model ran `executions` batches of `inferences` requests in
-        all, some batch carried at least the mean: every count up to it is reached. Returns it."""
+        all, some batch carried at least the mean: every count up to it is reached. Returns it.
+        Never past the model's row_limit: counts read while an execution's requests were counted
+        and the execution not yet (seen: a mean of 2 rows on a model of one row, read around a
+        crowd) are no more rows."""
         if executions <= 0 or inferences <= 0:
             return 0
         surely = math.ceil(inferences / executions)
+        if self.row_limit:
+            surely = min(surely, self.row_limit)
         for n in range(1, surely + 1):
             self.hit(f"live rows >= {n}")
         self.most_live_rows = max(self.most_live_rows, surely)

@@ -22,7 +22,7 @@ from .cancelling import CancelSteps
 from .sharing import SharedSteps
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
-from ..generator.coverage import CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows
+from ..generator.coverage import CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows, live_row_goals
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize
@@ -218,7 +218,7 @@ class Setup:
         n_clients = n_clients or max(4, min(settings.max_clients, spec.capacity + 3))
         stats = stats if stats is not None else RunStats()
         stats.coverage.lo, stats.coverage.hi = spec.value_range
-        stats.coverage.full_rows = full_rows(spec)
+        stats.coverage.full_rows, stats.coverage.row_limit = full_rows(spec), live_row_goals(spec)
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
         return cls(server, spec, settings, stats, margin, late,
