@@ -279,6 +279,7 @@ def _rounds(machine, per_round: hsettings, budget_s: float | None, started: floa
             stats: RunStats) -> BaseException | None:
     """Rounds of examples until one fails (its error), the budget is spent or the examples ran out."""
     while True:
+        stats.coverage.new_round()
         try:
             with _reports_held(stats):
                 run_state_machine_as_test(machine, settings=per_round)

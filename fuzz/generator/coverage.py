@@ -269,6 +269,11 @@ class Coverage:
     # Every goal the campaign's model can reach (goals_for; empty outside a campaign): what a
     # rule that alone builds some of them is kept on for while the campaign lacks one (swarm.py).
     reachable: frozenset = frozenset()
+    # Goals the campaign had reached when the running round of examples (one Hypothesis run) began:
+    # the rules kept on for their goals (swarm.py) stay the same through a round. Chosen per
+    # example, the same choices would pick other rules in a later example, which Hypothesis's
+    # data tree calls flaky (its round ends).
+    round_seen: frozenset = frozenset()
     # The rows of the executions answering lately, by serial (ran_in): what ran together.
     executions: dict = attrs.Factory(dict)
     # Each id's last input since its START, in this example: what a swing is measured from (and
@@ -281,6 +286,9 @@ class Coverage:
         self.last_input = {}
         if not shrinking:
             self.seen = frozenset(self.reached)
+
+    def new_round(self) -> None:
+        self.round_seen = frozenset(self.reached)
 
     def hit(self, goal: str) -> None:
         self.here.add(goal)

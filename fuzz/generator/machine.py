@@ -24,9 +24,9 @@ from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets,
     swing_values)
 from .coverage import (CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, CANCELLED_RUNNING, EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
-    sibling_family, swept_goal, together_goals, twin_places)
+    sibling_family, swept_goal, together_goals, twin_goal, twin_places, twins_of)
 from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
-    aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim, twin_gap)
+    aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from .swarm import keep_rules_on, needed_rules, reaches
 from ..checker.divergences import steered_around
 from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
@@ -172,8 +172,8 @@ WAIT_SHARE = 0.1
 STUCK_WAITS = 3
 # More such waits where a rule is steered onto a goal the campaign has not reached (a twin kind, a
 # pair of flags) and only time can free the slots it needs: on a 2-slot model sequences left to
-# expire hold them most of the time, and a `dev` campaign's twin goals came out 62 to 86 of 86 from
-# run to run (seen: 35 of 44 aliases found no room, every example's waits spent). Fixed per
+# expire hold them most of the time (seen: 35 of 44 aliases of a `dev` campaign found no room,
+# every example's waits spent). Fixed per
 # example as STUCK_WAITS is (Coverage.seen is), so a shrink's replays wait alike.
 GAP_WAITS = 3
 LONG_PAUSE_S = 0.5  # a pause longer than this is such a wait too (on the 2 s models: up to 1.3 s)
@@ -433,7 +433,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         self.crowd_steered = False  # a crowd of this example was steered onto every slot
         self.stuck_waits = 0  # waits of every client for windows to free slots (STUCK_WAITS)
         cov = stats.coverage
-        keep_rules_on(self, needed_rules(REACHING, cov.reachable, cov.seen))
+        keep_rules_on(self, needed_rules(REACHING, cov.reachable, cov.round_seen))
 
     def _value(self, data):
         """Drawn from a fixed range (see the rules' note); _fit keeps the running sum in range.
@@ -606,7 +606,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         out of most examples, a campaign had no other way to string twins (seen: 3 aliases in a
         `dev` campaign, 20 of 28 twin goals missed)."""
         cov = self.engine.stats.coverage
-        kinds = [k for k in self.plan.twin_kinds if self._twins_at(base, *k)]
+        kinds = [k for k in self.plan.twin_kinds if self._has_twin(base, *k, step)]
         aim = choose(open_twins(kinds, cov.here, cov.seen, gaps_only, riders=False), index)
         if aim is None:
             return None
@@ -615,13 +615,13 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         twin = self._twin_of(base, aim[0], step)
         return twin if twin is not None and key_of(twin) != key_of(base) and self._free(twin) else None
 
-    @staticmethod
-    def _twins_at(base, family: str, place: str | None) -> bool:
-        """Whether `base` can have a twin of `family` at `place`: an integer family's in the
-        place's band (a modulus family's anywhere), a string family's or an other-typed one."""
+    def _has_twin(self, base, family: str, place: str | None, step: int) -> bool:
+        """Whether `base` has a twin of `family` at `place`: an integer step family's where it
+        stands in the place's band (a modulus family's anywhere); any other where it has one
+        ("5" has no case variant; a negation or a multiple is an integer's)."""
         if family in TWIN_STEPS:
             return isinstance(base, int) and (family in MODULUS_FAMILIES or stands_at(base, place))
-        return isinstance(base, int) or family not in (NEGATIVES, SCALED)
+        return self._twin_of(base, family, step) is not None
 
     def _via(self, data) -> str:
         return data.draw(self.plan.via_draw, label="via")
@@ -1047,12 +1047,14 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         seed = data.draw(st.integers(0, 255), label="values seed") if rounds else 0
         if client is None:
             return self._skip("alias: no idle client")
-        kind, band, step, gap = self._twin_kind(first)
+        kind, band, step = self._twin_kind(first)
         found = self._alias_base(key, fresh, kind, band, step)
         if found is None:
             return self._skip(f"alias: no id with a free twin ({kind})")
         base, twin = found
         older = key_of(base)
+        cov = self.engine.stats.coverage
+        gap = any(twin_goal(*k) not in cov.seen for k in twins_of(base, twin, self.plan.spec.id_bits))
         # Both must hold slots at once for their states to meet; a START queued behind the
         # backlog is `start`'s case. Live sequences end first to make room (on a small model
         # the slots are full most of the time).
@@ -1065,7 +1067,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if not self._start_twin(client, via, base, twin, kind, values[1], values[2]):
             return
         for raw in more:
-            kind, _, step, _ = self._twin_kind(raw)  # twins of the same id: its band
+            kind, _, step = self._twin_kind(raw)  # twins of the same id: its band
             other = self._twin_of(base, kind, step)
             if other is None or not self._free(other):
                 continue
@@ -1091,10 +1093,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         return family, step, data.draw(STEER, label="steer twin"), data.draw(STEER_INDEX, label="steered twin")
 
     def _twin_kind(self, raw) -> tuple:
-        """(family, band, integer step, gap) for a drawn twin: steered, a family (an integer one
-        at a place, coverage.twin_places) this example has not had live at once yet, as often as
+        """(family, band, integer step) for a drawn twin: steered, a family (an integer one at
+        a place, coverage.twin_places) this example has not had live at once yet, as often as
         there is one (an integer family's step from the index); band None: wherever the id
-        stands; gap: a kind the campaign had not had (steering.twin_gap; drawn, at any place)."""
+        stands."""
         family, step, steer, index = raw
         cov = self.engine.stats.coverage
         aim = choose(open_twins(self.plan.twin_kinds, cov.here, cov.seen), index) if steer >= STEER_TWIN_FROM else None
@@ -1106,12 +1108,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             # there: its twin then has the same low bits all 0), not in turns of their own (the
             # other families' turns would come fewer).
             aligned = aligned_twin(aim, cov.here)
-            return aim[0], aligned or band, step, twin_gap(aim, cov.seen)
+            return aim[0], aligned or band, step
         if aim is not None:
-            return aim[0], None, step, twin_gap(aim, cov.seen)
-        family = family or sibling_family(step)
-        places = twin_places(family, self.plan.spec.id_bits) if family in TWIN_STEPS else (None,)
-        return family, None, step, any(twin_gap((family, p), cov.seen) for p in places)
+            return aim[0], None, step
+        return family or sibling_family(step), None, step
 
     def _twin_of(self, base, kind: str, step: int):
         if kind == NEGATIVES:
@@ -1145,7 +1145,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """Ends live sequences other than `keep` until `needed` slots are free; where sequences
         left to expire hold them (on a small model, most of the time: seen, 63 of 69 churns of a
         2-slot campaign found no room), every client waits for those (_stuck_wait) and it tries
-        again (`gap`: for a goal the campaign lacks, _stuck_wait). False where it cannot, or where
+        again (GAP_WAITS more times for a `gap`, a goal the campaign lacks). False where it cannot, or where
         `keep`, live before, idled out meanwhile (seen once in CI: a churn's keeper reaped during
         the wait, then a KeyError)."""
         was_live = keep is not None and keep in self.engine.live()
@@ -1729,7 +1729,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         self.engine.model.settle(now)
         plans = self._crowd_plans(size, depth, fresh, new, now)
         if len(plans) < 2 and pair is not None and pair not in cov.seen and self._wait_for_two():
-            plans = self._crowd_plans(size, depth, fresh, new, time.monotonic())
+            now = time.monotonic()
+            self.engine.model.settle(now)  # the sequences waited out leave their slots
+            plans = self._crowd_plans(size, depth, fresh, new, now)
         if len(plans) < 2:
             return self._skip("crowd: fewer than two sequences to send on")
         if pair is not None:  # the pair's two sequences on one stream: they arrive in the order sent
@@ -1971,7 +1973,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         self.engine.finish()
 
 
-# The rules kept on while their goals are open (swarm.reaches): run, churn, alias, crowd.
+# The rules kept on while the campaign lacks a goal they alone build (swarm.reaches).
 REACHING = tuple(f for f in vars(SequenceBatcherMachine).values() if getattr(f, "reaches", None))
 
 

@@ -74,11 +74,6 @@ def open_twins(kinds, here, seen=frozenset(), gaps_only: bool = False, riders: b
     return tuple(k for k in open_kinds if k[0] != "2^k apart" or _width(k[1]) == widest)
 
 
-def twin_gap(kind: tuple, seen) -> bool:
-    """Whether a steered pair of `kind` can reach a goal the campaign had not reached (`seen`)."""
-    return any(g not in seen for g in _twin_goals(kind))
-
-
 def _twin_goals(kind: tuple) -> list:
     """The goals a steered pair of `kind` can reach: its own, and for ids 2^k apart the alignments
     of k bits or fewer that ride on them (aligned_twin). A width reached whose alignments are not

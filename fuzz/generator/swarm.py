@@ -8,14 +8,17 @@ interactions with fewer others come up. A goal that one rule alone builds (twins
 goals reached went from 64 to 86 of 86 with it.
 
 A rule marked `reaches(prefix, ...)` is kept on in every example while the campaign lacks a goal of
-its model (Coverage.reachable) named so (Coverage.seen: fixed for the example and its shrinking, so
-its replays draw the same choices). Every other rule stays Hypothesis's draw. The flags are
-Hypothesis's own, with its `enabled` list: a kept rule still takes its choice in the sequence,
-forced on, so the program's draws have the same shape either way.
+its model (Coverage.reachable) named so, as the round of examples began (Coverage.round_seen: one
+Hypothesis run must pick the same rules from the same choices, its shrinking included, or its data
+tree calls the run flaky and the round ends). Every other rule stays Hypothesis's draw. The flags
+are drawn as Hypothesis draws them, kept rules' too, and a kept rule is on whatever its flag drew:
+the choices are the ones an unkept swarm makes (Hypothesis's own `enabled` list would force them).
+A `dev` campaign is one round: its kept rules are all those of goals it can reach; a `long` one
+lets each go back to the swarm from the round after the campaign reached its goals.
 
-This reaches into Hypothesis's internals (the flags strategy RuleStrategy draws): where a version
-has none of that shape, `keep_rules_on` does nothing and says so (False), and the swarm is
-Hypothesis's as it was.
+This reaches into Hypothesis's internals (the flags strategy RuleStrategy draws, and the flags'
+`is_enabled` its rule filter asks): where a version has none of that shape, `keep_rules_on` does
+nothing and says so (False), and the swarm is Hypothesis's as it was.
 """
 from __future__ import annotations
 
@@ -46,23 +49,37 @@ def needed_rules(rules, reachable, seen) -> tuple:
 def _hookable() -> bool:
     if FeatureStrategy is None:
         return False
-    params = inspect.signature(FeatureFlags.__init__).parameters
-    return "enabled" in params and "at_least_one_of" in params
+    return "at_least_one_of" in inspect.signature(FeatureFlags.__init__).parameters \
+        and callable(getattr(FeatureFlags, "is_enabled", None))
 
 
 HOOKABLE = _hookable()
 
 
+class _KeptOnFlags:
+    """Hypothesis's rule flags (`drawn`), each asked as it would be; the `kept` rules on whatever
+    theirs drew."""
+
+    def __init__(self, drawn, kept):
+        self.drawn, self.kept = drawn, kept
+
+    def is_enabled(self, name) -> bool:
+        return self.drawn.is_enabled(name) or name in self.kept  # drawn first: the same choices
+
+    def __repr__(self) -> str:
+        return f"{self.drawn!r}, kept on: {sorted(self.kept)}"
+
+
 if HOOKABLE:
     class _KeptOn(FeatureStrategy):
-        """Hypothesis's rule flags, with the `names` forced on."""
+        """Hypothesis's rule flags, with the rules `names` on."""
 
         def __init__(self, names, at_least_one_of):
             super().__init__(at_least_one_of=at_least_one_of)
-            self.names = tuple(names)
+            self.names = frozenset(names)
 
         def do_draw(self, data):
-            return FeatureFlags(data, enabled=self.names, at_least_one_of=self._at_least_one_of)
+            return _KeptOnFlags(super().do_draw(data), self.names)
 
 
 def keep_rules_on(machine, names) -> bool:
