@@ -783,7 +783,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         values = random.Random(seed)
         first = self.plan.spec.request(seq_id, self._fit(values.randint(-scale, scale), total), start=start,
                              end=end and k == 1)
-        if again and start and not deeper and not self.engine.start_end_guard:  # one START+END, and its id again
+        if again and start and not deeper and not self.engine.start_end_guard \
+                and not self.engine.start_behind_end_guard:  # one START+END, and its id again
             return self._again_behind_end(client, attrs.evolve(first, end=True), values)
         began = time.monotonic()
         exp = self.engine.send(client, first, "stream", f"run 1/{k}")
