@@ -306,7 +306,7 @@ class Engine(CancelSteps, SharedSteps):
         self.margin, self.late, self.n_clients, self.proxied = setup.margin, setup.late, setup.n_clients, setup.proxied
         self.as_value, self.lingering_guard = setup.as_value, setup.lingering_guard
         self.start_end_guard = setup.guarded("iterative-start-after-start-end-stalls")
-        self.start_behind_end_guard = setup.guarded("split-ensemble-start-behind-end-reordered")
+        self.start_behind_end_guard = setup.guarded("start-behind-end-runs-first")
         self.refusal_guard = setup.guarded("ensemble-step-refusal-unanswered")
         # where the step's refusals go unanswered, guarded or not: the clean-up sends none
         self.refusals_lost = by_key("ensemble-step-refusal-unanswered").applies(
