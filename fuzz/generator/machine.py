@@ -170,11 +170,11 @@ WAIT_SHARE = 0.1
 # example, not as a share of the campaign's time: a shrink's replays of an example must decide to
 # wait as the example did (a share did not, and Hypothesis found the failure flaky).
 STUCK_WAITS = 3
-# More such waits where a rule is steered onto a goal the campaign has not reached (a twin kind, a
-# pair of flags) and only time can free the slots it needs: on a 2-slot model sequences left to
-# expire hold them most of the time (seen: 35 of 44 aliases of a `dev` campaign found no room,
-# every example's waits spent). Fixed per
-# example as STUCK_WAITS is (Coverage.seen is), so a shrink's replays wait alike.
+# More such waits where a rule is to build a goal the campaign has not reached (an alias's pair of
+# twins, a crowd's steered pair of flags) and only time can free the slots it needs: on a 2-slot
+# model sequences left to expire hold them most of the time (seen: 35 of 44 aliases of a `dev`
+# campaign found no room, every example's waits spent). Fixed for an example and its shrinking as
+# STUCK_WAITS is (what the campaign lacks is read from Coverage.seen), so its replays wait alike.
 GAP_WAITS = 3
 LONG_PAUSE_S = 0.5  # a pause longer than this is such a wait too (on the 2 s models: up to 1.3 s)
 # Whether a pause goes on pausing until its sequence is kept alive (coverage.KEPT_ALIVE): now and
@@ -1146,9 +1146,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """Ends live sequences other than `keep` until `needed` slots are free; where sequences
         left to expire hold them (on a small model, most of the time: seen, 63 of 69 churns of a
         2-slot campaign found no room), every client waits for those (_stuck_wait) and it tries
-        again (GAP_WAITS more times for a `gap`, a goal the campaign lacks). False where it cannot, or where
-        `keep`, live before, idled out meanwhile (seen once in CI: a churn's keeper reaped during
-        the wait, then a KeyError)."""
+        again (GAP_WAITS more times for a `gap`, a goal the campaign lacks). False where it
+        cannot, or where `keep`, live before, idled out meanwhile (seen once in CI: a churn's
+        keeper reaped during the wait, then a KeyError)."""
         was_live = keep is not None and keep in self.engine.live()
         made = self._end_for_room(client, via, keep, value, needed) or \
             (self._stuck_wait(self.engine.wait_for_slots, needed, keep, gap=gap) > 0 and
