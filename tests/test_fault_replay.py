@@ -93,7 +93,9 @@ def test_the_standalone_reproducer_reloads_the_model_where_its_program_starts_fr
 
 # Seeds each fault's campaign tries in turn: in a scan of seeds 1-8 each found the bug, and these
 # fastest with a failure that replays (full_batch seeds 1 and 6 found one inside the held batch).
-SEEDS = {"reload": (1, 2, 3), "restart": (4, 5, 8), "full_batch": (2, 3, 4, 7)}
+# With the swarm keeping rules on (fuzz/generator/swarm.py), full_batch's 2, 3, 4 and 7 struck
+# nothing in a clean-clone CI: the seeds after them go first now (5 found it here, in 22 s).
+SEEDS = {"reload": (1, 2, 3), "restart": (4, 5, 8), "full_batch": (5, 6, 8, 9, 10, 11, 12, 1, 2, 3, 4, 7)}
 
 
 @pytest.mark.parametrize("fault", ["reload", "restart", "full_batch"])
