@@ -93,3 +93,12 @@ def test_every_kept_rule_is_a_rule_and_each_prefix_names_goals_a_model_can_reach
         assert kept.__name__ in rules
         for prefix in kept.reaches:
             assert any(g.startswith(prefix) for g in goals), (kept.__name__, prefix)
+
+
+def test_rules_are_kept_on_in_a_dev_campaign_and_longer_but_not_in_a_few_short_examples():
+    # the profiles are what users run; a test's or a seed's few short examples keep their own draws
+    from fuzz import profiles  # noqa: F401 - registers them
+    from fuzz.campaign import keeps_rules
+    assert keeps_rules(settings.get_profile("dev")) and keeps_rules(settings.get_profile("long"))
+    assert not keeps_rules(settings.get_profile("ci"))
+    assert not keeps_rules(settings(max_examples=3, stateful_step_count=8))

@@ -266,8 +266,9 @@ class Coverage:
     # instead of each drawing from all of them again. Kept from the first failure on, so that the
     # shrinker's replays of the failing example steer as it did.
     seen: frozenset = frozenset()
-    # Every goal the campaign's model can reach (goals_for; empty outside a campaign): what a
-    # rule that alone builds some of them is kept on for while the campaign lacks one (swarm.py).
+    # Every goal the campaign's model can reach (goals_for; empty outside a campaign, and in one
+    # too small to keep rules on: campaign.keeps_rules): what a rule that alone builds some of
+    # them is kept on for while the campaign lacks one (swarm.py).
     reachable: frozenset = frozenset()
     # Goals the campaign had reached when the running round of examples (one Hypothesis run) began:
     # the rules kept on for their goals (swarm.py) stay the same through a round. Chosen per
