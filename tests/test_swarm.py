@@ -1,5 +1,7 @@
 """Swarm testing that keeps on the rules a campaign still needs (fuzz/generator/swarm.py). Pure:
 tiny machines of no-op rules, run by Hypothesis as a campaign's would be."""
+import importlib
+
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
@@ -97,7 +99,7 @@ def test_every_kept_rule_is_a_rule_and_each_prefix_names_goals_a_model_can_reach
 
 def test_rules_are_kept_on_in_a_dev_campaign_and_longer_but_not_in_a_few_short_examples():
     # the profiles are what users run; a test's or a seed's few short examples keep their own draws
-    from fuzz import profiles  # noqa: F401 - registers them
+    importlib.import_module("fuzz.profiles")  # registers them
     from fuzz.campaign import keeps_rules
     assert keeps_rules(settings.get_profile("dev")) and keeps_rules(settings.get_profile("long"))
     assert not keeps_rules(settings.get_profile("ci"))
