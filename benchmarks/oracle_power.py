@@ -4,12 +4,14 @@
 
 For every bug in tests/broken_models.py (ALL_BUGS: those test_broken_models holds the fuzzer to, and
 HARD_BUGS), on one embedded Triton serving all of them:
-- the state-machine fuzzer (fuzz_model) with a fixed budget (BUDGET: derandomized, so the same
-  program on every run): caught or not, seconds to the first failure, the shrunk step count;
+- the state-machine fuzzer (fuzz_model) with a fixed budget (BUDGET: the randomized `dev` profile,
+  so rows vary from run to run): caught or not, seconds to the campaign's first failure (of any
+  promise), the shrunk step count;
 - the stress campaign (run_stress) with a fixed budget (STRESS): caught or not, seconds to the
   first violation, and how many sequences and requests it took.
 Every bug here only corrupts OUTPUT, so a catch is a `sums_match` violation (as
-tests/test_broken_models.py asserts); any other failure is shown as what it was, not as a catch.
+tests/test_broken_models.py asserts); a campaign that found one beside another failure shows the
+wrong sum, and one that found only others shows what they were, not as a catch.
 A miss is a row that says "missed", never a dropped row.
 """
 from __future__ import annotations
@@ -83,8 +85,8 @@ def measure_bug(server, bug) -> Row:
         result, error = fuzz_model(server, name, BUDGET)
     # The wrong sum where the campaign found one beside another failure (a broken model may also
     # crash on an input its bug was not about: fp32_sum_rounded_to_half on an infinity)
-    failure = next((f for f in result.failures if f.invariant in WRONG_SUMS), None) or \
-        (result.failures[0] if result.failures else None)
+    failure = next((f for f in result.failures if f.invariant in WRONG_SUMS),
+                   result.failures[0] if result.failures else None)
     try:
         stress = run_stress(server, name, STRESS)
     except ContractError:  # its patterns need sequences of many requests

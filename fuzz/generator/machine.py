@@ -1696,11 +1696,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             # timeout) cannot run full: the steering waits for another crowd of the example.
             steering, layered = True, True
             size, depth = self.plan.crowd_max, max(depth, 8)
-            # Each sequence restarts a layer after the one before, from the middle on: where the
-            # batcher's executions do not line up with the layers, one of them still may run full
-            # (seen: a restart in a full execution 0, 2, 2 and 1 times in four `dev` campaigns on
-            # a 4-slot model with the first sequence restarting alone; 0-8 times, 4.6 on average,
-            # in seven this way)
+            # Each sequence restarts a layer after the one before, from the middle on (past the
+            # last layer they wrap to the middle again; one that ends early ends before its
+            # restart): where the batcher's executions do not line up with the layers, one of the
+            # restarts still may run full (seen, `dev` campaigns on a 4-slot model: 3 of 4 ran a
+            # restart in a full execution with the first sequence restarting alone, 6 of 7 so)
             restart_at = [depth // 2 + i % (depth - depth // 2) for i in range(len(restart_at))]
             end_at = [depth] * len(end_at)  # no other sequence leaves the crowd before its end
             if full_n and missing[0] != f"situation: {FULL_START}":  # which row the END takes is the batcher's

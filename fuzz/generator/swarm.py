@@ -14,7 +14,8 @@ tree calls the run flaky and the round ends). Every other rule stays Hypothesis'
 are drawn as Hypothesis draws them, kept rules' too, and a kept rule is on whatever its flag drew:
 the choices are the ones an unkept swarm makes (Hypothesis's own `enabled` list would force them).
 A `dev` campaign is one round: its kept rules are all those of goals it can reach; a `long` one
-lets each go back to the swarm from the round after the campaign reached its goals.
+lets each go back to the swarm from the round after the campaign reached its goals. A campaign
+planned smaller than campaign.KEEP_RULES_STEPS keeps none (campaign.keeps_rules).
 
 This reaches into Hypothesis's internals (the flags strategy RuleStrategy draws, and the flags'
 `is_enabled` its rule filter asks): where a version has none of that shape, `keep_rules_on` does
