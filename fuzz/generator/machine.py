@@ -1686,7 +1686,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if steer == STEER_TOP and missing and not self.crowd_steered and not pair_first:
             # No execution of this example surely carried every row it can (with a START among
             # them, then with an END, where the model says its rows): a crowd on every slot,
-            # deep enough that its middle runs full, its sequences restarting there (and,
+            # deep enough that its middle runs full, the first sequence restarting there (and,
             # once a START ran in a full execution, a drawn one ending there). Once an example: on
             # a fast model the START may miss the full execution crowd after crowd, and a failing
             # example of many full crowds shrinks badly (seen: 480 steps where 8 did). The END
@@ -1696,12 +1696,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             # timeout) cannot run full: the steering waits for another crowd of the example.
             steering, layered = True, True
             size, depth = self.plan.crowd_max, max(depth, 8)
-            # Each sequence restarts a layer after the one before, from the middle on (past the
-            # last layer they wrap to the middle again; one that ends early ends before its
-            # restart): where the batcher's executions do not line up with the layers, one of the
-            # restarts still may run full (seen, `dev` campaigns on a 4-slot model: 3 of 4 ran a
-            # restart in a full execution with the first sequence restarting alone, 6 of 7 so)
-            restart_at = [depth // 2 + i % (depth - depth // 2) for i in range(len(restart_at))]
+            restart_at = [depth // 2, *restart_at[1:]]
             end_at = [depth] * len(end_at)  # no other sequence leaves the crowd before its end
             if full_n and missing[0] != f"situation: {FULL_START}":  # which row the END takes is the batcher's
                 early = ends_early
