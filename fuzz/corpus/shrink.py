@@ -22,6 +22,7 @@ import attrs
 from ..checker.history import ran
 from ..checker.invariants import InvariantViolation
 from ..checker.model import clip_id, key_of, too_long
+from ..generator.coverage import ALIGNED, MERSENNE, NEGATIVES, SCALED, twins_of
 from ..spec import ModelSpec
 from ..values import Kind, StepRecord
 
@@ -472,13 +473,37 @@ def try_tag(n: int) -> str:
     return f"p{n}."
 
 
-def shifted(steps, offset: int, tag: str) -> list[StepRecord]:
+# Coverage's twin families (fuzz/generator/coverage.py twins_of) that moving every id by one
+# offset undoes, where an odd factor keeps them (a negation, a multiple, both aligned to 2^k), and
+# those a factor undoes, where an offset keeps them (ids 1 or 2, 10^k or 2^k - 1 apart). Ids 2^k
+# apart stay so either way.
+BY_FACTOR = frozenset({NEGATIVES, SCALED, ALIGNED})
+BY_OFFSET = frozenset({"neighbours", "10^k apart", MERSENNE})
+
+
+def undone_by_shifting(steps, bits: int = 64) -> bool:
+    """Whether the id the program's last request went to (the failing one) has a twin among its
+    other integer ids on a `bits`-wide CORRID of a family that moving ids by an offset undoes,
+    and none of a family that a factor undoes (BY_FACTOR, BY_OFFSET)."""
+    ids = [s.request.seq_id for s in steps
+           if s.request is not None and not isinstance(s.request.seq_id, str) and s.request.seq_id != 0]
+    if not ids:
+        return False
+    last = ids[-1]
+    families = {family for other in set(ids) - {last} for family, _ in twins_of(other, last, bits)}
+    return bool(families & BY_FACTOR) and not families & BY_OFFSET
+
+
+def shifted(steps, offset: int, tag: str, factor: int = 1) -> list[StepRecord]:
     """The program with its ids moved, so that a try sees no state an earlier try left keyed by
-    id: integers (and strings that name one, so 5 and "5" stay twins) by `offset` modulo 2**64,
-    which keeps every equality and every congruence modulo a power of two; other strings get
-    `tag` in front, in place of an earlier try's (cut to the longest id a server takes, unless
-    already longer: a misuse). The misuse ids 0 and "" stay. A fault's calls (give_up's,
-    deadlines') are sequences too: their ids move alike."""
+    id: integers (and strings that name one, so 5 and "5" stay twins) times `factor` (odd), plus
+    `offset`, modulo 2**64. An offset keeps every equality and difference (so every congruence);
+    an odd factor keeps every equality, every congruence modulo a power of two, a negation, a
+    multiple and a multiple of 2^k (undone_by_shifting), modulo 2**64 (a narrower CORRID's twins
+    of those families are moved by an offset). Other strings get `tag` in front, in
+    place of an earlier try's (cut to the longest id a server takes, unless already longer: a
+    misuse). The misuse ids 0 and "" stay. A fault's calls (give_up's, deadlines') are sequences
+    too: their ids move alike."""
     def move(seq_id):
         if seq_id in (0, ""):
             return seq_id
@@ -487,7 +512,7 @@ def shifted(steps, offset: int, tag: str) -> list[StepRecord]:
                 return str(move(int(seq_id)))
             moved = f"{tag}{EARLIER_TAGS.sub('', seq_id, count=1)}"
             return moved if too_long(seq_id) else clip_id(moved)
-        return (seq_id + offset) % 2**64 or offset
+        return (seq_id * factor + offset) % 2**64 or offset
 
     def moved(s: StepRecord) -> StepRecord:
         if s.request is not None:
