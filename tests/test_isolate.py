@@ -805,27 +805,31 @@ def test_a_program_s_span_is_its_recorded_time():
 
 def test_ids_that_an_offset_would_undo_are_moved_by_an_odd_factor_and_keep_their_relation(monkeypatch):
     """Plain replays move ids so that a try meets no state an earlier one left: by an offset,
-    which keeps differences, or where the failing (last) id's twins are a negation, a multiple or
-    both aligned (what an offset undoes) and none is a neighbour (what a factor undoes), by an
-    odd factor, which keeps those."""
+    which keeps differences, or where the failing (last) id's twin is its negation or both are
+    aligned (what an offset undoes), no two ids are apart as a factor undoes, and none is one a
+    factor hardly moves, by an odd factor, which keeps those."""
     from fuzz.corpus.shrink import shifted, undone_by_shifting
     k = 123456789
-    negation, scaled, aligned = [k, 2**64 - k], [k, 10 * k], [5 * 2**8, 9 * 2**16]
-    for ids in (negation, scaled, aligned):
+    negation, aligned = [k, 2**64 - k], [5 * 2**8, 9 * 2**16]
+    for ids in (negation, aligned):
         assert undone_by_shifting([step(1, 0, ids[0]), step(2, 1, ids[1]), step(3, 0, "s")])
+    assert not undone_by_shifting([step(1, 0, k), step(2, 1, 10 * k)])  # a multiple: a product wraps
     assert not undone_by_shifting([step(1, 0, k), step(2, 1, k + 1), step(3, 0, k + 2**32)])
     assert not undone_by_shifting([step(1, 0, 5 * 2**8), step(2, 1, 0)])  # the misuse id 0 is no twin
-    assert not undone_by_shifting([step(1, 0, 2**16), step(2, 1, 2**24 + 1), step(3, 0, 2**24)])  # a neighbour too
-    assert not undone_by_shifting([step(1, 0, k), step(2, 1, 10 * k), step(3, 0, 7)])  # not the failing id's
+    assert not undone_by_shifting([step(1, 0, 7), step(2, 1, 8), step(3, 0, k), step(4, 1, 2**64 - k)])  # neighbours
+    assert not undone_by_shifting([step(1, 0, 2**63), step(2, 1, k), step(3, 0, 2**64 - k)])  # 2^63 stays put
+    assert not undone_by_shifting([step(1, 0, k), step(2, 1, 2**64 - k), step(3, 0, 7)])  # not the failing id's
     seen = []
     monkeypatch.setattr(isolate, "_try", lambda server, spec, steps, invariant, settings, **kw: seen.append(steps))
-    for ids, keeps in ((negation, lambda a, b: (a + b) % 2**64 == 0), (scaled, lambda a, b: b == 10 * a % 2**64),
-                       (aligned, lambda a, b: a % 2**8 == 0 == b % 2**8),
+    for ids, keeps in ((negation, lambda a, b: (a + b) % 2**64 == 0), (aligned, lambda a, b: a % 2**8 == 0 == b % 2**8),
                        ([k, k + 1], lambda a, b: b - a == 1)):
         for _ in range(2):
             isolate._moved(None, SPEC, [step(1, 0, ids[0]), step(2, 1, ids[1])], "sums_match", FuzzSettings())
             a, b = (s.request.seq_id for s in seen[-1])
             assert keeps(a, b) and {a, b}.isdisjoint(ids), (ids, a, b)
+            # a cut of the moved program is moved alike again
+            assert undone_by_shifting(seen[-1]) == undone_by_shifting([step(1, 0, ids[0]), step(2, 1, ids[1])])
         assert seen[-1] != seen[-2]  # each try's ids are its own
     moved = shifted([step(1, 0, k), step(2, 1, "7")], 0, "p1.", factor=3)
     assert [s.request.seq_id for s in moved] == [3 * k, "21"]  # an integer's text moves with it
+    assert len({m.request.seq_id for m in shifted([step(i, 0, i) for i in range(1, 4097)], 0, "", factor=3)}) == 4096

@@ -103,7 +103,8 @@ CORE_SHARE = 1 / 8
 # a cancel group's bug at the end of 2102 steps, its whole never failing again from a fresh model).
 FOCUS_FIRST_STEPS = 60
 FOCUS_CORES = 5
-# A polish try's ids move by its number times this (odd: the low bits differ from try to try).
+# A polish try's ids move by its number times this (odd: the low bits differ from try to try), or
+# are multiplied by an odd multiple of it (_moved).
 POLISH_STRIDE = 0x9E3779B97F4A7C15
 _POLISH_TRIES = itertools.count(1)
 
@@ -696,7 +697,7 @@ def replays_reliably(server, spec: ModelSpec, violation: InvariantViolation, set
 
 def _moved(server, spec: ModelSpec, steps, invariant: str, settings: FuzzSettings) -> InvariantViolation | None:
     """A plain replay (no reload) with every id moved by a new offset (shrink.shifted), or, where
-    the failing id's twin is of a kind an offset undoes (a negation, a multiple, both aligned:
+    the failing id's twin is of a kind an offset undoes (a negation, both aligned:
     shrink.undone_by_shifting), times a new odd factor: plain cuts of such a twin bug failed
     never, and its shrink from a fresh model, a reload a try, kept 2203 and 605 lines of it."""
     n = next(_POLISH_TRIES)

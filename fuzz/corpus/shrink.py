@@ -22,7 +22,6 @@ import attrs
 from ..checker.history import ran
 from ..checker.invariants import InvariantViolation
 from ..checker.model import clip_id, key_of, too_long
-from ..generator.coverage import ALIGNED, MERSENNE, NEGATIVES, SCALED, twins_of
 from ..spec import ModelSpec
 from ..values import Kind, StepRecord
 
@@ -473,34 +472,39 @@ def try_tag(n: int) -> str:
     return f"p{n}."
 
 
-# Coverage's twin families (fuzz/generator/coverage.py twins_of) that moving every id by one
-# offset undoes, where an odd factor keeps them (a negation, a multiple, both aligned to 2^k), and
-# those a factor undoes, where an offset keeps them (ids 1 or 2, 10^k or 2^k - 1 apart). Ids 2^k
-# apart stay so either way.
-BY_FACTOR = frozenset({NEGATIVES, SCALED, ALIGNED})
-BY_OFFSET = frozenset({"neighbours", "10^k apart", MERSENNE})
+# Ids this far apart (coverage's neighbours, 10^k apart and 2^k - 1 apart twins: fuzz/generator/
+# coverage.py): an odd factor undoes them, an offset keeps them.
+OFFSET_KEPT = (1, 2, 10**3, 10**6, 10**9, 2**16 - 1, 2**31 - 1, 2**32 - 1, 2**61 - 1)
+ALIGNED_TO = 2**8  # both ids multiples of this (coverage's aligned twins): a factor keeps it
+# An id with this many low zero bits hardly moves under an odd factor (2^63 not at all), so a
+# try would meet what an earlier one left on it (2^53 and 2^63 are ids the generator sends).
+FIXED_BITS = 40
 
 
-def undone_by_shifting(steps, bits: int = 64) -> bool:
-    """Whether the id the program's last request went to (the failing one) has a twin among its
-    other integer ids on a `bits`-wide CORRID of a family that moving ids by an offset undoes,
-    and none of a family that a factor undoes (BY_FACTOR, BY_OFFSET)."""
+def undone_by_shifting(steps) -> bool:
+    """Whether moving the program's ids by an odd factor keeps what an offset would undo: the id
+    its last request went to (the failing one) has its negation modulo 2**64 among the others,
+    or both are multiples of ALIGNED_TO; and no two of its ids are OFFSET_KEPT apart (a twin a
+    factor undoes), and none has FIXED_BITS low zero bits."""
     ids = [s.request.seq_id for s in steps
            if s.request is not None and not isinstance(s.request.seq_id, str) and s.request.seq_id != 0]
     if not ids:
         return False
-    last = ids[-1]
-    families = {family for other in set(ids) - {last} for family, _ in twins_of(other, last, bits)}
-    return bool(families & BY_FACTOR) and not families & BY_OFFSET
+    last, every = ids[-1], set(ids)
+    others = every - {last}
+    twin = (2**64 - last) % 2**64 in others or \
+        last % ALIGNED_TO == 0 and any(b % ALIGNED_TO == 0 for b in others)
+    return twin and not any(a % 2**FIXED_BITS == 0 or any((a + d) % 2**64 in every for d in OFFSET_KEPT)
+                            for a in every)
 
 
 def shifted(steps, offset: int, tag: str, factor: int = 1) -> list[StepRecord]:
     """The program with its ids moved, so that a try sees no state an earlier try left keyed by
     id: integers (and strings that name one, so 5 and "5" stay twins) times `factor` (odd), plus
     `offset`, modulo 2**64. An offset keeps every equality and difference (so every congruence);
-    an odd factor keeps every equality, every congruence modulo a power of two, a negation, a
-    multiple and a multiple of 2^k (undone_by_shifting), modulo 2**64 (a narrower CORRID's twins
-    of those families are moved by an offset). Other strings get `tag` in front, in
+    an odd factor keeps every equality, every congruence modulo a power of two, a negation and a
+    multiple of 2^k, modulo 2**64 (undone_by_shifting; a narrower CORRID's twins of those are
+    moved by an offset). Other strings get `tag` in front, in
     place of an earlier try's (cut to the longest id a server takes, unless already longer: a
     misuse). The misuse ids 0 and "" stay. A fault's calls (give_up's, deadlines') are sequences
     too: their ids move alike."""
