@@ -504,10 +504,9 @@ def shifted(steps, offset: int, tag: str, factor: int = 1) -> list[StepRecord]:
     `offset`, modulo 2**64. An offset keeps every equality and difference (so every congruence);
     an odd factor keeps every equality, every congruence modulo a power of two, a negation and a
     multiple of 2^k, modulo 2**64 (undone_by_shifting; a narrower CORRID's twins of those are
-    moved by an offset). Other strings get `tag` in front, in
-    place of an earlier try's (cut to the longest id a server takes, unless already longer: a
-    misuse). The misuse ids 0 and "" stay. A fault's calls (give_up's, deadlines') are sequences
-    too: their ids move alike."""
+    moved by an offset). Other strings get `tag` in front, in place of an earlier try's (cut to
+    the longest id a server takes, unless already longer: a misuse). The misuse ids 0 and ""
+    stay. A fault's calls (give_up's, deadlines') are sequences too: their ids move alike."""
     def move(seq_id):
         if seq_id in (0, ""):
             return seq_id
