@@ -22,6 +22,8 @@ import attrs
 from ..checker.history import ran
 from ..checker.invariants import InvariantViolation
 from ..checker.model import clip_id, key_of, too_long
+from ..generator.coverage import DECIMAL_STEPS, MERSENNE_STEPS, NEIGHBOUR_STEPS
+from ..generator.edges import ALIGNED_BITS
 from ..spec import ModelSpec
 from ..values import Kind, StepRecord
 
@@ -472,10 +474,10 @@ def try_tag(n: int) -> str:
     return f"p{n}."
 
 
-# Ids this far apart (coverage's neighbours, 10^k apart and 2^k - 1 apart twins: fuzz/generator/
-# coverage.py): an odd factor undoes them, an offset keeps them.
-OFFSET_KEPT = (1, 2, 10**3, 10**6, 10**9, 2**16 - 1, 2**31 - 1, 2**32 - 1, 2**61 - 1)
-ALIGNED_TO = 2**8  # both ids multiples of this (coverage's aligned twins): a factor keeps it
+# Ids this far apart (coverage's neighbours, 10^k apart and 2^k - 1 apart twins): an odd factor
+# undoes them, an offset keeps them.
+OFFSET_KEPT = (*NEIGHBOUR_STEPS, *DECIMAL_STEPS, *MERSENNE_STEPS)
+ALIGNED_TO = 2**min(ALIGNED_BITS)  # both ids multiples of this (coverage's aligned twins): a factor keeps it
 # An id with this many low zero bits hardly moves under an odd factor (2^63 not at all), so a
 # try would meet what an earlier one left on it (2^53 and 2^63 are ids the generator sends).
 FIXED_BITS = 40
