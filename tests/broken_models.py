@@ -1422,12 +1422,66 @@ TWENTY_EIGHTH_BUGS = (
            "it sums onto a's value"),
 )
 
+# Twenty-ninth hold-out (stop 91): written and committed before any campaign met it. Kinds no
+# earlier hold-out named: a front end's second-order predictor whose exact hit is decoded as a
+# first-order repeat (a ramp of three inputs loses its step), sums kept as int8 codes at one scale
+# for the whole table that only grows (one sequence's large sum coarsens every later store, other
+# sequences' too), double-buffered state whose writes cover only the rows that ran (a sequence that
+# sat out an odd number of executions reads the buffer it did not write), and a batch padded to a
+# power of two by repeating its last row, whose state write is not masked (that row's update lands
+# twice).
+TWENTY_NINTH_BUGS = (
+    Bug("exact_prediction_decoded_as_repeat", "the front end codes each input against a second-order prediction "
+                                              "(2 * previous - the one before, as DPCM/LPC speech coders do) and "
+                                              "sends an exact hit as a 'repeat' marker, which the model decodes "
+                                              "as the previous input: a ramp loses its step",
+        _TOTAL, "        coded = self.__dict__.setdefault('coded', {})\n"
+                "        now = int(x.reshape(-1)[0])\n"
+                "        p1, p2 = (None, None) if start else coded.get(key, (None, None))\n"
+                "        if p2 is not None and now == 2 * p1 - p2:  # an exact prediction: sent as a repeat\n"
+                "            x = np.full_like(x, p1)  # decoded as the last input (first order)\n"
+                "        coded[key] = (now, p1)\n" + _TOTAL,
+        _SLOT, 3, "START 1, then 2, then 3 (three inputs in arithmetic progression, step not 0): answered 5"),
+    Bug("sums_as_int8_codes_one_scale", "sums stored as int8 codes at one scale for the whole table, the largest "
+                                        "magnitude ever stored / 127 (an int8-quantised state cache whose scale "
+                                        "only grows): once any sequence has stored a sum past 127, a sum that is "
+                                        "not a multiple of the scale comes back coarsened",
+        _STORE, "            v = total.reshape(-1)[0]\n"
+                "            self.peak = max(getattr(self, 'peak', 0.0), abs(float(v)))\n"
+                "            scale = max(1.0, self.peak / 127)\n"
+                "            code = round(float(v) / scale)  # -127..127\n"
+                "            info = np.iinfo(self.dtype)\n"
+                "            self.sums[key] = self.dtype.type(min(max(round(code * scale), info.min), info.max))\n",
+        _CORRID, 3, "START a of 254 (the scale becomes 2), START b of 3 (kept as 4), then b's next of 0: answered 4"),
+    Bug("double_buffer_skips_absent_rows", "state in two buffers used in turn (read one, write the other, swap "
+                                           "every execution, as double-buffered device state lets a copy overlap "
+                                           "the next batch), written only for the rows that ran: a sequence that "
+                                           "sat out an odd number of executions reads the buffer it did not write",
+        _BASE, "        base = self.dtype.type(0) if start else self.reading.get(key, self.dtype.type(0))\n",
+        _CORRID, 3, "START a, START b (an execution each), then a's next: it starts from 0 (the sum it reads is "
+                    "two executions old; START a, a's next, START b, a's next answers on the START's sum)",
+        more=((_EXECUTE, "        self.turn = getattr(self, 'turn', 0) + 1\n"
+                         "        self.buffers = getattr(self, 'buffers', None) or [self.sums, {}]\n"
+                         "        self.reading = self.buffers[self.turn % 2]\n"
+                         "        self.sums = self.buffers[(self.turn + 1) % 2]\n" + _EXECUTE),)),
+    Bug("pow2_padding_repeats_last_row", "an execution is padded to a power of two rows for a kernel by repeating "
+                                         "its last row, and the pad's state write is not masked: a continuation "
+                                         "in the last row of a three-row execution has its INPUT added twice to "
+                                         "the kept sum (its answer is right)",
+        _EXECUTE, "        n = len(requests)\n"
+                  "        rows = list(enumerate(requests)) + [(n - 1, requests[-1])] * ((1 << (n - 1).bit_length()) - n)\n"
+                  "        outs = [self._one(position, request, ready[position]) for position, request in rows]\n"
+                  "        responses = [self._answer(out, live) for out in outs[:n]]\n",
+        _CORRID4, 5, "START a, b and c (slots 0-2), then c's next of 1 alone (an execution of three rows, the pad "
+                     "repeating c's), then c's next of 0: answered c's START value + 2"),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
             + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS + TWENTY_SIXTH_BUGS
-            + TWENTY_SEVENTH_BUGS + TWENTY_EIGHTH_BUGS
+            + TWENTY_SEVENTH_BUGS + TWENTY_EIGHTH_BUGS + TWENTY_NINTH_BUGS
             + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
