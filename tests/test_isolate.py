@@ -382,22 +382,31 @@ def test_a_failure_that_replays_only_on_what_earlier_examples_left_is_reported_a
     """A failure Hypothesis replayed (the model kept a leak from earlier examples) that polishing
     cannot cut and that passes from a fresh model is shrunk from a fresh model with its history,
     and reported as needing what ran before it where that finds nothing; one that fails from a
-    fresh model, or sends requests at once (its batches may pass by luck), stays as it is."""
+    fresh model stays as it is. One that sends requests at once (its batches may pass by luck) is
+    judged so on AT_ONCE_FRESH_TRIES fresh replays, and stays where one of them fails."""
     from fuzz import campaign
     from fuzz.harness.engine import RunStats
 
-    fresh_runs = []
+    fresh_runs, fresh_tries = [], []
     monkeypatch.setattr(campaign, "polish", lambda *a, **k: None)
     monkeypatch.setattr(campaign, "from_fresh_model", lambda server, spec, v, *a: fresh_runs.append(v))
-    monkeypatch.setattr(isolate, "_try", lambda *a, **k: None)  # passes from a fresh model
+    monkeypatch.setattr(isolate, "_try", lambda *a, reload=True, **k: fresh_tries.append(reload) and None)
     sequential = _violation([step(1, 0, 5), step(2, 0, 6)])
-    at_once = _violation([step(1, 0, 5), step(2, 1, 6, kind=Kind.HELD)])
+    at_once = _violation([step(1, 0, 5), step(2, 1, 6, kind=Kind.HELD), step(3, 2, 7, kind=Kind.HELD)])
     violations, unreplayable = [sequential, at_once], set()
     replayable = campaign._shrink_further(None, SPEC, violations, {id(sequential), id(at_once)}, RunStats(),
                                           FuzzSettings(), cut_short=False, unreplayable=unreplayable)
-    assert not replayable and unreplayable == {id(sequential)} and fresh_runs == [sequential]
-    monkeypatch.setattr(isolate, "_try", lambda server, spec, steps, invariant, *a, **k: _violation(steps))
+    assert not replayable and unreplayable == {id(sequential), id(at_once)} and fresh_runs == [sequential, at_once]
+    assert fresh_tries.count(True) == isolate.FLAKY_TRIES + isolate.AT_ONCE_FRESH_TRIES
+    fresh_tries.clear()
+    last = lambda *a, reload=True, **k: _violation(a[2]) if len(fresh_tries) == 7 else fresh_tries.append(1)  # noqa: E731
+    monkeypatch.setattr(isolate, "_try", last)  # the seventh fresh replay fails
     fresh_runs.clear()
+    unreplayable = set()
+    campaign._shrink_further(None, SPEC, [at_once], {id(at_once)}, RunStats(), FuzzSettings(),
+                             cut_short=False, unreplayable=unreplayable)
+    assert not unreplayable and not fresh_runs
+    monkeypatch.setattr(isolate, "_try", lambda server, spec, steps, invariant, *a, **k: _violation(steps))
     unreplayable = set()
     campaign._shrink_further(None, SPEC, [sequential], {id(sequential)}, RunStats(), FuzzSettings(),
                              cut_short=False, unreplayable=unreplayable)
@@ -443,7 +452,7 @@ def test_a_leak_met_inside_a_pipelined_run_is_judged_with_the_run_sent_in_turn(m
     """A failure met inside a client's pipelined requests (HELD steps of one client) whose
     requests sent in turn fail here too, and pass from a fresh model, failed on what earlier
     examples left: it is reported as needing them. Where sent in turn they pass here, its
-    pipelining may be what failed, and it is not judged."""
+    pipelining may be what failed: it is judged as it is, pipelined."""
     from fuzz import campaign
     from fuzz.harness.engine import RunStats
 
@@ -463,11 +472,15 @@ def test_a_leak_met_inside_a_pipelined_run_is_judged_with_the_run_sent_in_turn(m
                              cut_short=False, unreplayable=unreplayable)
     assert unreplayable == {id(pipelined)}
     assert all(s.kind is Kind.REQUEST for s in plain_tries[0]) and len(plain_tries[0]) == 3  # in turn
-    monkeypatch.setattr(isolate, "_try", lambda *a, **k: None)  # in turn it passes here too
+    # In turn it passes here too (its pipelining may be what failed): judged as it is, pipelined, and
+    # it stays where a fresh replay fails.
+    tries = []
+    monkeypatch.setattr(isolate, "_try", lambda *a, reload=True, **k: _violation(a[2]) if reload and tries.append(a[2])
+                        is None and len(tries) == 2 else None)
     unreplayable = set()
     campaign._shrink_further(None, SPEC, [pipelined], {id(pipelined)}, RunStats(), FuzzSettings(),
                              cut_short=False, unreplayable=unreplayable)
-    assert not unreplayable
+    assert not unreplayable and tries == [pipelined.program] * 2
 
 
 def test_a_cut_of_a_crowd_that_always_failed_must_fail_twice_from_a_fresh_model(monkeypatch):

@@ -529,10 +529,14 @@ def test_a_start_moves_into_its_sequences_next_request_held_in_a_crowd():
     assert sent(later) == [(5, 1, True, False), (6, 5, True, False), (5, 4, False, False), (6, 5, True, False),
                            (5, 4, False, False)]
     assert [s.kind for s in later] == [Kind.REQUEST, Kind.HELD, Kind.HELD, Kind.HELD_ANSWER, Kind.HELD_ANSWER]
-    # none where the next request is a START (nothing to carry it), or the sum leaves the range
-    # (and none where it went alone: removing it folds it into the START, as short)
+    # none where the next request is a START (nothing to carry it), or the sum leaves the range;
+    # where it went alone, it becomes the START with its own value (removing it would fold it into
+    # the START: a bug of the inputs after the START needs them as they were)
     assert started_later([req(1, 5, 1, start=True), req(2, 5, 2, kind=Kind.HELD)], 0, SPEC) is not None
-    assert started_later([req(1, 5, 1, start=True), req(2, 5, 2)], 0, SPEC) is None
+    assert sent(started_later([req(1, 5, 1, start=True), req(2, 5, 2), req(3, 5, 3, end=True)], 0, SPEC)) == \
+        [(5, 2, True, False), (5, 3, False, True)]
+    assert sent(started_later([req(1, 5, 2**31 - 1, start=True), req(2, 5, 1)], 0, SPEC)) == [(5, 1, True, False)]
+    assert started_later([req(1, 5, 1, start=True), req(2, 5, 2, kind=Kind.QUEUED)], 0, SPEC) is None
     assert started_later([req(1, 5, 1, start=True), req(2, 5, 2, start=True, kind=Kind.HELD)], 0, SPEC) is None
     assert started_later([req(1, 5, 2**31 - 1, start=True), req(2, 5, 1, kind=Kind.HELD)], 0, SPEC) is None
     assert started_later(crowd, 2, SPEC) is None  # not a START

@@ -56,7 +56,7 @@ def ddmin(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
     requests a layer at a time (the last of each of its sequences, ...), then
     whole sequences (every step naming one id), then every other request of a sequence
     (`alternate_continuations`), then every request of a sequence after its START (a long run whose START the bug needs, not its middle), then each START moved into its
-    sequence's next request where that went in a crowd (`start_later`), then single steps. Past the
+    sequence's next request (`start_later`), then single steps. Past the
     waits, a removal that no longer fails is tried once more keeping the time the removed steps
     took, as silence (a bug can need a sequence's gap, which they filled); the silences kept
     that way are dropped in one last try. Right after the waits, the program is cut to the
@@ -221,11 +221,15 @@ def alone(found: InvariantViolation, try_: Try, body: Body, deadline: float) -> 
 
 def start_later(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpec,
                 deadline: float) -> InvariantViolation:
-    """Each sequence's START whose next request went at once with others (a crowd, a burst) left
-    out, that request sent as the START instead (`started_later`), the last sequence's first, a
-    try each: a bug that needs a sequence to begin in a crowd (a key of the row a START lands in)
-    shows one request shorter, which no removal finds (a removed request folds back into the one
-    before it, and a START has none; a request sent alone after its START folds into it already)."""
+    """Each sequence's START left out, its next request sent as the START instead
+    (`started_later`), the last sequence's first, a try each. Where that request went at once with
+    others (a crowd, a burst), it carries the START's value: a bug that needs a sequence to begin
+    in a crowd (a key of the row a START lands in) shows one request shorter, which no removal
+    finds (a removed request folds back into the one before it, and a START has none). Where it
+    went alone, the START's value goes with it: removing that request folds it into the START
+    already, but a bug of the inputs that came after the START (three in a line, one repeated)
+    needs them as they were, and a START of its own value in front of them is one line more
+    (seen: `exact_prediction_decoded_as_repeat` kept at minimal + 2)."""
     best = found
     at = len(body(best)) - 1
     while at >= 0 and time.monotonic() < deadline:
@@ -239,10 +243,11 @@ def start_later(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpe
 
 
 def started_later(steps, at: int, spec: ModelSpec) -> list[StepRecord] | None:
-    """The program without the START at `at`, its sequence's next request, sent at once with
-    others (HELD), sent as the START instead, with both values: every later sum stays what it was.
-    None where the step is no plain START answered, or the next request is none, a START, not
-    HELD, or its value with the START's would leave the model's range."""
+    """The program without the START at `at`, its sequence's next request sent as the START
+    instead: where that was sent at once with others (HELD), with both values (every later sum
+    stays what it was); where it was sent alone (a plain request), with its own value. None where
+    the step is no plain START answered, or the next request is none, a START or of another kind,
+    or the values together would leave the model's range."""
     s = steps[at]
     req = s.request
     if s.kind is not Kind.REQUEST or req is None or not req.start or req.end or spec.iterations \
@@ -251,8 +256,11 @@ def started_later(steps, at: int, spec: ModelSpec) -> list[StepRecord] | None:
     key = key_of(req.seq_id)
     nxt = next((j for j in range(at + 1, len(steps))
                 if steps[j].request is not None and key_of(steps[j].request.seq_id) == key), None)
-    if nxt is None or steps[nxt].kind is not Kind.HELD or steps[nxt].request.start:
+    if nxt is None or steps[nxt].kind not in (Kind.HELD, Kind.REQUEST) or steps[nxt].request.start:
         return None
+    if steps[nxt].kind is Kind.REQUEST:
+        moved = attrs.evolve(steps[nxt].request, start=True)
+        return [attrs.evolve(step, request=moved) if i == nxt else step for i, step in enumerate(steps) if i != at]
     lo, hi = spec.value_range
     value = req.value + steps[nxt].request.value
     if not lo <= value <= hi:
