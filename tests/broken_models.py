@@ -1476,12 +1476,59 @@ TWENTY_NINTH_BUGS = (
                      "repeating c's), then c's next of 0: answered c's START value + 2"),
 )
 
+# Thirtieth hold-out (stop 91): written and committed before any campaign met it. Kinds no earlier
+# hold-out named: a batch-level admission step that resets every START row's id before any row runs
+# (one id's END and its next sequence's START in one execution: the END reads the fresh state), answers
+# that are zero-copy Tensors over one output buffer every row overwrites (the Python backend copies an
+# output out only after execute returns), and padding rows that gather and scatter row 0 of a state
+# table, which a live sequence holds (a pad between two live rows writes that sequence's old sum back).
+_ANSWER = "        return [pb_utils.Tensor(\"OUTPUT\", total)]\n"
+THIRTIETH_BUGS = (
+    Bug("start_reset_hoisted_before_batch", "an admission step resets the state of every START row's id before any "
+                                            "row of the execution runs (as a scheduler allocates new sequences' "
+                                            "caches first): an id's END and a new START of that id in one execution "
+                                            "(the END in its slot, the START in another) has the END read the new "
+                                            "sequence's fresh state",
+        _EXECUTE, "        for r, on in zip(requests, ready):  # admit the new sequences first: a fresh state each\n"
+                  "            if on and _scalar(r, 'START', 0):\n"
+                  "                self.sums[_scalar(r, 'CORRID')] = self.dtype.type(0)\n" + _EXECUTE,
+        _CORRID, 3, "START a of 5, then a's END of 1 and a new START of a of 3 pipelined on one stream, run in one "
+                    "execution (the END in slot 0, the START in slot 1): the END is answered 1 (where "
+                    + FIRST_ALONE + ", one more request of a ahead of the END: four)"),
+    Bug("answers_share_one_output_buffer", "each answer is a zero-copy Tensor over one output buffer the model "
+                                           "allocates once and every live row overwrites (the backend copies an "
+                                           "output out after execute returns): every live row of an execution is "
+                                           "answered the last live row's sum",
+        _ANSWER, "        if getattr(self, 'out', None) is None or self.out.shape != total.shape:\n"
+                 "            self.out = np.empty_like(total)  # the output buffer, allocated once\n"
+                 "        self.out[...] = total\n"
+                 "        return [pb_utils.Tensor(\"OUTPUT\", self.out)]\n",
+        _CORRID4, 2, "START a of 1 and START b of 2 pipelined on one stream, run in one execution: a is answered 2 "
+                     "(where " + FIRST_ALONE + ", a crowd of three STARTs: three lines, three answers)"),
+    Bug("pad_rows_scatter_to_row_0", "a vectorised model keeps its sums in a table, each live id in a row of its own "
+                                     "(the lowest free), gathers a row per batch row and scatters them back; padding "
+                                     "rows (READY 0) gather and scatter row 0, a live sequence's: a pad after that "
+                                     "sequence's row in an execution writes its old sum back",
+        _CORRID_KEY, '            corrid = _scalar(request, "CORRID")\n'
+                     "            table = self.__dict__.setdefault('table', {})  # id -> its row of the state table\n"
+                     "            free = set(range(len(table) + 1)) - set(table.values())\n"
+                     "            key = table.setdefault(corrid, min(free))\n"
+                     "            if end:\n"
+                     "                table.pop(corrid)\n",
+        _CORRID4, 6, "START a, b and c (slots 0-2, table rows 0-2), then a's next and c's next in one execution (b "
+                     "sends nothing: slot 1 a padding row), then a's next: it misses the one before (where "
+                     + FIRST_ALONE + ", one more request of c ahead of the pair: seven)",
+        more=((_NOT_READY, _NOT_READY + "            self.sums[0] = self.pad_gather  # a pad's row: 0, written back\n"),
+              (_EXECUTE, "        self.pad_gather = self.sums.get(0, self.dtype.type(0))  # what a pad row gathers\n"
+                         + _EXECUTE))),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
             + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS + TWENTY_SIXTH_BUGS
-            + TWENTY_SEVENTH_BUGS + TWENTY_EIGHTH_BUGS + TWENTY_NINTH_BUGS
+            + TWENTY_SEVENTH_BUGS + TWENTY_EIGHTH_BUGS + TWENTY_NINTH_BUGS + THIRTIETH_BUGS
             + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
