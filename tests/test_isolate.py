@@ -11,7 +11,7 @@ from fuzz.checker.invariants import InvariantViolation
 from fuzz.spec import ModelSpec
 from fuzz.corpus.isolate import RELOAD, _program
 from fuzz.corpus.shrink import by_sequence, continuations, every_continuation, shifted
-from fuzz.values import Kind, Request, StepRecord
+from fuzz.values import Fault, Kind, Request, StepRecord
 
 
 SPEC = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1, idle_s=0.5,
@@ -383,34 +383,64 @@ def test_a_failure_that_replays_only_on_what_earlier_examples_left_is_reported_a
     cannot cut and that passes from a fresh model is shrunk from a fresh model with its history,
     and reported as needing what ran before it where that finds nothing; one that fails from a
     fresh model stays as it is. One that sends requests at once (its batches may pass by luck) is
-    judged so on AT_ONCE_FRESH_TRIES fresh replays, and stays where one of them fails."""
+    judged so on AT_ONCE_FRESH_TRIES fresh replays and shrunk from a fresh model where it passes
+    them all, but stays replaying where that finds nothing (a crowd composes otherwise after a
+    reload), and stays as it is where one of them fails."""
     from fuzz import campaign
     from fuzz.harness.engine import RunStats
 
     fresh_runs, fresh_tries = [], []
+
+    def passes(server, spec, steps, invariant, settings, reload=True, **k):
+        fresh_tries.append(reload)
+        return None
+
     monkeypatch.setattr(campaign, "polish", lambda *a, **k: None)
     monkeypatch.setattr(campaign, "from_fresh_model", lambda server, spec, v, *a: fresh_runs.append(v))
-    monkeypatch.setattr(isolate, "_try", lambda *a, reload=True, **k: fresh_tries.append(reload) and None)
+    monkeypatch.setattr(isolate, "_try", passes)
     sequential = _violation([step(1, 0, 5), step(2, 0, 6)])
     at_once = _violation([step(1, 0, 5), step(2, 1, 6, kind=Kind.HELD), step(3, 2, 7, kind=Kind.HELD)])
     violations, unreplayable = [sequential, at_once], set()
     replayable = campaign._shrink_further(None, SPEC, violations, {id(sequential), id(at_once)}, RunStats(),
                                           FuzzSettings(), cut_short=False, unreplayable=unreplayable)
-    assert not replayable and unreplayable == {id(sequential), id(at_once)} and fresh_runs == [sequential, at_once]
+    assert not replayable and unreplayable == {id(sequential)} and fresh_runs == [sequential, at_once]
     assert fresh_tries.count(True) == isolate.FLAKY_TRIES + isolate.AT_ONCE_FRESH_TRIES
+    # where the shrink from a fresh model finds a cut, it replaces the one sent at once
+    cut = _violation([step(0, None, kind=Kind.FAULT), step(1, 0, 5)])
+    monkeypatch.setattr(campaign, "from_fresh_model", lambda server, spec, v, *a: cut)
+    violations = [at_once]
+    replayable = campaign._shrink_further(None, SPEC, violations, {id(at_once)}, RunStats(), FuzzSettings(),
+                                          cut_short=False, unreplayable=set())
+    assert violations == [cut] and list(replayable.values()) == [cut]
+
+    def eighth_fails(server, spec, steps, invariant, settings, reload=True, **k):
+        fresh_tries.append(reload)
+        return _violation(steps) if fresh_tries.count(True) == 8 else None
+
     fresh_tries.clear()
-    last = lambda *a, reload=True, **k: _violation(a[2]) if len(fresh_tries) == 7 else fresh_tries.append(1)  # noqa: E731
-    monkeypatch.setattr(isolate, "_try", last)  # the seventh fresh replay fails
     fresh_runs.clear()
+    monkeypatch.setattr(isolate, "_try", eighth_fails)
     unreplayable = set()
     campaign._shrink_further(None, SPEC, [at_once], {id(at_once)}, RunStats(), FuzzSettings(),
                              cut_short=False, unreplayable=unreplayable)
-    assert not unreplayable and not fresh_runs
+    assert not unreplayable and fresh_tries.count(True) == 8
     monkeypatch.setattr(isolate, "_try", lambda server, spec, steps, invariant, *a, **k: _violation(steps))
     unreplayable = set()
     campaign._shrink_further(None, SPEC, [sequential], {id(sequential)}, RunStats(), FuzzSettings(),
                              cut_short=False, unreplayable=unreplayable)
     assert not unreplayable and not fresh_runs
+
+
+def test_a_program_with_a_fault_and_requests_at_once_is_not_judged_on_fresh_replays(monkeypatch):
+    """A program with requests sent at once and a fault other than a reload (a restart takes
+    seconds a replay) is not judged on fresh replays."""
+    tries = []
+    monkeypatch.setattr(isolate, "_try", lambda *a, **k: tries.append(1))
+    restart = StepRecord(index=2, client=None, action="restart", kind=Kind.FAULT, fault=Fault("restart"))
+    v = _violation([step(1, 0, 5), restart, step(3, 1, 6, kind=Kind.HELD), step(4, 2, 7, kind=Kind.HELD)])
+    tried = isolate.Tried()
+    assert not isolate.replays_only_on_history(None, SPEC, v, FuzzSettings(), time.monotonic() + 30, tried)
+    assert not tries and not tried.judged_at_once  # (sent in turn it keeps its fault: not sequential either)
 
 
 def test_a_long_failure_polish_cannot_cut_is_shrunk_from_a_fresh_model(monkeypatch):
@@ -475,8 +505,14 @@ def test_a_leak_met_inside_a_pipelined_run_is_judged_with_the_run_sent_in_turn(m
     # In turn it passes here too (its pipelining may be what failed): judged as it is, pipelined, and
     # it stays where a fresh replay fails.
     tries = []
-    monkeypatch.setattr(isolate, "_try", lambda *a, reload=True, **k: _violation(a[2]) if reload and tries.append(a[2])
-                        is None and len(tries) == 2 else None)
+
+    def second_fresh_fails(server, spec, steps, invariant, settings, reload=True, **k):
+        if not reload:
+            return None
+        tries.append(steps)
+        return _violation(steps) if len(tries) == 2 else None
+
+    monkeypatch.setattr(isolate, "_try", second_fresh_fails)
     unreplayable = set()
     campaign._shrink_further(None, SPEC, [pipelined], {id(pipelined)}, RunStats(), FuzzSettings(),
                              cut_short=False, unreplayable=unreplayable)

@@ -537,6 +537,7 @@ def test_a_start_moves_into_its_sequences_next_request_held_in_a_crowd():
         [(5, 2, True, False), (5, 3, False, True)]
     assert sent(started_later([req(1, 5, 2**31 - 1, start=True), req(2, 5, 1)], 0, SPEC)) == [(5, 1, True, False)]
     assert started_later([req(1, 5, 1, start=True), req(2, 5, 2, kind=Kind.QUEUED)], 0, SPEC) is None
+    assert started_later([req(1, 5, 1, start=True), req(2, 5, 2, outcome=REFUSED)], 0, SPEC) is None
     assert started_later([req(1, 5, 1, start=True), req(2, 5, 2, start=True, kind=Kind.HELD)], 0, SPEC) is None
     assert started_later([req(1, 5, 2**31 - 1, start=True), req(2, 5, 1, kind=Kind.HELD)], 0, SPEC) is None
     assert started_later(crowd, 2, SPEC) is None  # not a START
@@ -550,3 +551,17 @@ def test_a_start_moves_into_its_sequences_next_request_held_in_a_crowd():
     shorter = start_later(found, try_, lambda v: v.program, SPEC, deadline=float("inf"))
     assert sent(shorter.program) == sent(later)
     assert len(tries) == 2  # b's START (kept), then a's (its next is a HELD whose move fails here)
+
+
+def test_a_bug_of_the_inputs_after_a_start_loses_the_start_in_front_of_them():
+    """A bug of three inputs in arithmetic progression (a predictor's exact hit decoded as a
+    repeat), behind a START of another value: no removal drops the START (it folds its next
+    request into it, changing the inputs); start_later sends that request as the START."""
+    def in_line(kept):
+        inputs = [s.request.value for s in kept if s.request is not None and s.request.seq_id == 5]
+        return any(b - a == c - b != 0 for a, b, c in zip(inputs, inputs[1:], inputs[2:]))
+
+    program = [req(1, 5, 9, start=True), req(2, 5, 1), req(3, 5, 2), req(4, 5, 3)]
+    try_ = failing_while(in_line, [], sent)
+    shorter = start_later(try_(program), try_, lambda v: v.program, SPEC, deadline=float("inf"))
+    assert sent(shorter.program) == [(5, 1, True, False), (5, 2, False, False), (5, 3, False, False)]

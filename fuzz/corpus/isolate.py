@@ -133,6 +133,7 @@ class Tried:
     # it did not): a cut no longer than that was focused
     focused: int | None = None
     passed_fresh: bool = False  # it passed every replay from a fresh model as it is (replays_only_on_history)
+    judged_at_once: bool = False  # replays_only_on_history judged it as sent at once (a crowd's luck, maybe)
 
 
 def can_isolate(server) -> bool:
@@ -655,17 +656,25 @@ def _sequential(steps) -> bool:
     return all(s.kind in _SEQUENTIAL or (s.kind is Kind.FAULT and s.fault.name == "reload") for s in steps)
 
 
+def _at_once(steps) -> bool:
+    """A program of plain steps and requests a client sent at once (HELD), no fault but a reload."""
+    return sends_at_once(steps) and all(s.kind in _SEQUENTIAL or s.kind in (Kind.HELD, Kind.HELD_ANSWER)
+                                        or (s.kind is Kind.FAULT and s.fault.name == "reload") for s in steps)
+
+
 def replays_only_on_history(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,
                             until: float, tried: Tried | None = None) -> bool:
     """Whether a failure that replays here passes from a freshly loaded model (started before
     `until`): it failed only on what earlier examples left in the model (a table that leaks), so
-    its program reproduces nothing elsewhere. A client's pipelined requests are judged sent in
-    turn where that fails in a plain replay too, FLAKY_TRIES reloads. A program that sends requests
-    at once otherwise is judged as it is, on AT_ONCE_FRESH_TRIES reloads: its requests may pass
-    by their timing's luck, but not so many times. (Judged only where it is sequential, such a
-    failure was reported as replaying: a polish's fresh try had reloaded the model, the program
-    sent in turn passed a plain replay too, so it went unjudged; it passed every replay from a
-    fresh model: a scale for every sum that only grows.) Where it passed as it is, `tried` says so."""
+    its program reproduces nothing elsewhere. A program of steps sent one at a time is judged on
+    FLAKY_TRIES reloads, and so is a client's pipelined requests sent in turn, where that fails in
+    a plain replay too. Else a program that sends requests at once (`_at_once`) is judged as it is,
+    on AT_ONCE_FRESH_TRIES reloads, and `tried.judged_at_once` says so: such a verdict may be a
+    crowd's luck (it composes otherwise after a reload), and the caller keeps it replaying unless a
+    shrink from a fresh model finds a cut. (Unjudged, such a failure was reported as replaying with a
+    program that passes every fresh replay: a scale for every sum that only grows, which polish's
+    fresh try had reset, so that the program sent in turn passed a plain replay too.) Any other
+    program is not judged. Where it passed as it is, `tried` says so."""
     program, times = list(violation.program), FLAKY_TRIES
     try:
         if not _sequential(program):
@@ -673,8 +682,12 @@ def replays_only_on_history(server, spec: ModelSpec, violation: InvariantViolati
             if _sequential(turned) and \
                     _try(server, spec, turned, violation.invariant, settings, reload=False) is not None:
                 program = turned
-            else:
+            elif _at_once(program):
                 times = AT_ONCE_FRESH_TRIES
+                if tried is not None:
+                    tried.judged_at_once = True
+            else:
+                return False
         tries = 0
 
         def attempt():

@@ -247,7 +247,7 @@ def started_later(steps, at: int, spec: ModelSpec) -> list[StepRecord] | None:
     instead: where that was sent at once with others (HELD), with both values (every later sum
     stays what it was); where it was sent alone (a plain request), with its own value. None where
     the step is no plain START answered, or the next request is none, a START or of another kind,
-    or the values together would leave the model's range."""
+    a plain one not answered, or the values together would leave the model's range."""
     s = steps[at]
     req = s.request
     if s.kind is not Kind.REQUEST or req is None or not req.start or req.end or spec.iterations \
@@ -259,6 +259,8 @@ def started_later(steps, at: int, spec: ModelSpec) -> list[StepRecord] | None:
     if nxt is None or steps[nxt].kind not in (Kind.HELD, Kind.REQUEST) or steps[nxt].request.start:
         return None
     if steps[nxt].kind is Kind.REQUEST:
+        if not _answered(steps[nxt], spec):
+            return None  # refused (after an expiry, say): as a START it would be another program
         moved = attrs.evolve(steps[nxt].request, start=True)
         return [attrs.evolve(step, request=moved) if i == nxt else step for i, step in enumerate(steps) if i != at]
     lo, hi = spec.value_range
