@@ -226,10 +226,10 @@ def start_later(found: InvariantViolation, try_: Try, body: Body, spec: ModelSpe
     others (a crowd, a burst), it carries the START's value: a bug that needs a sequence to begin
     in a crowd (a key of the row a START lands in) shows one request shorter, which no removal
     finds (a removed request folds back into the one before it, and a START has none). Where it
-    went alone, the START's value goes with it: removing that request folds it into the START
-    already, but a bug of the inputs that came after the START (three in a line, one repeated)
-    needs them as they were, and a START of its own value in front of them is one line more
-    (seen: `exact_prediction_decoded_as_repeat` kept at minimal + 2)."""
+    went alone, it keeps its own value and the START's is dropped: removing that request folds it
+    into the START already, but a bug of the inputs that came after the START (three in a line,
+    one repeated) needs them as they were, and a START of another value in front of them is one
+    line more (seen: `exact_prediction_decoded_as_repeat` kept at minimal + 2)."""
     best = found
     at = len(body(best)) - 1
     while at >= 0 and time.monotonic() < deadline:
