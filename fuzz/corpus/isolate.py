@@ -658,8 +658,7 @@ def _sequential(steps) -> bool:
 
 def _at_once(steps) -> bool:
     """A program of plain steps and requests a client sent at once (HELD), no fault but a reload."""
-    return sends_at_once(steps) and all(s.kind in _SEQUENTIAL or s.kind in (Kind.HELD, Kind.HELD_ANSWER)
-                                        or (s.kind is Kind.FAULT and s.fault.name == "reload") for s in steps)
+    return sends_at_once(steps) and _sequential(s for s in steps if s.kind not in (Kind.HELD, Kind.HELD_ANSWER))
 
 
 def replays_only_on_history(server, spec: ModelSpec, violation: InvariantViolation, settings: FuzzSettings,

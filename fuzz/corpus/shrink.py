@@ -261,14 +261,13 @@ def started_later(steps, at: int, spec: ModelSpec) -> list[StepRecord] | None:
     if steps[nxt].kind is Kind.REQUEST:
         if not _answered(steps[nxt], spec):
             return None  # refused (after an expiry, say): as a START it would be another program
-        moved = attrs.evolve(steps[nxt].request, start=True)
-        return [attrs.evolve(step, request=moved) if i == nxt else step for i, step in enumerate(steps) if i != at]
-    lo, hi = spec.value_range
-    value = req.value + steps[nxt].request.value
-    if not lo <= value <= hi:
-        return None
-    moved = attrs.evolve(steps[nxt].request, start=True, value=value)
-    answer = answers_of_held(steps).get(nxt)
+        moved, answer = attrs.evolve(steps[nxt].request, start=True), None
+    else:
+        lo, hi = spec.value_range
+        value = req.value + steps[nxt].request.value
+        if not lo <= value <= hi:
+            return None
+        moved, answer = attrs.evolve(steps[nxt].request, start=True, value=value), answers_of_held(steps).get(nxt)
     return [attrs.evolve(step, request=moved) if i in (nxt, answer) else step
             for i, step in enumerate(steps) if i != at]
 
