@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, settings
 
 from fuzz.campaign import fuzz_model
 from fuzz.checker.invariants import InvariantViolation
-from fuzz.corpus.isolate import _program
+from fuzz.corpus.isolate import JUDGE_REPLAYS, _program, sends_at_once
 from fuzz.corpus.replay import replay_steps
 from fuzz.spec import ModelSpec
 from fuzz.steps import ReplayDrift
@@ -60,18 +60,27 @@ def _replayed(server, bug, failure, drifts: int = 3) -> InvariantViolation:
     """The violation a replay of the failure's program breaks. A replay that could not follow the
     program (ReplayDrift: a clean-clone CI's loaded machine once reached a sequence's idle window
     inside a long program's replay) says nothing either way, and is replayed again, up to `drifts`
-    times; a replay that ran through without breaking a promise fails the test."""
-    for tried in range(drifts):
+    times. A program that sends requests at once was rated replayable on failing in JUDGE_NEED of
+    JUDGE_REPLAYS replays (isolate.replays_reliably), not in every one: it gets that many here, of
+    which one must fail (a clean-clone CI once passed the one replay of a 799-step program, a
+    pipelined run of 214 in it, that had failed 3 of 4 in its campaign). A program sent in turn
+    gets one. Where none fails, the test fails."""
+    races = JUDGE_REPLAYS if sends_at_once(failure.records) else 1
+    passed = drifted = 0
+    while True:
         try:
             replay_steps(server, ModelSpec.fetch(server, model_name(bug)), failure.records)
         except InvariantViolation as v:
             return v
         except ReplayDrift:
-            if tried == drifts - 1:
+            drifted += 1
+            if drifted == drifts:
                 raise
             continue
-        pytest.fail(f"the shrunk program did not break {failure.invariant} again when replayed:\n"
-                    + "\n".join(failure.program))
+        passed += 1
+        if passed == races:
+            pytest.fail(f"the shrunk program did not break {failure.invariant} again in {passed} replays:\n"
+                        + "\n".join(failure.program))
 
 
 @pytest.mark.parametrize("bug", HELD, ids=lambda b: b.name)
