@@ -32,6 +32,7 @@ import numpy as np
 from .harness.client import Request
 from .generator.depth import DepthSummary
 from .harness.engine import Engine, FuzzSettings, Setup
+from .checker import verdicts
 from .checker.invariants import InvariantViolation
 from .checker.model import Refusal, key_of
 from .progress import Progress, Snapshot
@@ -261,7 +262,7 @@ class _Driver:
             try:
                 engine.server.check_alive()
             except Exception as err:
-                self._violate(InvariantViolation("server_alive", str(err)))
+                self._violate(verdicts.server_gone(str(err)))
 
     def _violate(self, v: InvariantViolation) -> None:
         """Keeps the violation with the last 40 steps of the run (the whole log is the run)."""

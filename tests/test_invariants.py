@@ -1,5 +1,8 @@
 """The registry of promises, without a server: a user's invariant needs a name and a judge, and
 its judge's finding is a violation under its name (tests/test_campaign.py runs one live)."""
+import ast
+import pathlib
+
 import attrs
 import pytest
 
@@ -72,3 +75,21 @@ def test_an_answer_without_its_output_is_malformed_not_refused():
     refused = check_prompt(req, Answer(1), Outcome(status="ERROR", message="boom"), "stream")
     assert refused.violation.invariant == "valid_is_accepted"
     assert check_prompt(req, Answer(1), bad, "stream", context="refill").violation.invariant == "answers_well_formed"
+
+
+def _violations_built(path: pathlib.Path) -> list[int]:
+    """The lines of `path` that call InvariantViolation(...) (by name or as an attribute)."""
+    calls = (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call))
+    return [c.lineno for c in calls
+            if getattr(c.func, "id", None) == "InvariantViolation" or getattr(c.func, "attr", None) == "InvariantViolation"]
+
+
+def test_only_the_checker_builds_violations():
+    """The engine, the rules and the drivers observe; what an observation breaks is the checker's
+    to say (fuzz/checker/verdicts.py): no module outside fuzz/checker/ builds a violation."""
+    package = pathlib.Path(__file__).resolve().parent.parent / "fuzz"
+    outside = {str(p.relative_to(package)): lines for p in sorted(package.rglob("*.py"))
+               if "checker" not in p.relative_to(package).parts and (lines := _violations_built(p))}
+    assert not outside, f"InvariantViolation built outside fuzz/checker/ (file: lines): {outside}"
+    # (and the scan finds them where they are)
+    assert _violations_built(package / "checker" / "verdicts.py")

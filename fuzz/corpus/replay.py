@@ -13,6 +13,7 @@ import attrs
 from .. import nemesis
 from . import CorpusEntry
 from ..checker.divergences import KNOWN, by_key
+from ..checker import verdicts
 from ..checker.invariants import InvariantViolation
 from ..checker.model import AnswerPending, OutsideContract, key_of
 from ..harness.engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
@@ -136,8 +137,7 @@ def _await_answer(engine, client: int, spec: ModelSpec, settings: FuzzSettings) 
             time.sleep(0.01)
     if client in engine.pending:
         p = engine.pending[client]
-        engine.fail(InvariantViolation("no_hangs", f"the START queued at step {p.step} was not answered "
-                                                     f"within {deadline - p.sent_at:.1f} s of being sent"))
+        engine.fail(verdicts.queued_start_unanswered(p.step, deadline - p.sent_at))
 
 
 # How each core kind of step is replayed (a step family registers its own kinds' replays where it

@@ -42,7 +42,8 @@ from .client import StreamClient, UnaryCall
 from ..events import event
 from ..generator.coverage import CANCELLED_RUNNING, swept_goal
 from ..checker.cancels import Queue, one_of, swept
-from ..checker.invariants import InvariantViolation, check_prompt, describe_expectation, not_answered
+from ..checker import verdicts
+from ..checker.invariants import check_prompt, describe_expectation
 from ..checker.model import Ambiguous, Answer, Refusal, Window, key_of, refused_for_start
 from ..steps import drift, play_helper, plays, prepares, recorded_via, replays
 from ..values import EndedOr, Kind, Outcome, Request
@@ -199,8 +200,7 @@ class CancelSteps:
         if wrong is not None:
             for _, _, call, _ in g.asides:  # answered before the example ends: none left in flight
                 StreamClient.wait(call, self.answer_bound())
-            self.fail(InvariantViolation("sums_match", f"a request behind answered a sum its queue cannot "
-                                                       f"have made: {wrong[0]}, expected {wrong[1]}"), rec)
+            self.fail(verdicts.behind_impossible(*wrong), rec)
 
     def check_aside(self, client: int, action: str) -> None:
         """The next unchecked answer beside the stream: the first request's, then the witness's."""
@@ -340,11 +340,8 @@ class CancelSteps:
             # Where the sequence may go on (no witness, or one that ran before the cancelled
             # requests came), a sum none of the group's leaves possible is a wrong sum, whatever
             # the cancel found (seen: a build that carries no state, met first by such a group)
-            wrong_sum = got.ok and bool(go_on)
-            violation = InvariantViolation("sums_match" if wrong_sum else "cancel_ends_sequence",
-                                           queued.went_on(req, got, late=g.late, ended=bool(g.ended),
-                                                          may_go_on=bool(go_on)))
-            self.fail(not_answered(got, violation), rec)
+            detail = queued.went_on(req, got, late=g.late, ended=bool(g.ended), may_go_on=bool(go_on))
+            self.fail(verdicts.after_cancel_wrong(got, detail, wrong_sum=got.ok and bool(go_on)), rec)
 
     def pipeline_and_cancel(self, client: int, first: Request, behind: Request | tuple, witness: Request,
                             after: Request, via: str, witness_via: str = "grpc", late: LateCancel | None = None) -> bool:

@@ -25,16 +25,15 @@ from .client import GrpcClient, HttpClient, StreamClient
 from ..generator.coverage import CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows, live_row_goals
 from ..checker.history import history_of
 from .lag import Lag
-from ..checker import linearize
+from ..checker import linearize, verdicts
 from ..values import Cancelled, EndedOr, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..values import LOST_CONNECTION, UNSETTLED, program_lines
 from ..checker.divergences import accepted, by_key, steered_around
-from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged, \
-    not_answered
+from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
 from ..checker.model import (DTYPE_ERROR, KEPT_WINDOWS, LONG_LIFE_S, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued,
     Refusal, Window, idle_margins, key_of, refused_for_start, refused_on_enqueue, too_long)
 from ..checker.server_stats import Lenience, Snapshot, Tally, judge
-from ..spec import ModelSpec, same_sum
+from ..spec import ModelSpec
 
 
 @attrs.frozen
@@ -353,11 +352,8 @@ class Engine(CancelSteps, SharedSteps):
             try:
                 self.server.check_alive(within_s=within_s)
             except Exception as err:
-                died = InvariantViolation("server_alive", getattr(err, "reason", None) or str(err))
-                died.after = self._after_given_up()
-                died.detail += died.after
-                died.log_tail = getattr(err, "log_tail", "")
-                return died
+                return verdicts.server_gone(getattr(err, "reason", None) or str(err), self._after_given_up(),
+                                            getattr(err, "log_tail", ""))
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.02)
@@ -407,8 +403,7 @@ class Engine(CancelSteps, SharedSteps):
 
     def fail_unexplained(self, broken: linearize.Verdict) -> None:
         """Fails on the step whose answer the history checker found no order explains."""
-        self.fail(InvariantViolation(broken.invariant, f"the history checker: {broken.describe()}"),
-                  self.log[broken.step - 1])
+        self.fail(verdicts.unexplained(broken), self.log[broken.step - 1])
 
     def budget_spent(self) -> bool:
         """The campaign's budget has run out (never while a failure is being shrunk): a long
@@ -812,9 +807,7 @@ class Engine(CancelSteps, SharedSteps):
                 rec = self.record(client=client, action="still waiting", kind=Kind.STILL_WAITING, request=p.request, via="stream",
                                    expected=describe_expectation(p.expectation), got="no answer",
                                    expect=p.expectation)
-                self.fail(InvariantViolation(
-                    "no_hangs", f"the START queued at step {p.step} was let in when a slot freed but "
-                                f"not answered within {self.settings.prompt_s + grace:.3g} s"), rec)
+                self.fail(verdicts.queued_start_let_in_unanswered(p.step, self.settings.prompt_s + grace), rec)
             for at, client, p, got in sorted(answered, key=lambda a: a[0]):
                 problem = self.model.served(key_of(p.request.seq_id), at) if got.ok else None
                 check = check_served(p.request, p.expectation, got, problem)
@@ -875,9 +868,9 @@ class Engine(CancelSteps, SharedSteps):
         rec = self.record(client=client, action=action, kind=Kind.CANCEL_QUEUED, request=p.request,
                            via="stream", expected="CANCELLED, sequence ended",
                            got=got.describe() if got else "nothing", expect=Cancelled(), outcome=got)
-        if got is not None and got.ok:
-            self.fail(InvariantViolation("cancel_ends_sequence",
-                                          "the cancelled START was answered as if it ran"), rec)
+        ran = verdicts.cancelled_start_ran(got)
+        if ran is not None:
+            self.fail(ran, rec)
 
     def go_silent_past_idle(self):
         """Every client goes silent until every running sequence has certainly timed out (a
@@ -1104,7 +1097,7 @@ class Engine(CancelSteps, SharedSteps):
         try:
             self._strike_disconnected(fault)
         except Exception as err:  # noqa: BLE001 - a server that does not come back is a finding
-            self.fail(InvariantViolation("server_alive", f"{action}: it did not come back: {err}"),
+            self.fail(verdicts.fault_not_survived(action, err),
                        self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
                                    got=f"{type(err).__name__}: {err}"))
         finally:
@@ -1137,13 +1130,11 @@ class Engine(CancelSteps, SharedSteps):
             self.send(client, req, "stream", "start (into the held backlog)", park=False)
         self.check_held(held)
         after, read_at = self._executions_since(before, quiet_until)
-        # Too few is a finding whenever read; too many only if read before a backlog START could run.
-        if before is not None and after is not None and (
-                after - before < self.spec.instances or after - before > self.spec.instances and read_at < quiet_until):
-            self.fail(InvariantViolation(
-                "batches_fill", f"{self.spec.capacity} STARTs held by {nemesis.DELAY_SCHEDULER}={self.spec.capacity} "
-                                f"ran in {after - before} execution(s), not one full batch per instance "
-                                f"({self.spec.instances})"), self.log[-1])
+        ran_in = None if before is None or after is None else after - before
+        not_full = verdicts.batch_not_full(self.spec.capacity, nemesis.DELAY_SCHEDULER, ran_in, self.spec.instances,
+                                           read_early=read_at < quiet_until)
+        if not_full is not None:
+            self.fail(not_full, self.log[-1])
         while self.pending:  # the backlog gets in as slots idle out; each pass lets one in
             self.go_silent_past_idle()
         self.server_fault(Fault("full_batch"), "the server restarts without the hooks")
@@ -1278,8 +1269,7 @@ class Engine(CancelSteps, SharedSteps):
         if got.status == "CLIENT_TIMEOUT":  # the fault's doing: the violation is its step's
             self.record(client=self.teardown_client, action=action, request=witness, via="grpc",
                         expected=describe_expectation(exp), got=got.describe(), expect=exp, outcome=got)
-            self.fail(InvariantViolation("no_hangs", f"unary gRPC stopped answering after the calls given up: a "
-                                                     f"whole sequence got no answer in {bound:.3g} s"), rec)
+            self.fail(verdicts.unary_hung_after_given_up(bound), rec)
         self.check(self.teardown_client, witness, exp, got, "grpc", action)
 
     def _strike_disconnected(self, fault: Fault) -> None:
@@ -1365,14 +1355,7 @@ class Engine(CancelSteps, SharedSteps):
                           expected=f"OUTPUT={total!r} ({ran_means}), or {refused_means}", got=got.describe(),
                           expect=EndedOr((total,)), outcome=got)
         self.tally.saw(got)
-        violation = None
-        if got.status == "CLIENT_TIMEOUT":
-            violation = InvariantViolation("no_hangs", f"no answer: {got.message}")
-        elif got.ok and not same_sum(got.value, total):
-            violation = InvariantViolation("sums_match", f"wrong running sum where {ran_means}")
-        elif not got.ok and not refused_ok(got, req):
-            violation = not_answered(got, InvariantViolation("valid_is_accepted",
-                                                             f"refused, but not as expected: {refused_means}"))
+        violation = verdicts.told_apart(got, total, req, ran_means, refused_means, refused_ok)
         if violation is not None:
             self.fail(violation, rec, lost=got.status in LOST_CONNECTION)
 
@@ -1419,9 +1402,7 @@ class Engine(CancelSteps, SharedSteps):
         self.collect()
         if self.pending or self.parked:
             what = next(iter(self.pending.values()), None)
-            self.fail(InvariantViolation("no_hangs", f"{len(self.pending)} request(s) never answered"
-                                          + (f", e.g. the START of step {what.step}" if what else "")
-                                          + f"; {len(self.parked)} still held back at the end"))
+            self.fail(verdicts.never_answered(len(self.pending), what.step if what else None, len(self.parked)))
         if self.stats_before is None or self.stats_before[1] is None:
             return
         # The server updates its statistics just after it answers: give it a moment.
@@ -1434,10 +1415,7 @@ class Engine(CancelSteps, SharedSteps):
             time.sleep(0.05)
         if problem is not None:
             rises = after.rise_since(self.stats_before[1]).describe()
-            violation = InvariantViolation("stats_agree", f"{problem}; {self.tally.describe()}; the statistics "
-                                                          f"rose: {rises}")
-            violation.got = problem  # what a known divergence's signature is matched against
-            self.fail(violation)
+            self.fail(verdicts.stats_disagree(problem, self.tally.describe(), rises))
 
     def _stats_problem(self, after: Snapshot, now: float) -> str | None:
         began, before = self.stats_before

@@ -19,9 +19,8 @@ import attrs
 
 from .client import StreamClient
 from ..events import event
-from ..checker import linearize
+from ..checker import linearize, verdicts
 from ..checker.history import history_of
-from ..checker.invariants import InvariantViolation, not_answered
 from ..checker.model import Answer, key_of, refused_for_start, sums_of_some
 from ..steps import drift, plays, replays
 from ..values import AnyOrder, Kind, Outcome, Request
@@ -102,7 +101,7 @@ class SharedSteps:
         if broken is not None and broken.step not in {r.index for r in recs}:
             self.fail_unexplained(broken)  # an answer before them no order explains (the reference took it)
             return
-        self.fail(self._no_order(g, got), recs[-1])
+        self.fail(verdicts.in_no_order(g.base, values, got), recs[-1])
 
     def _unexplained(self, key, g: Shared, got: list[Outcome]) -> linearize.Verdict | None:
         """The history checker's verdict on the sequence `key` (the example's history from the
@@ -146,17 +145,6 @@ class SharedSteps:
         if answered and not linearize.in_some_order(self.spec, g.base, *zip(*answered), self.model.carries_state):
             return None
         return opens
-
-    @staticmethod
-    def _no_order(g: Shared, got: list[Outcome]) -> InvariantViolation:
-        said = ", ".join(f"{req.value!r} -> {o.describe()}" for (_, req, _, _), o in zip(g.sent, got))
-        if not all(o.ok for o in got):
-            bad = next(o for o in got if not o.ok)
-            return not_answered(bad, InvariantViolation("valid_is_accepted", f"one of {len(got)} requests of one "
-                                                        f"sequence sent at once was refused (from the sum {g.base!r}: "
-                                                        f"{said})"))
-        return InvariantViolation("order_kept", f"{len(got)} requests of one sequence sent at once from the sum "
-                                                f"{g.base!r} were answered in no arrival order's running sums: {said}")
 
     def send_at_once(self, reqs: list, action: str) -> bool:
         """The whole rule: (client, request, via) of one live sequence, sent at once. Once one is
