@@ -120,7 +120,7 @@ class ModelResult:
 
 def _known(expected, v: InvariantViolation) -> str | None:
     """The key of the known divergence of this build that explains the violation, if any."""
-    return next((d.key for d in expected if d.explains(v.invariant, getattr(v, "got", ""), getattr(v, "expected", ""))), None)
+    return next((d.key for d in expected if d.explains(v.invariant, getattr(v, "got", ""), getattr(v, "expected", ""), v.detail)), None)
 
 
 def _cut_short(err: BaseException) -> bool:
@@ -201,6 +201,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
                       expiry=machine.expiry_ok, cancels=machine.cancel_pipelined is not None,
                       witness_vias=machine.plan.witness_vias, cancels_queued=machine.cancel is not None,
                       again=not machine.plan.setup.lingering_guard,
+                      behind_end=machine.plan.setup.start_behind_its_end_ok,
                       gives_up=machine.give_up_beside is not None)
     if keeps_rules(hypothesis_settings):
         stats.coverage.reachable = frozenset(goals)

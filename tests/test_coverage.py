@@ -124,6 +124,13 @@ def test_goals_follow_the_model():
     # nor where an execution carries one live row (no batch dimension)
     one_row = spec(says_execution=True, says_live_rows=True, strategy="oldest", max_batch_size=0)
     assert "situation: cancelled beside a live row" not in goals_for(one_row, strings=False, expiry=True, gives_up=True)
+    # a START behind its id's END: where it is not steered around (behind_end), and not on an iterative model
+    assert "situation: START behind its END" in goals_for(spec(), strings=False, expiry=True, behind_end=True)
+    assert "situation: START behind its END" not in direct
+    assert "situation: START behind its END" not in goals_for(spec(iterations=3), strings=False, expiry=True,
+                                                             behind_end=True)
+    assert "situation: START behind its END" not in goals_for(spec(slots_per_instance=1), strings=False, expiry=True,
+                                                             behind_end=True)  # one slot: the START waits for the END's
 
 
 

@@ -2,6 +2,7 @@
 is noticed (the test then fails on purpose: update the table). Crashing ones get their own server."""
 import threading
 import time
+import types
 
 import pytest
 
@@ -311,16 +312,18 @@ def test_a_split_ensembles_unanswered_refusal_is_known_only_where_a_refusal_was_
     assert not refused_on_enqueue(spec, model.expect(spec.request(9, 3, start=True), 0.0))  # an answer
 
 
-def test_only_the_decoupled_iterative_model_is_fuzzed_alone_and_only_on_the_builds_it_kills():
+def test_only_the_decoupled_python_models_are_fuzzed_alone_and_only_on_the_builds_they_kill():
     """`pytest fuzz/ -n N` gives a model a server of its own (fuzz/plugin.py LoneServers) where a
     known divergence kills a server it shares with another model's traffic: of the default models,
-    the decoupled iterative one on 2.46 and 2.51 (iterative-beside-backlog-crash), none on 2.44."""
+    the Python ones that answer through the decoupled path (the decoupled, the decoupled iterative
+    and the split ensemble) on 2.46 and 2.51 (iterative-beside-backlog-crash), none on 2.44; not a
+    native model, nor a Python one that is not decoupled."""
     from modelgen import default_variants
 
     def alone(version):
         return [v.name for v in default_variants(native=True) if any(d.alone and d.applies(v, version) for d in KNOWN)]
-    assert [v.name for v in default_variants(native=True) if v.iterations and v.decoupled] == alone("2.51.0")
-    assert alone("2.51.0") == alone("2.46.0") and len(alone("2.51.0")) == 1
+    assert [v.name for v in default_variants(native=True) if v.decoupled or v.chunks > 1] == alone("2.51.0")
+    assert alone("2.51.0") == alone("2.46.0") and len(alone("2.51.0")) == 3
     assert alone("2.44.0") == []
 
 
@@ -350,3 +353,25 @@ def test_a_known_divergence_is_polished_only_into_a_cut_that_is_still_it(monkeyp
     polished = campaign._shorten_known(None, None, violations, {id(ours)}, known, FuzzSettings())
     assert [len(v.program) for v in violations] == [2, 9, 9, 9]
     assert list(polished) == [id(violations[0])]
+
+
+def test_a_start_overtaking_its_ids_end_is_told_apart_by_what_the_checker_saw_not_by_the_invariant():
+    """start-overtakes-its-ids-end breaks sums_match, as every wrong sum does: only the END whose
+    answer the checker found to be the new START's sum plus its own (verdicts.start_ran_first) is
+    it. An END answered its own value alone (a hoisted reset) is no such thing, nor is any other
+    wrong sum; and once taken as built, no START goes behind an END on its id (AS_BUILT)."""
+    from fuzz.checker.verdicts import START_RAN_FIRST, start_ran_first
+    from fuzz.values import Outcome
+
+    overtakes = next(d for d in KNOWN if d.key == "start-overtakes-its-ids-end")
+    end, then = Request("m", 7, 2, end=True), (lambda total, value: total + value)
+    ran_first = start_ran_first(end, 5, Outcome(status="OK", value=7), then)
+    assert ran_first is not None and START_RAN_FIRST in ran_first.detail and ran_first.invariant == "sums_match"
+    assert overtakes.explains(ran_first.invariant, "OUTPUT=7", "OUTPUT=12", ran_first.detail)
+    assert start_ran_first(end, 5, Outcome(status="OK", value=2), then) is None  # its own value alone: a finding
+    assert start_ran_first(end, 5, Outcome(status="INVALID_ARGUMENT", message="x"), then) is None
+    assert not overtakes.explains("sums_match", "OUTPUT=2", "OUTPUT=12", "wrong running sum")
+    assert overtakes.as_built and accepted({overtakes.key}, "no_start_behind_its_end")
+    # not on a split ensemble, whose START behind a START+END is start-behind-end-runs-first
+    assert overtakes.applies(Variant("corrid", "oldest", 2, 1, "int32", "uint64", FULL), "2.51.0")
+    assert not overtakes.affects(types.SimpleNamespace(chunks=2))

@@ -88,7 +88,7 @@ def test_every_kept_rule_is_a_rule_and_each_prefix_names_goals_a_model_can_reach
                      max_batch_size=4, controls=frozenset({"START", "END", "READY", "CORRID"}), corrid_type="UINT64",
                      implicit_state=False, says_live_rows=True, says_row=True, says_execution=True)
     goals = goals_for(rich, families=STRING_FAMILIES, strings=True, expiry=True, cancels=True, gives_up=True,
-                      witness_vias=("grpc",), cancels_queued=True, again=True)
+                      witness_vias=("grpc",), cancels_queued=True, again=True, behind_end=True)
     rules = {name for name, f in vars(SequenceBatcherMachine).items() if hasattr(f, "hypothesis_stateful_rule")}
     assert len(REACHING) >= 9
     for kept in REACHING:

@@ -117,3 +117,22 @@ def in_no_order(base: float, values: list, got: list) -> InvariantViolation:
                                                     f"{said})"))
     return InvariantViolation("order_kept", f"{len(got)} requests of one sequence sent at once from the sum "
                                             f"{base!r} were answered in no arrival order's running sums: {said}")
+
+
+# What verdicts.start_ran_first says, and the known divergence that names it (fuzz/checker/divergences.py).
+START_RAN_FIRST = "the START pipelined right behind it on its id ran first"
+OVERTAKES = "start-overtakes-its-ids-end"
+
+
+def start_ran_first(end: Request, start_sum: float, got: Outcome, then) -> InvariantViolation | None:
+    """An END whose answer (`got`, a wrong sum) is the sum `start_sum` of the START pipelined right
+    behind it on its id (a new sequence) plus the END's own value, `then(sum, value)` adding as the
+    model does:
+    the START ran first, and the model added the END to the new sequence's sum (it keeps its state
+    by CORRID). None where the answer is not that sum: then it is a finding like any wrong sum."""
+    if not got.ok or not same_sum(got.value, then(start_sum, end.value)):
+        return None
+    overtaken = InvariantViolation("sums_match", f"wrong running sum: {START_RAN_FIRST} (its sum {start_sum!r}, "
+                                                 f"plus the END's {end.value!r})")
+    overtaken.known_as = OVERTAKES  # (named as seen: the campaign shrinks it less, engine.RunStats)
+    return overtaken

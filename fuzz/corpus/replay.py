@@ -300,4 +300,4 @@ def _same_finding(entry: CorpusEntry, v: InvariantViolation) -> bool:
     if v.invariant != entry.invariant:
         return False
     known = next((d for d in KNOWN if d.key == entry.divergence), None)
-    return known is None or known.explains(v.invariant, getattr(v, "got", ""), getattr(v, "expected", ""))
+    return known is None or known.explains(v.invariant, getattr(v, "got", ""), getattr(v, "expected", ""), v.detail)

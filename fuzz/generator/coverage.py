@@ -72,9 +72,13 @@ ID_STATES = ("fresh", "live", "done")
 # middle of that sequence's requests pipelined on one stream (queued behind them, more behind it).
 # reused at once, a START let into a slot at once on the id whose END (or START+END) ran just
 # before it, no request between: what the model keeps of an ended id must be gone by then.
+# START behind its END, a new sequence's START pipelined on one stream right behind the END of a
+# sequence of several on its id, and let into a slot at once: the two may share an execution, each
+# in its own slot, and what the model does for the new one must not reach the old one's END.
 FULL_START = "restart in a full execution"
 PIPELINED_RESTART = "restart in a pipelined run"
 REUSED_AT_ONCE = "reused at once"
+START_BEHIND_END = "START behind its END"
 EXPIRY_REUSE = "expiry reuse"
 FULL_END = "END in a full execution"
 KEPT_ALIVE = "kept alive"
@@ -199,13 +203,14 @@ def full_rows(spec) -> int:
 
 def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statistics: bool = True,
               cancels: bool = False, gives_up: bool = False, witness_vias: tuple = (),
-              cancels_queued: bool = False, again: bool = False) -> tuple:
+              cancels_queued: bool = False, again: bool = False, behind_end: bool = False) -> tuple:
     """Every goal this model can reach, in report order: twins of the string `families` the
     generator may make where `strings` are taken, live rows only where the server's statistics
     can be read, a cancel that finds its request running (and a witness swept over each of
     `witness_vias`) where cancel_pipelined is drawn, one beside a live row where give_up_beside
     is, and a START cancelled in the backlog where cancel is (its id sent to `again` where that
-    is not guarded)."""
+    is not guarded), and a START pipelined behind its id's END where that is not guarded
+    (`behind_end`)."""
     edges = VALUE_GOALS + (float_goals(spec.value_range[1]) if spec.is_float else ())
     if spec.value_range[0] >= 0:  # an unsigned model: no sum or value below 0
         edges = tuple(e for e in edges if e != "-1")
@@ -227,6 +232,8 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
     goals += [f"live rows >= {n}" for n in range(1, live_row_goals(spec) + 1)] if statistics else []
     situations = ["backlog", "admitted", "refused"] + ([] if spec.iterations else ["restart", "long gap",
                                                                                    PIPELINED_RESTART, REUSED_AT_ONCE])
+    # (with one slot the START waits for the END's: never in one execution with it)
+    situations += [START_BEHIND_END] if behind_end and not spec.iterations and spec.capacity > 1 else []
     rows = full_rows(spec)
     if rows:
         # an iterative sequence is its START: no START comes while it runs, so none throws a sum away

@@ -26,6 +26,7 @@ from ..generator.coverage import CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize, verdicts
+from ..checker.verdicts import OVERTAKES
 from ..values import Cancelled, EndedOr, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..values import LOST_CONNECTION, UNSETTLED, program_lines
 from ..checker.divergences import accepted, by_key, steered_around
@@ -143,6 +144,9 @@ class RunStats:
     # needs more history than a failure keeps, the first may still replay from a fresh model.
     first: dict = attrs.Factory(dict)
     shrink_stopped: bool = False  # the shrink budget ran out
+    # The known divergence the checker named the first failure as it saw it (verdicts: known_as),
+    # else "": Hypothesis shrinks it for a share of the budget only (it is reported, not reduced).
+    first_known_as: str = ""
     faults: dict = attrs.Factory(dict)  # nemesis rule -> how many times it struck
     fault_s: dict = attrs.Factory(dict)  # server fault -> seconds its strikes took (restarts, reloads)
     wait_s: float = 0.0  # seconds the ends of examples waited for parked requests (idle windows, pauses)
@@ -177,7 +181,7 @@ class RunStats:
         """A new phase of the campaign (past a known divergence): its failures are its own, the
         counts and the coverage go on."""
         self.first_failure_s, self.shortest, self.first, self.shrink_stopped = None, {}, {}, False
-        self.harness_errors = 0
+        self.first_known_as, self.harness_errors = "", 0
 
 
 class BudgetSpent(KeyboardInterrupt):
@@ -227,6 +231,14 @@ class Setup:
     def lingering_guard(self) -> bool:
         """This build leaves a cancelled backlogged START's id behind: no request goes to it."""
         return self.guarded("cancelled-backlog-id-lingers")
+
+    @property
+    def start_behind_its_end_ok(self) -> bool:
+        """Whether a START may be pipelined right behind an END on its id: not once the campaign
+        has taken start-overtakes-its-ids-end as built (what the END answers then depends on how
+        the model keeps its state), nor where a START behind a START+END is steered around."""
+        return OVERTAKES not in self.settings.accept and \
+            not self.guarded("start-behind-end-runs-first") and not self.guarded("iterative-start-after-start-end-stalls")
 
     def guarded(self, key: str) -> bool:
         """Whether the fuzzer steers around the known divergence `key` on this model and build."""
@@ -545,6 +557,7 @@ class Engine(CancelSteps, SharedSteps):
                 violation = died
         if self.stats.first_failure_s is None:
             self.stats.first_failure_s = time.monotonic() - self.stats.started
+            self.stats.first_known_as = getattr(violation, "known_as", "")
         program = "\n".join(program_lines(self.log))
         where = f" at step {rec.index}" if rec else ""
         violation.program = list(self.log)
@@ -720,6 +733,11 @@ class Engine(CancelSteps, SharedSteps):
         if indeterminate:
             check = attrs.evolve(check, expected=f"{check.expected}, or {indeterminate} (indeterminate)",
                                  violation=None)
+        elif check.violation is not None and check.violation.invariant == "sums_match" and req.end and not req.start:
+            behind = self._start_behind(client, req)
+            overtaken = behind and verdicts.start_ran_first(req, self.spec.start_sums(behind.value, behind.end)[-1],
+                                                             got, self.model.then)
+            check = attrs.evolve(check, violation=overtaken or check.violation)
         kind = kind or (Kind.REFILL if context == "refill" else Kind.REQUEST)
         rec = self.record(client=client, action=action, kind=kind,
                            request=req, via=via, wait_s=wait_s, expected=check.expected, got=check.got,
@@ -729,6 +747,14 @@ class Engine(CancelSteps, SharedSteps):
             self.model.answered(key_of(req.seq_id), time.monotonic())
         if check.violation:
             self.fail(check.violation, rec, lost=got.status in LOST_CONNECTION)
+
+    def _start_behind(self, client: int, end: Request) -> Request | None:
+        """The START the client sent right behind `end` on its stream, on its id, neither waited
+        for (the next of the client's HELD steps after the END's), else None."""
+        held = [s for s in self.log if s.kind is Kind.HELD and s.client == client]
+        at = next((i for i in range(len(held) - 1, -1, -1) if held[i].request == end), None)
+        behind = held[at + 1].request if at is not None and at + 1 < len(held) else None
+        return behind if behind is not None and behind.start and behind.seq_id == end.seq_id else None
 
     def answer_bound(self) -> float:
         """How long a request that must be answered at once is waited for before it is a hang:
