@@ -85,8 +85,9 @@ def measure_bug(server, bug) -> Row:
         result, error = fuzz_model(server, name, BUDGET)
     # The wrong sum where the campaign found one beside another failure (a broken model may also
     # crash on an input its bug was not about: fp32_sum_rounded_to_half on an infinity)
-    failure = next((f for f in result.failures if f.invariant in WRONG_SUMS),
-                   result.failures[0] if result.failures else None)
+    # (not a known divergence met on the way and fuzzed on past: start-overtakes-its-ids-end, a race)
+    found = [f for f in result.failures if f.expected_divergence is None]
+    failure = next((f for f in found if f.invariant in WRONG_SUMS), found[0] if found else None)
     try:
         stress = run_stress(server, name, STRESS)
     except ContractError:  # its patterns need sequences of many requests

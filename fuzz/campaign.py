@@ -16,7 +16,7 @@ from .generator.coverage import CoverageReport, goals_for
 from .generator.depth import DepthSummary
 from .checker.divergences import by_key, known_for, steered_around
 from .harness.engine import BudgetSpent
-from .checker.invariants import InvariantViolation
+from .checker.invariants import InvariantViolation, failure_key
 from .corpus.isolate import (FOCUS_FIRST_STEPS, can_isolate, from_fresh_model, polish, replays_only_on_history,
                              replays_reliably, sends_at_once, Tried)
 from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
@@ -270,7 +270,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     # The wall time includes shrinking from a fresh model.
     result = result_so_far(time.monotonic() - started, stopped_at=", ".join(stopped_at), failures=tuple(failures),
                            expected_divergences=tuple(d.key for d in expected),
-                           unexpected_pass=tuple(d.key for d in expected if d.key not in seen),
+                           unexpected_pass=tuple(d.key for d in expected if d.key not in seen and not d.race),
                            accepted=tuple(sorted(accept - set(fuzz_settings.accept))), left_out=left_out)
     return result, unknown
 
@@ -495,7 +495,7 @@ def _shrink_further(server, spec: ModelSpec, violations: list, ours: set, stats:
             better = from_fresh_model(server, spec, v, settings, settings.shrink_budget_s, tried)
             if stuck and better is not None and len(better.program) >= len(v.program):
                 better = None  # (it replays as it is: a program no shorter, a reload in front, is no gain)
-            first = stats.first.get(v.invariant)
+            first = stats.first.get(failure_key(v))
             if better is None and first is not None and first is not v and not stuck:
                 # The shortest needs more of what ran before it than a failure keeps (a count
                 # across examples): the first failure ran on the least of it.

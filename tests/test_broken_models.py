@@ -49,8 +49,10 @@ def _caught(server, bug, seed=None):
                                seed=seed)
     assert error is not None, f"{bug.summary}: not caught in {result.examples} examples"
     assert result.failures, f"no violation recorded; the run ended with {error!r}"
-    assert all(f.expected_divergence is None for f in result.failures)
-    failure = next((f for f in result.failures if f.invariant in SUM_PROMISES), None)
+    # (a known divergence met on the way is one the campaign took as built and fuzzed on past: a
+    # START that overtook its id's END on a CORRID model, a race)
+    assert all(f.expected_divergence is None or f.expected_divergence in result.accepted for f in result.failures)
+    failure = next((f for f in result.failures if f.invariant in SUM_PROMISES and f.expected_divergence is None), None)
     assert failure is not None, "\n\n".join(f"[{f.invariant}] {f.detail}\n" + "\n".join(f.program)
                                              for f in result.failures)
     return result, failure

@@ -20,6 +20,8 @@ from fuzz.checker.model import Answer, Queued, Window
 from fuzz.values import Kind, Outcome
 from fuzz.spec import ModelSpec
 
+from .passing import passed
+
 ONE_SLOT = "py_slot_direct_s1_i1_int32_csr"
 
 
@@ -178,7 +180,7 @@ def test_a_long_idle_window_is_waited_out_within_its_share_and_reaches_expiry_re
     lines = []
     for _ in range(3):
         result, error = fuzz_model(triton, spec.name, dev, budget_s=20.0)
-        assert error is None and result.verdict == "pass", _described(result.failures)
+        assert passed(result, error), _described(result.failures)
         # The budget ends it inside an example: no "reproduce this failure" hint for a failure that was not.
         assert SEED_HINT not in capsys.readouterr().out
         # Three windows past the share: on CI's two cores under the whole suite one campaign
@@ -227,7 +229,7 @@ def test_a_dev_campaign_steers_onto_every_request_shape_on_live_ids_and_twins_pa
     missed = {flags_goal(f, "live") for f in FLAG_SHAPES} | {"twins live: neighbours, past 2^53"}
     for _ in range(3):
         result, error = fuzz_model(triton, "py_corrid_direct_s4_i2_fp32_csec_u64", dev)
-        assert error is None and result.verdict == "pass", _described(result.failures)
+        assert passed(result, error), _described(result.failures)
         missed = missed - {g.name for g in result.coverage.goals if g.reached}
         if not missed:
             return
@@ -339,7 +341,7 @@ def test_a_dev_campaign_restarts_a_sequence_inside_a_pipelined_run(triton):
     dev = settings(settings.get_profile("dev"), derandomize=False, database=None)
     for _ in range(3):
         result, error = fuzz_model(triton, ONE_SLOT, dev)
-        assert error is None and result.verdict == "pass", _described(result.failures)
+        assert passed(result, error), _described(result.failures)
         if any(g.reached for g in result.coverage.goals if g.name == f"situation: {PIPELINED_RESTART}"):
             return
     pytest.fail("three dev campaigns never restarted a sequence inside a pipelined run")

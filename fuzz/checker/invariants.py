@@ -109,6 +109,24 @@ class InvariantViolation(AssertionError):
         super().__init__(f"[{invariant}] {detail}")
 
 
+class NamedDivergence(InvariantViolation):
+    """A violation the checker recognised, as it saw it, as the known divergence `known_as`
+    (fuzz/checker/divergences.py). A class of its own: Hypothesis tells failures apart by their
+    exception's type and where it was raised, and a shrink of a finding must not slide into it
+    (the campaign keeps the shortest of each apart too: engine.failure_key)."""
+
+    def __init__(self, invariant: str, detail: str, known_as: str):
+        super().__init__(invariant, detail)
+        self.known_as = known_as
+
+
+def failure_key(violation: InvariantViolation) -> str:
+    """What a campaign keeps the first and shortest failures by: the promise, and for a divergence
+    the checker named, its name too."""
+    known_as = getattr(violation, "known_as", "")
+    return f"{violation.invariant} ({known_as})" if known_as else violation.invariant
+
+
 @attrs.frozen
 class Check:
     """One request's verdict, for the step log."""

@@ -7,7 +7,7 @@ and record; they ask here what that means, and nothing outside fuzz/checker/ bui
 """
 from __future__ import annotations
 
-from .invariants import InvariantViolation, not_answered
+from .invariants import InvariantViolation, NamedDivergence, not_answered
 from ..spec import same_sum
 from ..values import Outcome, Request
 
@@ -124,15 +124,15 @@ START_RAN_FIRST = "the START pipelined right behind it on its id ran first"
 OVERTAKES = "start-overtakes-its-ids-end"
 
 
-def start_ran_first(end: Request, start_sum: float, got: Outcome, then) -> InvariantViolation | None:
+def start_ran_first(end: Request, start_sum: float, initial_sum: float, got: Outcome, then) -> InvariantViolation | None:
     """An END whose answer (`got`, a wrong sum) is the sum `start_sum` of the START pipelined right
     behind it on its id (a new sequence) plus the END's own value, `then(sum, value)` adding as the
-    model does:
-    the START ran first, and the model added the END to the new sequence's sum (it keeps its state
-    by CORRID). None where the answer is not that sum: then it is a finding like any wrong sum."""
-    if not got.ok or not same_sum(got.value, then(start_sum, end.value)):
+    model does: the START ran first, and the model added the END to the new sequence's sum (it
+    keeps its state by CORRID). None where the answer is not that sum, or where that sum is also
+    what a state reset before the END gives (a START of 0 from the initial sum: a hoisted reset
+    would answer the same): then it is a finding like any wrong sum."""
+    overtaken = then(start_sum, end.value)
+    if not got.ok or not same_sum(got.value, overtaken) or same_sum(overtaken, then(initial_sum, end.value)):
         return None
-    overtaken = InvariantViolation("sums_match", f"wrong running sum: {START_RAN_FIRST} (its sum {start_sum!r}, "
-                                                 f"plus the END's {end.value!r})")
-    overtaken.known_as = OVERTAKES  # (named as seen: the campaign shrinks it less, engine.RunStats)
-    return overtaken
+    return NamedDivergence("sums_match", f"wrong running sum: {START_RAN_FIRST} (its sum {start_sum!r}, "
+                                         f"plus the END's {end.value!r})", OVERTAKES)

@@ -437,6 +437,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             stats.waits_spent = self._waits_had_their_share(rationed=True)
         self.twin_steps: set = set()  # integer twin steps steering took in this example
         self.crowd_steered = False  # a crowd of this example was steered onto every slot
+        self.behind_end_steered = False  # a run of this example was steered to send a START behind its END
         self.stuck_waits = 0  # waits of every client for windows to free slots (STUCK_WAITS)
         cov = stats.coverage
         keep_rules_on(self, needed_rules(REACHING, cov.reachable, cov.round_seen))
@@ -790,12 +791,15 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         first = self.plan.spec.request(seq_id, self._fit(values.randint(-scale, scale), total), start=start,
                              end=end and k == 1)
         # Its id again: where the run ENDs a sequence of several, a START right behind that END (a
-        # client that keeps one correlation id; steered: once an example, ending the run for it);
-        # else, of a fresh one, one START+END and a START.
-        if k > 1 and not deeper and self.engine.setup.start_behind_its_end_ok and self.plan.spec.capacity > 1 and \
-                f"situation: {START_BEHIND_END}" not in self.engine.stats.coverage.here:
-            again = end = True
-        behind_end = again and end and k > 1 and not deeper and self.engine.setup.start_behind_its_end_ok
+        # client that keeps one correlation id; steered once an example, ending the run for it; not
+        # on an iterative model, whose sequence is its START); else, of a fresh one, one START+END
+        # and a START.
+        behind_ok = k > 1 and not deeper and not self.plan.spec.iterations and self.engine.setup.start_behind_its_end_ok
+        if behind_ok and not self.behind_end_steered and self.plan.spec.capacity > 1:
+            self.behind_end_steered = again = end = True
+        behind_end = again and end and behind_ok
+        if behind_end:
+            restart_at = None  # (its END must not be a START+END)
         if again and start and not behind_end and not deeper and not self.engine.start_end_guard \
                 and not self.engine.start_behind_end_guard:  # one START+END, and its id again
             return self._again_behind_end(client, attrs.evolve(first, end=True), values)
@@ -962,9 +966,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
                     return
                 total = item[2].value
                 sent.append(item)
-            if start_behind and end and i + len(sent) == n:
-                sent += self._start_behind_end(client, seq_id, values, scale)
-            self.engine.check_sent(sent, latency)
+            behind = self._start_behind_end(client, seq_id, values, scale) if start_behind and end and \
+                i + len(sent) == n else []
+            self.engine.check_sent(sent + behind, latency)
+            if behind and isinstance(behind[0][2], Answer):  # let in at once, and answered right
+                self.engine.stats.coverage.situation(START_BEHIND_END)
             if restart_at is not None and i <= restart_at < i + len(sent):  # answered right (else check_sent raised)
                 self.engine.stats.coverage.situation(PIPELINED_RESTART)
             i += len(sent)
@@ -974,15 +980,16 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """A new sequence's START on `seq_id`, sent right behind its END on the client's stream,
         neither waited for: each sequence must keep its own sum, whichever the server runs first (a
         START let into the backlog waits for a slot: collect() checks it). Its item, for check_sent."""
-        start = self.plan.spec.request(seq_id, self._fit(values.randint(-scale, scale), self.plan.spec.initial_sum),
-                                       start=True)
+        # Not 0: a new sequence that starts from the initial sum answers the overtaken END as a
+        # state reset before it would (verdicts.start_ran_first could not tell them apart).
+        value = self._fit(values.randint(-scale, scale), self.plan.spec.initial_sum) or \
+            self._fit(self.plan.as_value(1), self.plan.spec.initial_sum) or self.plan.as_value(-1)
+        start = self.plan.spec.request(seq_id, value, start=True)
         if self.engine.blocked(seq_id) or self._stalls(client, seq_id):
             return []
         item = self.engine.send_nowait(client, start, "a new sequence on its id, right behind its END")
-        if item is None:  # into the backlog, or held back: it runs after the END, in a slot the END frees
-            return []
-        self.engine.stats.coverage.situation(START_BEHIND_END)
-        return [item]
+        # (None: into the backlog, or held back: it runs after the END, in a slot the END frees)
+        return [item] if item is not None else []
 
     def _chunk_size(self, latency: float) -> int:
         """Requests pipelined on one stream before their answers are read: a fraction of the idle

@@ -30,7 +30,8 @@ from ..checker.verdicts import OVERTAKES
 from ..values import Cancelled, EndedOr, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..values import LOST_CONNECTION, UNSETTLED, program_lines
 from ..checker.divergences import accepted, by_key, steered_around
-from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, judged
+from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, failure_key, \
+    judged
 from ..checker.model import (DTYPE_ERROR, KEPT_WINDOWS, LONG_LIFE_S, OLDER_DTYPE_ERROR, Ambiguous, Answer, BatcherModel, Queued,
     Refusal, Window, idle_margins, key_of, refused_for_start, refused_on_enqueue, too_long)
 from ..checker.server_stats import Lenience, Snapshot, Tally, judge
@@ -237,7 +238,7 @@ class Setup:
         """Whether a START may be pipelined right behind an END on its id: not once the campaign
         has taken start-overtakes-its-ids-end as built (what the END answers then depends on how
         the model keeps its state), nor where a START behind a START+END is steered around."""
-        return OVERTAKES not in self.settings.accept and \
+        return not accepted(self.settings.accept, "no_start_behind_its_end") and \
             not self.guarded("start-behind-end-runs-first") and not self.guarded("iterative-start-after-start-end-stalls")
 
     def guarded(self, key: str) -> bool:
@@ -318,6 +319,8 @@ class Engine(CancelSteps, SharedSteps):
         self.as_value, self.lingering_guard = setup.as_value, setup.lingering_guard
         self.start_end_guard = setup.guarded("iterative-start-after-start-end-stalls")
         self.start_behind_end_guard = setup.guarded("start-behind-end-runs-first")
+        # a START that overtook its id's END is a known divergence of this model and build (named as seen)
+        self.overtaking_known = by_key(OVERTAKES).applies(self.spec, getattr(self.server, "version", None))
         self.refusal_guard = setup.guarded("ensemble-step-refusal-unanswered")
         # where the step's refusals go unanswered, guarded or not: the clean-up sends none
         self.refusals_lost = by_key("ensemble-step-refusal-unanswered").applies(
@@ -565,12 +568,13 @@ class Engine(CancelSteps, SharedSteps):
         violation.got = rec.got if rec else getattr(violation, "got", "")
         violation.got += getattr(violation, "after", "")  # what a death came after: the known crash's sign
         violation.expected = rec.expected if rec else getattr(violation, "expected", "")
-        self.stats.first.setdefault(violation.invariant, violation)
-        best = self.stats.shortest.get(violation.invariant)
+        key = failure_key(violation)  # (a divergence the checker named is kept apart from a finding)
+        self.stats.first.setdefault(key, violation)
+        best = self.stats.shortest.get(key)
         # A death keeps the program that was running when it came: every later one (shrinking
         # included) runs against a dead server and fails at once, whatever it sends.
         if best is None or (len(violation.program) < len(best.program) and violation.invariant != "server_alive"):
-            self.stats.shortest[violation.invariant] = violation
+            self.stats.shortest[key] = violation
         tail = getattr(violation, "log_tail", "")
         violation.args = (f"[{violation.invariant}] {violation.detail}{where}\n"
                           f"model {self.spec.describe()}\nTriton {getattr(self.server, 'version', '?')} at "
@@ -733,10 +737,11 @@ class Engine(CancelSteps, SharedSteps):
         if indeterminate:
             check = attrs.evolve(check, expected=f"{check.expected}, or {indeterminate} (indeterminate)",
                                  violation=None)
-        elif check.violation is not None and check.violation.invariant == "sums_match" and req.end and not req.start:
+        elif check.violation is not None and check.violation.invariant == "sums_match" and req.end and not req.start \
+                and kind is Kind.HELD_ANSWER and self.overtaking_known:
             behind = self._start_behind(client, req)
             overtaken = behind and verdicts.start_ran_first(req, self.spec.start_sums(behind.value, behind.end)[-1],
-                                                             got, self.model.then)
+                                                             self.spec.initial_sum, got, self.model.then)
             check = attrs.evolve(check, violation=overtaken or check.violation)
         kind = kind or (Kind.REFILL if context == "refill" else Kind.REQUEST)
         rec = self.record(client=client, action=action, kind=kind,
