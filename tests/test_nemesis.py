@@ -205,9 +205,10 @@ def test_calls_given_up_in_flight_keep_every_promise_but_the_known_crash(tmp_pat
                                        fuzz_settings=FuzzSettings(nemesis={"deadlines"}))
             struck += dict(result.faults).get("deadlines", 0)
             assert result.verdict.startswith(("pass", "expected divergence")), (error, result.failures)
-            if result.failures:
+            died = [f for f in result.failures if f.expected_divergence not in result.accepted]  # (past a race)
+            if died:
                 assert error is None and crash.applies(FAST, server.version), (error, result.failures)
-                assert [f.expected_divergence for f in result.failures] == [crash.key], result.failures
+                assert [f.expected_divergence for f in died] == [crash.key], result.failures
                 return
             if struck >= 3:
                 break
@@ -247,10 +248,12 @@ def test_a_death_steps_after_calls_given_up_is_still_the_known_crash(tmp_path_fa
             if server.calls_given_up:
                 break
             # no call given up, no crash: a pass, and the build's known crash said to be not seen
-            assert error is None and result.verdict.startswith("pass"), (error, result.failures)
+            assert passed(result, error), (error, result.failures)
         assert server.calls_given_up, "the deadlines fault gave no call up in 5 campaigns of 40 examples"
         assert error is None and result.verdict.startswith("expected divergence"), (error, result.failures)
-        [death] = result.failures
+        # (besides a known divergence the campaign met before and fuzzed on past: a START that
+        # overtook its id's END, a race on this CORRID model)
+        [death] = [f for f in result.failures if f.expected_divergence not in result.accepted]
         assert death.expected_divergence == "unary-deadlines-crash"
         # the SIGSEGV sent, or the crash itself first (CI once saw SIGBUS, status -7, before it)
         assert "died with status" in death.detail, death.detail
