@@ -794,8 +794,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # client that keeps one correlation id; steered once an example, ending the run for it; not
         # on an iterative model, whose sequence is its START); else, of a fresh one, one START+END
         # and a START.
-        behind_ok = k > 1 and not deeper and not self.plan.spec.iterations and self.engine.setup.start_behind_its_end_ok
-        if behind_ok and not self.behind_end_steered and self.plan.spec.capacity > 1:
+        behind_ok = k > 1 and not deeper and not self.plan.spec.iterations and self.plan.spec.capacity > 1 and \
+            self.engine.setup.start_behind_its_end_ok
+        if behind_ok and not self.behind_end_steered:
             self.behind_end_steered = again = end = True
         behind_end = again and end and behind_ok
         if behind_end:
@@ -985,7 +986,12 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         value = self._fit(values.randint(-scale, scale), self.plan.spec.initial_sum) or \
             self._fit(self.plan.as_value(1), self.plan.spec.initial_sum) or self.plan.as_value(-1)
         start = self.plan.spec.request(seq_id, value, start=True)
-        if self.engine.blocked(seq_id) or self._stalls(client, seq_id):
+        # Only where a slot besides the END's is free: else the server holds the START in the
+        # backlog until the END has run (nothing to share an execution with), and another model's
+        # Python backend can die as such a START is let in (iterative-beside-backlog-crash: a
+        # clean-clone CI lost its shared server so, beside two one-slot models).
+        self.engine.model.settle(time.monotonic())
+        if self.engine.blocked(seq_id) or self.engine.model.free_slots() < 2:
             return []
         item = self.engine.send_nowait(client, start, "a new sequence on its id, right behind its END")
         # (None: into the backlog, or held back: it runs after the END, in a slot the END frees)
