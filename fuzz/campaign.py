@@ -98,6 +98,12 @@ class ModelResult:
             return "interrupted"
         return "pass, known divergence not seen" if self.unexpected_pass else "pass"
 
+    def beside_the_point(self, failure: "Failure") -> bool:
+        """A known divergence this campaign took as built and fuzzed on past, or a race of the build
+        a correct model may lose now and then (KnownDivergence.race), met in its last phase: no finding."""
+        key = failure.expected_divergence
+        return key is not None and (key in self.accepted or by_key(key).race)
+
     @classmethod
     def from_json(cls, d: dict) -> "ModelResult":
         """Back from to_json (how an xdist worker hands its results to the controller)."""

@@ -15,7 +15,7 @@ from fuzz.harness.server import EmbeddedTriton, ExternalTriton
 from fuzz.spec import ModelSpec
 from modelgen import Variant, slow_variants, write_model
 
-from .passing import beside_the_point, passed
+from .passing import passed
 
 SLOW = slow_variants()[0]  # slot flavour, direct, 4 slots, 100 ms an execution
 FAST = Variant("corrid", "direct", 2, 1, controls=("START", "END", "READY", "CORRID"))
@@ -205,7 +205,7 @@ def test_calls_given_up_in_flight_keep_every_promise_but_the_known_crash(tmp_pat
                                        fuzz_settings=FuzzSettings(nemesis={"deadlines"}))
             struck += dict(result.faults).get("deadlines", 0)
             assert result.verdict.startswith(("pass", "expected divergence")), (error, result.failures)
-            died = [f for f in result.failures if not beside_the_point(f, result)]  # (not a race met on the way)
+            died = [f for f in result.failures if not result.beside_the_point(f)]  # (not a race met on the way)
             if died:
                 assert error is None and crash.applies(FAST, server.version), (error, result.failures)
                 assert [f.expected_divergence for f in died] == [crash.key], result.failures
@@ -253,7 +253,7 @@ def test_a_death_steps_after_calls_given_up_is_still_the_known_crash(tmp_path_fa
         assert error is None and result.verdict.startswith("expected divergence"), (error, result.failures)
         # (besides a known divergence the campaign met before and fuzzed on past: a START that
         # overtook its id's END, a race on this CORRID model)
-        [death] = [f for f in result.failures if not beside_the_point(f, result)]
+        [death] = [f for f in result.failures if not result.beside_the_point(f)]
         assert death.expected_divergence == "unary-deadlines-crash"
         # the SIGSEGV sent, or the crash itself first (CI once saw SIGBUS, status -7, before it)
         assert "died with status" in death.detail, death.detail
