@@ -376,6 +376,10 @@ def test_a_start_overtaking_its_ids_end_is_told_apart_by_what_the_checker_saw_no
     assert start_ran_first(end, 5, 0, Outcome(status="OK", value=2), then) is None  # its own value alone: a finding
     assert start_ran_first(end, 5, 0, Outcome(status="INVALID_ARGUMENT", message="x"), then) is None
     assert start_ran_first(end, 7, 7, Outcome(status="OK", value=9), then) is None  # a START of 0 from 7: a reset's sum
+    # the request before the END, still in flight with it: the START shared its execution, its row first
+    before = start_ran_first(Request("m", 7, 4), 5, 0, Outcome(status="OK", value=9), then)
+    assert isinstance(before, NamedDivergence) and "plus this request's 4" in before.detail
+    assert overtakes.explains(before.invariant, "OUTPUT=9", "OUTPUT=14", before.detail)
     assert not overtakes.explains("sums_match", "OUTPUT=2", "OUTPUT=12", "wrong running sum")
     assert overtakes.as_built and accepted({overtakes.key}, "no_start_behind_its_end") and overtakes.race
     corrid = Variant("corrid", "oldest", 2, 1, "int32", "uint64", FULL)
@@ -385,3 +389,26 @@ def test_a_start_overtaking_its_ids_end_is_told_apart_by_what_the_checker_saw_no
     assert not overtakes.affects(Variant("slot", "direct", 2, 1, "int32", "uint64", FULL))
     assert not overtakes.affects(Variant("implicit", "direct", 2, 1, "int32", "uint64", FULL))
     assert not overtakes.affects(types.SimpleNamespace(corrid_type="UINT64", controls=FULL, chunks=2))
+
+
+def test_the_start_behind_an_end_is_found_from_every_request_of_its_sequence_still_held_with_it():
+    """Engine._start_behind: the START a client pipelined right behind the END of a request's
+    sequence, on its id, is found from the END and from the requests of that sequence sent
+    before it with nothing waited for; not from another id's, not across a restart, not where
+    the START went on another id or none followed."""
+    from fuzz.harness.engine import Engine
+    from fuzz.values import Kind, StepRecord
+
+    def held(*reqs, client=0):
+        return [StepRecord(i, client, "run", r, "stream", kind=Kind.HELD) for i, r in enumerate(reqs)]
+
+    x, end, start = Request("m", 7, 4), Request("m", 7, 1, end=True), Request("m", 7, 3, start=True)
+    engine = types.SimpleNamespace(log=held(Request("m", 7, 2), x, end, start))
+    assert Engine._start_behind(engine, 0, x) == start and Engine._start_behind(engine, 0, end) == start
+    assert Engine._start_behind(engine, 1, x) is None  # another client's stream
+    restart = Request("m", 7, 9, start=True)
+    assert Engine._start_behind(types.SimpleNamespace(log=held(x, restart, end, start)), 0, x) is None
+    other = Request("m", 8, 3, start=True)
+    assert Engine._start_behind(types.SimpleNamespace(log=held(x, end, other)), 0, x) is None
+    assert Engine._start_behind(types.SimpleNamespace(log=held(x, end)), 0, end) is None
+    assert Engine._start_behind(types.SimpleNamespace(log=held(x, Request("m", 8, 1), end, start)), 0, x) is None

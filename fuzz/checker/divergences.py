@@ -443,17 +443,20 @@ KNOWN = KNOWN + (
         "correlation id for sequence after sequence) may run before that END: the END forgets the id as "
         "it is enqueued, and the START takes another slot. Under the oldest strategy its execution can "
         "come first; under direct both can run in one execution, the START's row first where it took a "
-        "lower slot. Each sequence keeps its own slot and order, so a model that keeps its state by slot "
-        "(or Triton's implicit state) never shows it, but one that keeps it by CORRID adds the END to the "
-        "new sequence's sum and ends that one instead. Whether the server must keep one id's sequences "
+        "lower slot; and on a loaded server the START can share an execution with the request sent before "
+        "that END, its row first. Each sequence keeps its own slot and order, so a model that keeps its state by slot "
+        "(or Triton's implicit state) never shows it, but one that keeps it by CORRID adds the overtaken "
+        "requests (the END, and any before it) to the new sequence's sum and ends that one instead. Whether the server must keep one id's sequences "
         "in order is arguable (each keeps its own); the fuzzer reports it as this divergence where the "
-        "END's answer is the new START's sum plus the END's value, and from then on pipelines no START "
-        "behind an END on its id in that campaign. An END answered any other sum is a finding (a reset "
+        "first wrong answer, the END's or one pipelined before it and still in flight, is the new START's sum "
+        "plus that request's value, and from then on pipelines no START "
+        "behind an END on its id in that campaign. Any other wrong sum is a finding (a reset "
         "hoisted before the execution's rows answers the END's value alone). Seen on 2.51 on modelgen's "
         "CORRID models (the same reordering as start-behind-end-runs-first, met behind a sequence of "
         "several requests); not tried on other builds.",
         versions=("2.51.0",),
-        symptom="an END answered the sum of the START pipelined right behind it on its id plus its own value",
+        symptom="an END, or a request pipelined before it, answered the sum of the START pipelined right behind "
+                "that END on its id plus its own value",
         affects=_may_key_by_corrid, invariant="sums_match", details=(START_RAN_FIRST,), race=True,
         as_built="no_start_behind_its_end"),
 )

@@ -120,19 +120,23 @@ def in_no_order(base: float, values: list, got: list) -> InvariantViolation:
 
 
 # What verdicts.start_ran_first says, and the known divergence that names it (fuzz/checker/divergences.py).
-START_RAN_FIRST = "the START pipelined right behind it on its id ran first"
+START_RAN_FIRST = "the START pipelined right behind its sequence's END on its id ran first"
 OVERTAKES = "start-overtakes-its-ids-end"
 
 
-def start_ran_first(end: Request, start_sum: float, initial_sum: float, got: Outcome, then) -> InvariantViolation | None:
-    """An END whose answer (`got`, a wrong sum) is the sum `start_sum` of the START pipelined right
-    behind it on its id (a new sequence) plus the END's own value, `then(sum, value)` adding as the
-    model does: the START ran first, and the model added the END to the new sequence's sum (it
-    keeps its state by CORRID). None where the answer is not that sum, or where that sum is also
-    what a state reset before the END gives (a START of 0 from the initial sum: a hoisted reset
-    would answer the same): then it is a finding like any wrong sum."""
-    overtaken = then(start_sum, end.value)
-    if not got.ok or not same_sum(got.value, overtaken) or same_sum(overtaken, then(initial_sum, end.value)):
+def start_ran_first(req: Request, start_sum: float, initial_sum: float, got: Outcome, then) -> InvariantViolation | None:
+    """A request of a running sequence (its END, or one pipelined before the END and still in
+    flight with it) whose answer (`got`, a wrong sum) is the sum `start_sum` of the START pipelined
+    right behind that END on its id (a new sequence) plus the request's own value, `then(sum,
+    value)` adding as the model does: the START ran first (before the END, or in one execution
+    with the request before it, its row first), and the model added the old sequence's request
+    to the new sequence's sum (it keeps its state by CORRID). None where the answer is not that
+    sum, or where that sum is also what a state reset before the request gives (a START of 0 from
+    the initial sum: a hoisted reset would answer the same): then it is a finding like any wrong
+    sum."""
+    overtaken = then(start_sum, req.value)
+    if not got.ok or not same_sum(got.value, overtaken) or same_sum(overtaken, then(initial_sum, req.value)):
         return None
+    whose = "the END's" if req.end else "this request's"
     return NamedDivergence("sums_match", f"wrong running sum: {START_RAN_FIRST} (its sum {start_sum!r}, "
-                                         f"plus the END's {end.value!r})", OVERTAKES)
+                                         f"plus {whose} {req.value!r})", OVERTAKES)

@@ -737,7 +737,7 @@ class Engine(CancelSteps, SharedSteps):
         if indeterminate:
             check = attrs.evolve(check, expected=f"{check.expected}, or {indeterminate} (indeterminate)",
                                  violation=None)
-        elif check.violation is not None and check.violation.invariant == "sums_match" and req.end and not req.start \
+        elif check.violation is not None and check.violation.invariant == "sums_match" and not req.start \
                 and kind is Kind.HELD_ANSWER and self.overtaking_known:
             behind = self._start_behind(client, req)
             overtaken = behind and verdicts.start_ran_first(req, self.spec.start_sums(behind.value, behind.end)[-1],
@@ -753,13 +753,19 @@ class Engine(CancelSteps, SharedSteps):
         if check.violation:
             self.fail(check.violation, rec, lost=got.status in LOST_CONNECTION)
 
-    def _start_behind(self, client: int, end: Request) -> Request | None:
-        """The START the client sent right behind `end` on its stream, on its id, neither waited
-        for (the next of the client's HELD steps after the END's), else None."""
-        held = [s for s in self.log if s.kind is Kind.HELD and s.client == client]
-        at = next((i for i in range(len(held) - 1, -1, -1) if held[i].request == end), None)
-        behind = held[at + 1].request if at is not None and at + 1 < len(held) else None
-        return behind if behind is not None and behind.start and behind.seq_id == end.seq_id else None
+    def _start_behind(self, client: int, req: Request) -> Request | None:
+        """The START the client sent on its stream right behind the END of `req`'s sequence, on its
+        id, none of them waited for: the client's HELD steps from `req` on are its sequence's (no
+        other START) up to that END, then that START. Else None."""
+        held = [s.request for s in self.log if s.kind is Kind.HELD and s.client == client]
+        at = next((i for i in range(len(held) - 1, -1, -1) if held[i] == req), None)
+        for i in range(at if at is not None else len(held), len(held)):
+            if held[i].seq_id != req.seq_id or (i > at and held[i].start):
+                return None
+            if held[i].end:
+                behind = held[i + 1] if i + 1 < len(held) else None
+                return behind if behind is not None and behind.start and behind.seq_id == req.seq_id else None
+        return None
 
     def answer_bound(self) -> float:
         """How long a request that must be answered at once is waited for before it is a hang:
