@@ -603,6 +603,43 @@ def test_an_end_in_each_row_of_a_full_execution_is_a_goal_where_the_model_says_e
     assert [g for g in cover.reached if "END in row" in g] == [f"situation: {end_in_row(2)}"]
 
 
+def test_padding_rows_before_and_between_live_rows_are_goals_under_direct_where_the_model_says_its_rows():
+    """Under direct a slot with nothing to run is a padding row: a live row past the execution's
+    live count had one before it (one answer shows it); a pad between two live rows shows once
+    every live row of the execution answered, their rows spanning more than their count. Goals
+    only under direct, where the model says its rows (and, for the hole, its executions)."""
+    from fuzz.generator.coverage import PAD_BEFORE_LIVE, PAD_BETWEEN_LIVE
+
+    before, between = f"situation: {PAD_BEFORE_LIVE}", f"situation: {PAD_BETWEEN_LIVE}"
+    said = spec(says_live_rows=True, says_row=True, says_execution=True)
+    goals = goals_for(said, strings=False, expiry=True)
+    assert before in goals and between in goals
+    assert between not in goals_for(spec(says_live_rows=True, says_row=True), strings=False, expiry=True)
+    assert before not in goals_for(spec(says_live_rows=True, says_row=True, says_execution=True, strategy="oldest"),
+                                   strings=False, expiry=True)
+    assert before not in goals_for(spec(says_live_rows=True), strings=False, expiry=True)
+    two = goals_for(spec(says_live_rows=True, says_row=True, says_execution=True, slots_per_instance=2),
+                    strings=False, expiry=True)
+    assert before in two and between not in two
+    cover = Coverage(*INT32)
+    cover.rows_said(2, start=False, row=1)  # rows 0 and 1 live
+    cover.rows_said(1, start=False, row=0)
+    assert before not in cover.reached
+    cover.rows_said(1, start=False, row=1)  # row 0 a pad
+    assert before in cover.reached
+    cover.ran_in(5, "a", "no flag", 0, 2)
+    cover.ran_in(6, "c", "no flag", 2, 2)  # another execution's
+    cover.ran_in(7, "a", "no flag", 0, 3)
+    cover.ran_in(7, "b", "no flag", 2, 3)  # row 1 not answered yet
+    assert between not in cover.reached
+    cover.ran_in(7, "c", "no flag", 1, 3)  # rows 0-2, all live
+    cover.ran_in(8, "d", "no flag", 1, 2)
+    cover.ran_in(8, "e", "no flag", 2, 2)  # rows 1 and 2: the pad before them, none between
+    assert between not in cover.reached
+    cover.ran_in(5, "c", "no flag", 2, 2)  # rows 0 and 2: row 1 a pad between them
+    assert between in cover.reached
+
+
 def test_flags_together_are_what_one_execution_answered_for_two_sequences():
     """Answers with one execution serial ran together: each pair of sequences in it reaches the
     goal of their two flag shapes; a sequence beside itself, or answers of other executions, none."""

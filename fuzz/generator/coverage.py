@@ -98,6 +98,13 @@ CANCELLED_BESIDE = "cancelled beside a live row"
 # one, swept up by the cancel, on each transport the witness takes (cancel_pipelined): each
 # transport carries the error of a swept request its own way.
 CANCELLED_QUEUED = "cancelled in the backlog"
+# Under the direct strategy an execution has a row per slot up to its last live one, and a slot
+# with nothing to run (free, or its sequence silent) is a padding row (READY 0): a padding row
+# before a live row, and one between two live rows (a hole), where the model says each request's
+# row and its execution's live rows. A model that gathers or scatters per row, or counts live rows
+# as positions, meets a padding row first there (a slot's row is not its rank among the live).
+PAD_BEFORE_LIVE = "padding row before a live row"
+PAD_BETWEEN_LIVE = "padding row between live rows"
 CANCELLED_ID_AGAIN = "cancelled id sent to again"
 
 
@@ -201,6 +208,17 @@ def full_rows(spec) -> int:
     return rows if spec.says_live_rows and rows > 1 else 0
 
 
+def padding_goals(spec) -> list:
+    """The padding-row situations a model can show: under the direct strategy, where it says
+    each request's row and its execution's live rows, a pad before a live row (two rows or more
+    to an execution) and, where it says which execution answered too, a pad between live rows
+    (three or more)."""
+    if getattr(spec, "strategy", None) != "direct" or not (spec.says_row and spec.says_live_rows):
+        return []
+    rows = live_row_goals(spec)
+    return ([PAD_BEFORE_LIVE] if rows >= 2 else []) + ([PAD_BETWEEN_LIVE] if rows >= 3 and spec.says_execution else [])
+
+
 def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statistics: bool = True,
               cancels: bool = False, gives_up: bool = False, witness_vias: tuple = (),
               cancels_queued: bool = False, again: bool = False, behind_end: bool = False) -> tuple:
@@ -247,6 +265,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
         situations += [CANCELLED_QUEUED] + ([CANCELLED_ID_AGAIN] if again else [])
     beside = gives_up and spec.says_execution and spec.says_live_rows and live_row_goals(spec) >= 2
     situations += [CANCELLED_BESIDE] if beside else []
+    situations += padding_goals(spec)
     goals += together_goals(spec)
     # an iterative sequence ends itself: none is left to idle out, or kept going
     # (a quiet model stops every client for most of a window: not where a window is too long to wait)
@@ -365,15 +384,22 @@ class Coverage:
                     self.situation(goal)
             if end and row is not None and 0 <= row < self.full_rows:
                 self.situation(end_in_row(row))
+        if row is not None and row >= rows > 0:  # fewer live rows than rows up to this one
+            self.situation(PAD_BEFORE_LIVE)
 
-    def ran_in(self, execution: int, key, shape: str) -> None:
+    def ran_in(self, execution: int, key, shape: str, row: int | None = None, live: int | None = None) -> None:
         """A request of sequence `key`, of flag shape `shape`, was answered by the execution with
-        this serial: with each other sequence's request answered by it, a flag pair together."""
+        this serial: with each other sequence's request answered by it, a flag pair together;
+        once every one of its `live` rows answered, each saying its `row`, whether a padding row
+        lay between two of them."""
         rows = self.executions.setdefault(execution, [])
-        for other, their in rows:
+        for other, their, _ in rows:
             if other != key:
                 self.hit(together_goal(shape, their))
-        rows.append((key, shape))
+        rows.append((key, shape, row))
+        said = [r for _, _, r in rows if r is not None]
+        if live and len(said) == len(rows) == live and max(said) - min(said) + 1 > live:
+            self.situation(PAD_BETWEEN_LIVE)
         while len(self.executions) > RECENT_EXECUTIONS:
             del self.executions[next(iter(self.executions))]
 

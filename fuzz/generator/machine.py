@@ -1688,7 +1688,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             self.engine.stats.coverage.situation("admitted")
 
     @when(lambda plan: not plan.spec.iterations)  # an iterative model's sequences are single STARTs (burst)
-    @reaches("flags together: ", "live rows >= ", "situation: restart in a full execution", "situation: END in")
+    @reaches("flags together: ", "live rows >= ", "situation: restart in a full execution", "situation: END in",
+             "situation: padding row")
     @rule(data=st.data())
     def crowd(self, data):
         """Several sequences at once (live ones, or fresh STARTs where slots are free, up to

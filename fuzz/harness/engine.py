@@ -536,7 +536,7 @@ class Engine(CancelSteps, SharedSteps):
             cover.started_beside(req.seq_id, [s.key[1] for s in self.model.running if s.key != key_of(req.seq_id)],
                                  self.spec.id_bits)
         if got is not None and got.ok and got.execution is not None and req is not None:
-            cover.ran_in(got.execution, key_of(req.seq_id), flag_shape(req.start, req.end))
+            cover.ran_in(got.execution, key_of(req.seq_id), flag_shape(req.start, req.end), got.row, got.live_rows)
         if got is not None and got.live_rows:  # the model's own count, exact where statistics guess
             cover.rows_said(got.live_rows, self.discarding.pop(id(req), None) is not None, req is not None and req.end,
                             got.row)
