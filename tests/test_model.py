@@ -876,16 +876,16 @@ def test_a_shared_request_refused_an_idle_timeout_after_the_others_went_is_indet
     import time
     from types import SimpleNamespace
 
-    from fuzz.harness.sharing import Shared, SharedSteps
+    from fuzz.harness.sharing import Shared, Sharing
     from fuzz.values import Outcome
 
     def judged(ago, first=Outcome(4), message=START_ERROR.format(id=7, model=M), latency=0.0):
         model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
-        engine = SimpleNamespace(spec=model.spec, model=model)
+        sharing = SimpleNamespace(engine=SimpleNamespace(spec=model.spec, model=model))
         at = time.monotonic() - ago
         shared = Shared(3, sent=[(0, R(7, 1), None, "stream"), (1, R(7, 2), None, "stream")], times=[at, at])
         refused = Outcome(status="INVALID_ARGUMENT", message=message, latency_s=latency)
-        return shared, SharedSteps._refused_after_expiry(engine, shared, [first, refused])
+        return shared, Sharing._refused_after_expiry(sharing, shared, [first, refused])
     assert judged(0.05)[1] is None  # answered at once: it was refused while its sequence ran
     shared, opens = judged(IDLE)
     assert opens == pytest.approx(shared.sent_at + IDLE - MARGIN)

@@ -56,7 +56,7 @@ def test_requests_of_one_sequence_sent_at_once_keep_an_order(triton, tmp_path):
         e = Engine(Setup.of(triton, spec), salt=30_000 + attempt + time.monotonic_ns() % 10_000)
         seq_id = e.salt * 2**40
         e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
-        if e.send_at_once([(c, spec.request(seq_id, float(2**c)), vias[c - 1]) for c in range(1, 4)], "at once"):
+        if e.sharing.send_at_once([(c, spec.request(seq_id, float(2**c)), vias[c - 1]) for c in range(1, 4)], "at once"):
             break
         e.finish()
     else:
@@ -86,7 +86,7 @@ def test_a_shrunk_program_whose_shared_requests_no_longer_fit_is_a_drift(triton)
     e = Engine(Setup.of(triton, spec), salt=40_000 + time.monotonic_ns() % 10_000)
     seq_id = e.salt * 2**40
     e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
-    assert e.send_at_once([(c, spec.request(seq_id, 2.0), "stream") for c in (1, 2)], "at once")
+    assert e.sharing.send_at_once([(c, spec.request(seq_id, 2.0), "stream") for c in (1, 2)], "at once")
     e.finish()
     steps = [s for s in e.log if s.action != "end (teardown)"]
     first = next(i for i, s in enumerate(steps) if s.kind is Kind.SHARED)
@@ -102,13 +102,13 @@ def started_then_shared(triton, salt):
     seq_id = e.salt * 2**40
     e.send(0, spec.request(seq_id, 1.0, start=True), "stream", "start")
     for c in (1, 2):
-        assert e.send_shared(c, spec.request(seq_id, 2.0), "at once")
+        assert e.sharing.send(c, spec.request(seq_id, 2.0), "at once")
     return e, spec, seq_id
 
 
 def answered_instead(e, outcomes):
     """Puts `outcomes` in place of what the server answered the shared requests, in order."""
-    for (_, _, box, _), outcome in zip(e.shared.sent, outcomes, strict=True):
+    for (_, _, box, _), outcome in zip(e.sharing.shared.sent, outcomes, strict=True):
         box.get(timeout=5)
         box.put(outcome)
 
@@ -118,7 +118,7 @@ def test_answers_in_no_order_break_order_kept(triton):
     e, spec, seq_id = started_then_shared(triton, 40_000)
     answered_instead(e, [Outcome(value=3.0)] * 2)  # what a server that ran both on the old sum would say
     with pytest.raises(InvariantViolation) as raised:
-        e.check_shared("answer")
+        e.sharing.check("answer")
     e.failed = True
     e.finish()
     assert raised.value.invariant == "order_kept"
@@ -139,14 +139,14 @@ def test_requests_sent_at_once_all_refused_after_the_window_opened_are_indetermi
     start_error = Outcome(status="INVALID_ARGUMENT", message=batcher_error(spec, START_ERROR, id=seq_id))
     answered_instead(e, [start_error if n < refused else Outcome(value=3.0) for n in range(2)])  # as if reaped
     if late:
-        e.shared.at_risk_from = time.monotonic() - 0.01
+        e.sharing.shared.at_risk_from = time.monotonic() - 0.01
     try:
         if fails:
             with pytest.raises(InvariantViolation) as raised:
-                e.check_shared("answer")
+                e.sharing.check("answer")
             assert raised.value.invariant == "valid_is_accepted"
         else:
-            e.check_shared("answer")
+            e.sharing.check("answer")
             assert not e.model.is_live(key_of(seq_id))
             assert "indeterminate" in e.log[-1].expected and e.log[-1].expect is None
     finally:

@@ -1484,7 +1484,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         idle = self.engine.idle_clients()[:size]
         who = [(c, "stream") for c in idle] + [(self.engine.teardown_client, "grpc")] * (size - len(idle))
         reqs = [(c, self.plan.spec.request(key[1], self._small(v)), via) for (c, via), v in zip(who, values)]
-        if not self.engine.send_at_once(reqs, "next request of one sequence, from several clients at once"):
+        if not self.engine.sharing.send_at_once(reqs, "next request of one sequence, from several clients at once"):
             self._skip("share sequence: the sequence is not answered at once")
 
     @rule(data=st.data())

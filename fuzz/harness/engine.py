@@ -19,7 +19,7 @@ from hypothesis.errors import HypothesisException
 from .. import nemesis
 from . import server as server_module
 from .cancelling import CancelSteps
-from .sharing import SharedSteps
+from .sharing import Sharing
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
 from ..generator.coverage import CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, EXPIRY_REUSE, KEPT_ALIVE, LONG_LIFE, QUIET, REUSED_AT_ONCE, Coverage, flag_shape, full_rows, live_row_goals
@@ -308,7 +308,7 @@ def ran_beside_given_up(got: list, spared: list) -> bool:
                for o, keep in zip(got, spared))
 
 
-class Engine(CancelSteps, SharedSteps):
+class Engine(CancelSteps):
     """One example: sends what a driver asks for, checks every answer against the reference
     model, and logs each step. `finish()` drains and checks what is left, then cleans up."""
 
@@ -339,6 +339,7 @@ class Engine(CancelSteps, SharedSteps):
         self.pending: dict[int, Pending] = {}
         self.parked: dict[int, Parked] = {}
         self.draining = False  # the example is over: its teardown sends what is parked and ends what is live
+        self.sharing = Sharing(self)  # requests of one sequence sent at once (share_sequence)
         self.held: dict = {}  # a replay's HELD requests, by client in the order sent, until their answer's step
         self.hooked = False  # a full_batch fault left the server running with its scheduler hooks
         self.silenced: set = set()  # sequences left to expire: no client sends on them
@@ -1400,8 +1401,8 @@ class Engine(CancelSteps, SharedSteps):
         """Sends what is parked, ends every live sequence (which lets the backlog in) once no
         request is held on it, checks every answer, and checks the server's statistics
         against the successful requests."""
-        if self.shared is not None:  # a shortened program sent requests at once and not their answers' step
-            self.check_shared("answer to the requests sent at once")
+        if self.sharing.shared is not None:  # a shortened program sent requests at once and not their answers' step
+            self.sharing.check("answer to the requests sent at once")
         self.draining = True
         window = self.spec.idle_s + self.margin + self.late
         kept = sum(1 for p in self.parked.values() if p.then is not None)  # each goes on for KEPT_WINDOWS more

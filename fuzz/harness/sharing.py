@@ -1,4 +1,4 @@
-"""One sequence from several connections at once (the engine's share_sequence steps).
+"""One sequence from several connections at once (the engine's share_sequence steps, its Sharing).
 
 Several clients send the next request of one live sequence at the same moment, each on its own
 connection (its stream, or unary gRPC). Which arrives first is the server's choice, so no single answer is determined; but the
@@ -45,63 +45,66 @@ def possible(base: float, values: list, i: int, then=operator.add) -> tuple:
     return tuple(sorted({then(s, values[i]) for s in sums_of_some(base, values[:i] + values[i + 1:], then)}))
 
 
-class SharedSteps:
-    """Mixed into Engine: it uses its model, streams, log and checks."""
+class Sharing:
+    """The engine's requests of one sequence sent at once (share_sequence): the group in flight,
+    sent and checked through the engine it was made for (its model, clients, log and checks)."""
 
-    shared: Shared | None = None
+    def __init__(self, engine):
+        self.engine = engine
+        self.shared: Shared | None = None  # the group sent and not yet checked
 
-    def send_shared(self, client: int, req: Request, action: str, via: str = "stream") -> bool:
+    def send(self, client: int, req: Request, action: str, via: str = "stream") -> bool:
         """Sends the next request of a live sequence on the client's stream (or on unary gRPC, a
         connection of its own), not waiting: one of several sent at once. False, sending nothing,
         if the model would not answer it at once (its sequence gone, or at its idle timeout; for
         one after the first, a starved machine took that long since the first went)."""
-        exp = self.expect(req, time.monotonic())  # as if in the order sent; the sum is the same
+        exp = self.engine.expect(req, time.monotonic())  # as if in the order sent; the sum is the same
         if not isinstance(exp, Answer):
             return False
         if self.shared is None:
             self.shared = Shared(exp.value - req.value, at_risk_from=exp.at_risk_from)
-        self.going_out(req)
+        self.engine.going_out(req)
         self.shared.times.append(time.monotonic())
-        box = self.streams[client].send(req) if via == "stream" else self.grpc.send(req)
+        box = self.engine.streams[client].send(req) if via == "stream" else self.engine.grpc.send(req)
         self.shared.sent.append((client, req, box, via))
-        self.record(client=client, action=action, kind=Kind.SHARED, request=req, via=via,
+        self.engine.record(client=client, action=action, kind=Kind.SHARED, request=req, via=via,
                     expected="(checked with the others below)", got="(in flight)")
         return True
 
-    def check_shared(self, action: str) -> None:
+    def check(self, action: str) -> None:
         """Their answers: each a running sum of one arrival order of them all."""
         g, self.shared = self.shared, None
-        got = [StreamClient.wait(box, self.answer_bound()) for _, _, box, _ in g.sent]
+        got = [StreamClient.wait(box, self.engine.answer_bound()) for _, _, box, _ in g.sent]
         values = [req.value for _, req, _, _ in g.sent]
         for o in got:
-            self.tally.saw(o)
+            self.engine.tally.saw(o)
         key = key_of(g.sent[0][1].seq_id)
         late = self._refused_after_expiry(g, got)
         recs = []
         for i, ((client, req, _, via), outcome) in enumerate(zip(g.sent, got)):
-            sums = possible(g.base, values, i, self.model.then)
+            sums = possible(g.base, values, i, self.engine.model.then)
             expected = "a running sum in some arrival order: " + " or ".join(map(repr, sums))
-            recs.append(self.record(client=client, action=f"{action} ({i + 1} of {len(g.sent)})",
+            recs.append(self.engine.record(client=client, action=f"{action} ({i + 1} of {len(g.sent)})",
                                     kind=Kind.SHARED_ANSWER, request=req, via=via,
                                     expected=expected + (", or refused: it may have arrived after the "
                                                          "sequence's idle timeout (indeterminate)" if late is not None else ""),
                                     got=outcome.describe(), expect=None if late is not None else AnyOrder(sums), outcome=outcome))
         if late is not None:
-            self.model.reaped_first(key, time.monotonic(), since=late)
-            self.stats.ambiguous_waits += 1
+            self.engine.model.reaped_first(key, time.monotonic(), since=late)
+            self.engine.stats.ambiguous_waits += 1
             event("share sequence: refused after their idle window opened (indeterminate)")
             return
         broken = self._unexplained(key, g, got) if all(o.ok for o in got) else None
         if all(o.ok for o in got) and broken is None:
-            self.model.answered(key, time.monotonic())
-            in_order = list(itertools.accumulate(values, self.model.then, initial=g.base))[1:] == \
+            self.engine.model.answered(key, time.monotonic())
+            in_order = list(itertools.accumulate(values, self.engine.model.then, initial=g.base))[1:] == \
                 [o.value for o in got]
             event(f"share sequence: {len(g.sent)} requests, " + ("in the order sent" if in_order else "another order"))
             return
         if broken is not None and broken.step not in {r.index for r in recs}:
-            self.fail_unexplained(broken)  # an answer before them no order explains (the reference took it)
+            self.engine.fail_unexplained(broken)  # an answer before them no order explains (the reference took it)
             return
-        self.fail(verdicts.in_no_order(g.base, values, got), recs[-1])
+        self.engine.fail(verdicts.in_no_order(g.base, values, got), recs[-1])
 
     def _unexplained(self, key, g: Shared, got: list[Outcome]) -> linearize.Verdict | None:
         """The history checker's verdict on the sequence `key` (the example's history from the
@@ -109,16 +112,16 @@ class SharedSteps:
         does. Where it cannot tell (its search ran out of budget: deep cancelled queues on the
         key, each of whose requests may have run at any later time), their answers must still be
         the running sums of one order from the sum the reference model holds."""
-        first = next(i for i, s in enumerate(self.log) if s.request is not None and key_of(s.request.seq_id) == key)
-        found = linearize.judge(history_of(self.log[first:]), self.spec, carries_state=self.model.carries_state, only=key)
+        first = next(i for i, s in enumerate(self.engine.log) if s.request is not None and key_of(s.request.seq_id) == key)
+        found = linearize.judge(history_of(self.engine.log[first:]), self.engine.spec, carries_state=self.engine.model.carries_state, only=key)
         verdict = found[0] if found else None
         if verdict is None or verdict.verdict == "kept":
             return None
         if verdict.verdict == "broken":
             return verdict
-        if linearize.in_some_order(self.spec, g.base, [req for _, req, _, _ in g.sent], got, self.model.carries_state):
+        if linearize.in_some_order(self.engine.spec, g.base, [req for _, req, _, _ in g.sent], got, self.engine.model.carries_state):
             return None
-        last = self.log[-1]
+        last = self.engine.log[-1]
         return linearize.Verdict(key, "broken", "order_kept", last.index, last.outcome.describe())
 
     def _refused_after_expiry(self, g: Shared, got: list[Outcome]) -> float | None:
@@ -132,17 +135,17 @@ class SharedSteps:
         of an order of their own. A refusal that came before the window could open stands, however
         long the others took to be waited for. Timing decides nothing: indeterminate."""
         sent = [(req, o) for (_, req, _, _), o in zip(g.sent, got)]
-        if all(o.ok for _, o in sent) or not all(o.ok or refused_for_start(self.spec, o, req.seq_id) for req, o in sent):
+        if all(o.ok for _, o in sent) or not all(o.ok or refused_for_start(self.engine.spec, o, req.seq_id) for req, o in sent):
             return None
         answered = [(req, o) for req, o in sent if o.ok]
-        opens = g.sent_at + self.spec.idle_s - self.model.margin if answered else g.at_risk_from
+        opens = g.sent_at + self.engine.spec.idle_s - self.engine.model.margin if answered else g.at_risk_from
         # When the first refusal came: its send and its latency (a stream's is taken as it comes;
         # a unary call's when waited for, later), else now.
         came = min(at + o.latency_s if o.latency_s else time.monotonic()
                    for (_, o), at in zip(sent, g.times) if not o.ok)
         if came < opens:
             return None
-        if answered and not linearize.in_some_order(self.spec, g.base, *zip(*answered), self.model.carries_state):
+        if answered and not linearize.in_some_order(self.engine.spec, g.base, *zip(*answered), self.engine.model.carries_state):
             return None
         return opens
 
@@ -152,12 +155,12 @@ class SharedSteps:
         machine, seen at ten-fold oversubscription), the rest are not either, and those that went
         are checked together. False if none went."""
         for client, req, via in reqs:
-            if not self.send_shared(client, req, action, via):
+            if not self.send(client, req, action, via):
                 if self.shared is None:
                     return False
                 event("share sequence: its idle window opened before all went; the rest not sent")
                 break
-        self.check_shared(f"answer to {action}")
+        self.check(f"answer to {action}")
         return True
 
 
@@ -166,14 +169,14 @@ class SharedSteps:
 @replays(Kind.SHARED)
 def _replay_shared(engine, step, spec, settings) -> None:
     engine.collect()
-    if not engine.send_shared(step.client, step.request, step.action, step.via):
+    if not engine.sharing.send(step.client, step.request, step.action, step.via):
         raise drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
 
 
 @replays(Kind.SHARED_ANSWER)
 def _replay_shared_answer(engine, step, spec, settings) -> None:
-    if engine.shared is not None:  # the first answer's step checks them all
-        engine.check_shared(step.action.rsplit(" (", 1)[0])
+    if engine.sharing.shared is not None:  # the first answer's step checks them all
+        engine.sharing.check(step.action.rsplit(" (", 1)[0])
 
 
 # Playing them in the standalone reproducer (copied there: `p` is its Player, `step` a dict).
