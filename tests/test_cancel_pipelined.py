@@ -12,7 +12,7 @@ import pytest
 
 from fuzz import corpus
 from fuzz.corpus import _step_from_json, _step_to_json
-from fuzz.harness.cancelling import LateCancel
+from fuzz.harness.cancelling import Cancelling, LateCancel
 from fuzz.harness.engine import Engine, FuzzSettings, Setup
 from fuzz.checker.invariants import InvariantViolation
 from fuzz.checker.divergences import known_for
@@ -52,7 +52,7 @@ def _engine(server, model):
 def _cancel(engine, seq_id):
     spec = engine.spec
     assert engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start").value == 1
-    assert engine.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc")
+    assert engine.cancels.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc")
 
 
 @pytest.mark.parametrize("model", [DIRECT, OLDEST])
@@ -90,7 +90,7 @@ def test_a_witness_on_a_stream_of_its_own_loses_its_error_and_the_fuzzer_says_so
     seq_id = 7_500 + engine.salt
     assert engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start").value == 1
     with pytest.raises(InvariantViolation) as raised:
-        engine.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc", "stream")
+        engine.cancels.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc", "stream")
     engine.failed = True
     engine.finish()
     assert raised.value.invariant == "answers_well_formed" and "no OUTPUT in response" in str(raised.value)
@@ -157,14 +157,14 @@ def test_a_cancel_that_comes_after_the_requests_ran_leaves_the_sequence_going_on
     engine = _engine(slow_triton, DIRECT)
     spec, seq_id = engine.spec, 8_000 + engine.salt
     engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start")
-    assert engine.send_aside(0, spec.request(seq_id, 2), "first")
-    engine.send_behind(0, spec.request(seq_id, 4), "behind")
-    engine.send_aside(0, spec.request(seq_id, 8), "witness")
+    assert engine.cancels.send_aside(0, spec.request(seq_id, 2), "first")
+    engine.cancels.send_behind(0, spec.request(seq_id, 4), "behind")
+    engine.cancels.send_aside(0, spec.request(seq_id, 8), "witness")
     time.sleep(0.6)  # all three ran
-    engine.cancel_stream(0, "cancel")
-    engine.check_aside(0, "answer")
-    engine.check_aside(0, "answer")
-    engine.after_cancel(0, spec.request(seq_id, 16), "grpc", "after")
+    engine.cancels.cancel_stream(0, "cancel")
+    engine.cancels.check_aside(0, "answer")
+    engine.cancels.check_aside(0, "answer")
+    engine.cancels.after_cancel(0, spec.request(seq_id, 16), "grpc", "after")
     assert engine.log[-2].outcome.value == 15 and engine.log[-1].outcome.value == 31
     assert engine.model.total(("u", seq_id)) == 31
     engine.finish()
@@ -179,7 +179,7 @@ def test_a_cancel_that_finds_the_request_running_leaves_the_sequence_going_on(sl
     engine = _engine(slow_triton, DIRECT)
     spec, seq_id = engine.spec, 8_500 + engine.salt
     engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start")
-    assert engine.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc",
+    assert engine.cancels.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc",
                                       late=LateCancel(of_latency=0.25))
     steps = engine.log[:6]
     assert [s.kind for s in steps[1:]] == [Kind.ASIDE, Kind.BEHIND, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER,
@@ -239,9 +239,9 @@ def test_a_sequence_at_its_idle_window_before_the_one_behind_goes_ends_the_group
     engine = Engine(Setup.of(slow_triton, spec, FuzzSettings(wire_s=2.4)), salt=time.monotonic_ns() % 2**20 + 1)
     seq_id = 7_400 + engine.salt
     assert engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start").value == 1
-    assert engine.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc")
+    assert engine.cancels.pipeline_and_cancel(0, *(spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc")
     assert [s.kind for s in engine.log[1:]] == [Kind.ASIDE, Kind.ASIDE_ANSWER]
-    assert engine.log[2].outcome.value == 3 and engine.group is None and not engine.failed
+    assert engine.log[2].outcome.value == 3 and engine.cancels.group is None and not engine.failed
     engine.finish()
     assert not engine.failed
 
@@ -251,20 +251,20 @@ def test_a_sequence_at_its_idle_window_before_the_witness_goes_is_judged_without
     two cores; it was a 'generator error', and the drain of the half-done group a false
     stats_agree): no witness is sent, the stream is cancelled, and the next request is held to
     every sum the group leaves possible, or to the sequence's end."""
-    send_behind = Engine.send_behind
+    send_behind = Cancelling.send_behind
 
     def slow_behind(self, *args):
         sent = send_behind(self, *args)
         time.sleep(0.8)  # past the early edge of the window its arrival opened (1 s idle, 0.3 s early)
         return sent
-    monkeypatch.setattr(Engine, "send_behind", slow_behind)
+    monkeypatch.setattr(Cancelling, "send_behind", slow_behind)
     engine = _engine(slow_triton, DIRECT)
     seq_id = 7_500 + engine.salt
     assert engine.send(0, engine.spec.request(seq_id, 1, start=True), "stream", "start").value == 1
-    assert engine.pipeline_and_cancel(0, *(engine.spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc")
+    assert engine.cancels.pipeline_and_cancel(0, *(engine.spec.request(seq_id, v) for v in (2, 4, 8, 16)), "grpc")
     assert [s.kind for s in engine.log[1:]] == [Kind.ASIDE, Kind.BEHIND, Kind.CANCEL_STREAM, Kind.ASIDE_ANSWER,
                                                 Kind.AFTER_CANCEL]
-    assert not engine.failed and engine.group is None
+    assert not engine.failed and engine.cancels.group is None
     engine.finish()
     assert not engine.failed
 
@@ -278,15 +278,15 @@ def test_a_queue_of_requests_behind_is_cancelled_from_where_the_cancel_finds_it(
     engine = _engine(slow_triton, DIRECT)
     spec, seq_id = engine.spec, 8_500 + engine.salt
     engine.send(0, spec.request(seq_id, 1, start=True), "stream", "start")
-    assert engine.send_aside(0, spec.request(seq_id, 2), "first")
+    assert engine.cancels.send_aside(0, spec.request(seq_id, 2), "first")
     for _ in range(3):
-        assert engine.send_behind(0, spec.request(seq_id, 4), "behind")
-    assert engine.send_aside(0, spec.request(seq_id, 64), "witness")  # waits for those behind to get there
+        assert engine.cancels.send_behind(0, spec.request(seq_id, 4), "behind")
+    assert engine.cancels.send_aside(0, spec.request(seq_id, 64), "witness")  # waits for those behind to get there
     time.sleep(0.1)  # (the first runs 100 ms, then the first behind it)
-    engine.cancel_stream(0, "cancel")
-    engine.check_aside(0, "answer to the first")
-    engine.check_aside(0, "answer to the witness")
-    engine.after_cancel(0, spec.request(seq_id, 128), "grpc", "after")
+    engine.cancels.cancel_stream(0, "cancel")
+    engine.cancels.check_aside(0, "answer to the first")
+    engine.cancels.check_aside(0, "answer to the witness")
+    engine.cancels.after_cancel(0, spec.request(seq_id, 128), "grpc", "after")
     witness, after = engine.log[-2], engine.log[-1]
     assert engine.log[-3].outcome.value == 3
     assert witness.expect == EndedOr((67, 71, 75, 79)), witness.expect  # none, one, two or all three behind ran

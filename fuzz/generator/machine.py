@@ -1460,7 +1460,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         reqs = [self.plan.spec.request(key[1], self._small(v), end=end and i == 3) for i, v in enumerate(values)]
         if deep > 1:  # each behind adds one: the witness's sum says how many ran before it
             reqs[1] = (attrs.evolve(reqs[1], value=self.plan.as_value(1)),) * deep
-        if not self.engine.pipeline_and_cancel(client, *reqs, via, witness_via,
+        if not self.engine.cancels.pipeline_and_cancel(client, *reqs, via, witness_via,
                                                None if late is None else LateCancel(of_latency=late)):
             self._skip("cancel pipelined: the sequence is not answered at once")
 

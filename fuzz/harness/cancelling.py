@@ -95,25 +95,29 @@ class LateCancel:
         return max(runs_from + self.of_latency * (done - first.started) - time.monotonic(), 1e-4)
 
 
-class CancelSteps:
-    """The engine's steps for cancel_pipelined (mixed into Engine: it uses its model, clients,
-    log and checks). Each is one step of the program, so a replay runs them one by one."""
+class Cancelling:
+    """The engine's steps for cancel_pipelined, a part the engine holds (`engine.cancels`): the
+    group in flight and the witness's stream are its own, and it sends and checks through the
+    engine it was made for (its model, clients, log and checks). Each is one step of the
+    program, so a replay runs them one by one."""
 
-    group: Group | None = None
-    side: StreamClient | None = None  # the witness's stream, where it goes on one (side_stream)
+    def __init__(self, engine):
+        self.engine = engine
+        self.group: Group | None = None
+        self.side: StreamClient | None = None  # the witness's stream, where it goes on one (side_stream)
 
     def side_stream(self) -> StreamClient:
         """A stream of the engine's own, no client's: the cancelled stream is not it. Connected
         before it is first used: a witness must reach the server before the cancel does."""
         if self.side is None:
-            self.side = StreamClient(self.server.grpc_url)
-            self.side.warm(self.settings.prompt_s)
+            self.side = StreamClient(self.engine.server.grpc_url)
+            self.side.warm(self.engine.settings.prompt_s)
         return self.side
 
     def close_side_stream(self, cancel: bool) -> None:
         side, self.side = self.side, None
         if side is not None:
-            side.close(cancel_requests=cancel, timeout_s=self.settings.prompt_s)
+            side.close(cancel_requests=cancel, timeout_s=self.engine.settings.prompt_s)
             side.close_channel()
 
     def settle_behind(self) -> None:
@@ -122,7 +126,7 @@ class CancelSteps:
         cancel, must find them there."""
         if self.group is not None and self.group.unsettled:
             self.group.unsettled = False
-            time.sleep(self.settings.wire_s / 3)
+            time.sleep(self.engine.settings.wire_s / 3)
 
     def send_aside(self, client: int, req: Request, action: str, via: str = "grpc") -> bool:
         """Sends the next request of a live sequence on unary gRPC (the witness: or on a stream
@@ -131,30 +135,30 @@ class CancelSteps:
         gone, or at its idle timeout: for the witness, a starved machine took that long since
         the first went)."""
         self.settle_behind()
-        exp = self.expect(req, time.monotonic())  # as if everything before it ran
+        exp = self.engine.expect(req, time.monotonic())  # as if everything before it ran
         if not isinstance(exp, Answer):
             return False
         if self.group is None:
             self.group = Group(exp.value - req.value, time.monotonic())
-        self.going_out(req)
-        call = self.side_stream().send(req) if via == "stream" else self.grpc.send(req, self.answer_bound())
+        self.engine.going_out(req)
+        call = self.side_stream().send(req) if via == "stream" else self.engine.grpc.send(req, self.engine.answer_bound())
         self.group.asides.append((req, exp, call, via))
-        self.record(client=client, action=action, kind=Kind.ASIDE, request=req, via=via,
+        self.engine.record(client=client, action=action, kind=Kind.ASIDE, request=req, via=via,
                     expected=describe_expectation(exp) + (" or less" if len(self.group.asides) > 1 else ""),
                     got="(its answer is checked below)")
-        time.sleep(self.settings.wire_s / 3)  # what follows must find it there
+        time.sleep(self.engine.settings.wire_s / 3)  # what follows must find it there
         return True
 
     def send_behind(self, client: int, req: Request, action: str) -> bool:
         """Sends a request of the same sequence on the client's own stream, not waiting for it.
         False, sending nothing, where the sequence reached its idle window since the first went
         (a starved machine: seen, 19 campaigns on two cores)."""
-        exp = self.expect(req, time.monotonic())  # as if it ran: the cancel may come late
+        exp = self.engine.expect(req, time.monotonic())  # as if it ran: the cancel may come late
         if not isinstance(exp, Answer):
             return False
-        self.going_out(req)
-        self.group.behind.append((req, self.streams[client].send(req)))
-        self.record(client=client, action=action, kind=Kind.BEHIND, request=req, via="stream",
+        self.engine.going_out(req)
+        self.group.behind.append((req, self.engine.streams[client].send(req)))
+        self.engine.record(client=client, action=action, kind=Kind.BEHIND, request=req, via="stream",
                     expected=f"CANCELLED, or {describe_expectation(exp)} if it runs before the cancel comes",
                     got="(in flight)")
         self.group.unsettled = True
@@ -173,7 +177,7 @@ class CancelSteps:
             g.late, first = True, g.asides[0][2]
             if isinstance(first, UnaryCall):  # (its answer is read again when it is checked)
                 try:
-                    first.get(self.answer_bound())
+                    first.get(self.engine.answer_bound())
                 except queue.Empty:
                     pass
             wait_s = late.wait(first, [call for _, call in g.behind])
@@ -181,34 +185,34 @@ class CancelSteps:
             time.sleep(wait_s)
         else:
             self.settle_behind()
-        self.streams[client].close(cancel_requests=True, timeout_s=self.settings.prompt_s)
+        self.engine.streams[client].close(cancel_requests=True, timeout_s=self.engine.settings.prompt_s)
         if len(g.behind) > 1 or g.late:
             # The server reads a queue off the stream about as fast as it runs it: one it read as
             # the cancel came reaches the sequence a moment later, and a request sent after the
             # cancel on another connection must not overtake it (a loaded machine reads late).
-            time.sleep(self.settings.wire_s)
+            time.sleep(self.engine.settings.wire_s)
         got = [StreamClient.poll(call, 0) for _, call in g.behind]
         ran = sum(1 for o in got if o is not None and o.ok)
         g.cancelled = ran < len(got)
         for o in got:  # one not answered OK: the server may have run it before the cancel, or not
-            self.tally.saw(o) if o is not None and o.ok else self.tally.cancel()
-        wrong = g.queue(self.model.then).wrong_behind(got)
-        rec = self.record(client=client, action=action, kind=Kind.CANCEL_STREAM, wait_s=wait_s, answers_behind=got,
+            self.engine.tally.saw(o) if o is not None and o.ok else self.engine.tally.cancel()
+        wrong = g.queue(self.engine.model.then).wrong_behind(got)
+        rec = self.engine.record(client=client, action=action, kind=Kind.CANCEL_STREAM, wait_s=wait_s, answers_behind=got,
                           expected="" if wrong is None else wrong[1],
                           got=f"{ran} of {len(got)} request(s) behind answered before the cancel"
                               + ("" if wrong is None else f"; {wrong[0]}"))
         if wrong is not None:
             for _, _, call, _ in g.asides:  # answered before the example ends: none left in flight
-                StreamClient.wait(call, self.answer_bound())
-            self.fail(verdicts.behind_impossible(*wrong), rec)
+                StreamClient.wait(call, self.engine.answer_bound())
+            self.engine.fail(verdicts.behind_impossible(*wrong), rec)
 
     def check_aside(self, client: int, action: str) -> None:
         """The next unchecked answer beside the stream: the first request's, then the witness's."""
         g = self.group
         req, exp, call, via = g.asides[g.checked]
         g.checked += 1
-        got = StreamClient.wait(call, self.answer_bound())
-        self.tally.saw(got)
+        got = StreamClient.wait(call, self.engine.answer_bound())
+        self.engine.tally.saw(got)
         check = check_prompt(req, exp, got, via)
         if g.checked == 1:
             check, indeterminate = self._first(req, exp, got, check)
@@ -216,21 +220,21 @@ class CancelSteps:
             if got.ok and check.violation is None and not g.overtaken:
                 g.first = got.value
         else:
-            queued = g.queue(self.model.then)
-            sums = queued.witness_sums(exp.value, self.model.carries_state)
+            queued = g.queue(self.engine.model.then)
+            sums = queued.witness_sums(exp.value, self.engine.model.carries_state)
             check, indeterminate = self._witness(req, exp, got, check, via, queued, sums)
             expect = EndedOr(tuple(dict.fromkeys(sums)))
         if g.behind and swept(got, via):
             # It failed with a cancelled request: the sequence ended, however the group's requests
             # came (also where the first came after the others), as the history checker judges it.
             g.ended = True
-        rec = self.record(client=client, action=action, kind=Kind.ASIDE_ANSWER, request=req, via=via,
+        rec = self.engine.record(client=client, action=action, kind=Kind.ASIDE_ANSWER, request=req, via=via,
                           expected=check.expected, got=check.got, expect=None if indeterminate else expect,
                           outcome=got)
         if not g.behind and g.checked == len(g.asides):  # the first alone: nothing went behind it
             self.group = None
         if check.violation:
-            self.fail(check.violation, rec)
+            self.engine.fail(check.violation, rec)
 
     def _first(self, req, exp, got, check):
         """The sum with it: it went before the others. Had it reached the server after them (a
@@ -239,18 +243,18 @@ class CancelSteps:
         g = self.group
         if not g.behind:  # sent alone, nothing cancelled: a plain request's indeterminate windows only
             if got.ok:
-                self.model.answered(key_of(req.seq_id), time.monotonic())
-            why = None if check.violation is None else self._arrived_after_expiry(req, exp, got)
+                self.engine.model.answered(key_of(req.seq_id), time.monotonic())
+            why = None if check.violation is None else self.engine._arrived_after_expiry(req, exp, got)
             if why is None:
                 return check, False
             return attrs.evolve(check, violation=None, expected=f"{check.expected}, or {why} (indeterminate)"), True
         if check.violation is None:
             return check, False
-        after_others = {self.model.then(v, req.value) for v in g.queue(self.model.then).any_sum(without=req)}
-        if not (self._refused_with_it(got, req) or got.ok and got.value in after_others):
+        after_others = {self.engine.model.then(v, req.value) for v in g.queue(self.engine.model.then).any_sum(without=req)}
+        if not (self.refused_with_it(got, req) or got.ok and got.value in after_others):
             return check, False
         g.overtaken = True
-        self.stats.ambiguous_waits += 1
+        self.engine.stats.ambiguous_waits += 1
         return attrs.evolve(check, violation=None, expected=f"{check.expected}, or (had it come after the requests "
                                                              f"behind it) more, or an error (indeterminate)"), True
 
@@ -273,12 +277,12 @@ class CancelSteps:
         check = attrs.evolve(check, expected=f"{check.expected}{either}, or CANCELLED with it")
         if g.overtaken:
             g.sums = queued.any_sum()
-            fits = self._refused_with_it(got, req, via) or got.ok and got.value in g.sums
+            fits = self.refused_with_it(got, req, via) or got.ok and got.value in g.sums
             return (attrs.evolve(check, violation=None), True) if fits else (check, False)
-        if self._refused_with_it(got, req, via):
+        if self.refused_with_it(got, req, via):
             g.ended = True
             if swept(got, via):  # (not the START-flag error: the path of a swept request's error)
-                self.stats.coverage.situation(swept_goal(via))
+                self.engine.stats.coverage.situation(swept_goal(via))
             return attrs.evolve(check, violation=None), False
         if got.ok and got.value == with_behind and sums.count(with_behind) == 1:
             g.ended, g.sums = False, frozenset({with_behind})
@@ -289,59 +293,59 @@ class CancelSteps:
             return attrs.evolve(check, violation=None), False
         return check, False
 
-    def _refused_with_it(self, got: Outcome, req: Request, via: str = "grpc") -> bool:
+    def refused_with_it(self, got: Outcome, req: Request, via: str = "grpc") -> bool:
         """Failed with a cancelled request it was queued behind, or after it ended the sequence."""
-        return swept(got, via) or refused_for_start(self.spec, got, req.seq_id)
+        return swept(got, via) or refused_for_start(self.engine.spec, got, req.seq_id)
 
     def after_cancel(self, client: int, req: Request, via: str, action: str) -> None:
         """The sequence's next request, held to what the answers so far leave possible."""
         g, self.group = self.group, None
-        queued = g.queue(self.model.then)
+        queued = g.queue(self.engine.model.then)
         if len(g.asides) < 2:  # no witness says whether the cancelled one ended the sequence
             # The first answered before the others: its sum, with or without the one behind;
             # else every sum the group's requests may have made.
             g.sums = frozenset(queued.prefixes(g.first)) if g.first is not None else queued.any_sum()
         key = key_of(req.seq_id)
         while True:
-            exp = self.expect(req, time.monotonic())  # as if everything before it ran
+            exp = self.engine.expect(req, time.monotonic())  # as if everything before it ran
             if not isinstance(exp, Ambiguous):
                 break
             time.sleep(max(0.0, exp.until + 0.005 - time.monotonic()))
-        self.going_out(req)
-        got = (self.http if via == "http" and self.http else self.grpc).infer(req, timeout_s=self.answer_bound())
+        self.engine.going_out(req)
+        got = (self.engine.http if via == "http" and self.engine.http else self.engine.grpc).infer(req, timeout_s=self.engine.answer_bound())
         if not g.cancelled or g.ended is False or isinstance(exp, Refusal) and not swept(got):
             # Nothing was cancelled, or the witness saw the cancelled request run first; or the
             # sequence is past its idle timeout by now: the model's own expectation.
             event("cancel pipelined: " + ("nothing was cancelled" if not g.cancelled else
                                           "the cancelled request ran first" if g.ended is False else "idled out"))
-            return self.check(client, req, exp, got, via, action, kind=Kind.AFTER_CANCEL)
-        ended = self._refused_with_it(got, req)
-        go_on = sorted({self.model.then(s, req.value) for s in g.sums}) if isinstance(exp, Answer) and not g.ended else []
+            return self.engine.check(client, req, exp, got, via, action, kind=Kind.AFTER_CANCEL)
+        ended = self.refused_with_it(got, req)
+        go_on = sorted({self.engine.model.then(s, req.value) for s in g.sums}) if isinstance(exp, Answer) and not g.ended else []
         expected = "the START-flag error, or CANCELLED (the sequence ended with its cancelled request)"
         if go_on:
             expected += ("; or, had the cancel found it running (or not there yet), OUTPUT=" if g.late else
                          "; or, had the cancelled request not been queued before, OUTPUT=") + \
                         one_of(go_on, 4)
-        rec = self.record(client=client, action=action, kind=Kind.AFTER_CANCEL, request=req, via=via,
+        rec = self.engine.record(client=client, action=action, kind=Kind.AFTER_CANCEL, request=req, via=via,
                           expected=expected, got=got.describe(),
                           expect=EndedOr(go_on), outcome=got)
-        self.tally.saw(got)
+        self.engine.tally.saw(got)
         event("cancel pipelined: " + ("no witness" if len(g.asides) < 2 else
                                       f"witness {'failed with it' if g.ended else 'ran without it'}")
               + f", the sequence {'ended' if ended else 'went on'}")
         if ended:
-            self.model.cut(key, Window(g.sent_at, time.monotonic()))
-            self.model.reaped(key)
+            self.engine.model.cut(key, Window(g.sent_at, time.monotonic()))
+            self.engine.model.reaped(key)
         elif got.ok and got.value in go_on:
-            self.model.went_on(key, got.value, time.monotonic())
+            self.engine.model.went_on(key, got.value, time.monotonic())
             if g.late and queued.ran_behind(req, got):
-                self.stats.coverage.situation(CANCELLED_RUNNING)
+                self.engine.stats.coverage.situation(CANCELLED_RUNNING)
         else:
             # Where the sequence may go on (no witness, or one that ran before the cancelled
             # requests came), a sum none of the group's leaves possible is a wrong sum, whatever
             # the cancel found (seen: a build that carries no state, met first by such a group)
             detail = queued.went_on(req, got, late=g.late, ended=bool(g.ended), may_go_on=bool(go_on))
-            self.fail(verdicts.after_cancel_wrong(got, detail, wrong_sum=got.ok and bool(go_on)), rec)
+            self.engine.fail(verdicts.after_cancel_wrong(got, detail, wrong_sum=got.ok and bool(go_on)), rec)
 
     def pipeline_and_cancel(self, client: int, first: Request, behind: Request | tuple, witness: Request,
                             after: Request, via: str, witness_via: str = "grpc", late: LateCancel | None = None) -> bool:
@@ -382,42 +386,42 @@ class CancelSteps:
 # Replaying the steps (the engine's own), in the order a group records them.
 
 def _in_group(engine, step) -> None:
-    if engine.group is None:
+    if engine.cancels.group is None:
         raise drift(step, "no request was sent on a second stream before it")
 
 
 @replays(Kind.ASIDE)
 def _replay_aside(engine, step, spec, settings) -> None:
     engine.collect()
-    if not engine.send_aside(step.client, step.request, step.action, step.via or "grpc"):
+    if not engine.cancels.send_aside(step.client, step.request, step.action, step.via or "grpc"):
         raise drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
 
 
 @replays(Kind.BEHIND)
 def _replay_behind(engine, step, spec, settings) -> None:
     _in_group(engine, step)
-    if not engine.send_behind(step.client, step.request, step.action):
+    if not engine.cancels.send_behind(step.client, step.request, step.action):
         raise drift(step, f"{step.request.seq_id!r} is not answered at once at replay")
 
 
 @replays(Kind.CANCEL_STREAM)
 def _replay_cancel_stream(engine, step, spec, settings) -> None:
     _in_group(engine, step)
-    engine.cancel_stream(step.client, step.action, LateCancel(wait_s=step.wait_s) if step.wait_s else None)
+    engine.cancels.cancel_stream(step.client, step.action, LateCancel(wait_s=step.wait_s) if step.wait_s else None)
 
 
 @replays(Kind.ASIDE_ANSWER)
 def _replay_aside_answer(engine, step, spec, settings) -> None:
     _in_group(engine, step)
-    if engine.group.checked >= len(engine.group.asides):  # a shortened program lost its request
+    if engine.cancels.group.checked >= len(engine.cancels.group.asides):  # a shortened program lost its request
         raise drift(step, "no request on a second stream is left to answer at replay")
-    engine.check_aside(step.client, step.action)
+    engine.cancels.check_aside(step.client, step.action)
 
 
 @replays(Kind.AFTER_CANCEL)
 def _replay_after_cancel(engine, step, spec, settings) -> None:
     _in_group(engine, step)
-    engine.after_cancel(step.client, step.request, recorded_via(engine, step), step.action)
+    engine.cancels.after_cancel(step.client, step.request, recorded_via(engine, step), step.action)
 
 
 # Playing them in the standalone reproducer (copied there: `p` is its Player, `step` a dict).

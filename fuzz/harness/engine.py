@@ -18,7 +18,7 @@ from hypothesis.errors import HypothesisException
 
 from .. import nemesis
 from . import server as server_module
-from .cancelling import CancelSteps
+from .cancelling import Cancelling
 from .sharing import Sharing
 from ..events import event
 from .client import GrpcClient, HttpClient, StreamClient
@@ -308,7 +308,7 @@ def ran_beside_given_up(got: list, spared: list) -> bool:
                for o, keep in zip(got, spared))
 
 
-class Engine(CancelSteps):
+class Engine:
     """One example: sends what a driver asks for, checks every answer against the reference
     model, and logs each step. `finish()` drains and checks what is left, then cleans up."""
 
@@ -340,6 +340,7 @@ class Engine(CancelSteps):
         self.parked: dict[int, Parked] = {}
         self.draining = False  # the example is over: its teardown sends what is parked and ends what is live
         self.sharing = Sharing(self)  # requests of one sequence sent at once (share_sequence)
+        self.cancels = Cancelling(self)  # a request cancelled behind another, and its witness (cancel_pipelined)
         self.held: dict = {}  # a replay's HELD requests, by client in the order sent, until their answer's step
         self.hooked = False  # a full_batch fault left the server running with its scheduler hooks
         self.silenced: set = set()  # sequences left to expire: no client sends on them
@@ -476,7 +477,7 @@ class Engine(CancelSteps):
 
     def _disconnect(self):
         try:
-            self.close_side_stream(cancel=bool(self.failed))
+            self.cancels.close_side_stream(cancel=bool(self.failed))
         except Exception:
             pass
         for s in [*self.streams, self.grpc] if self.spec.decoupled else self.streams:
@@ -1333,7 +1334,7 @@ class Engine(CancelSteps):
         self._end_told_apart(
             key, "end (teardown) a START that may have run",
             "its cancelled START ran", "the START-flag error or CANCELLED (it did not, or its cancel ended it)",
-            self._refused_with_it, lambda key, ran, sent: self.model.end_maybe_ran(key, sent))
+            self.cancels.refused_with_it, lambda key, ran, sent: self.model.end_maybe_ran(key, sent))
 
     def _end_at_its_window(self, key) -> None:
         """Ends a sequence the example left inside its idle window now, instead of waiting the
