@@ -638,6 +638,12 @@ def test_padding_rows_before_and_between_live_rows_are_goals_under_direct_where_
     assert between not in cover.reached
     cover.ran_in(5, "c", "no flag", 2, 2)  # rows 0 and 2: row 1 a pad between them
     assert between in cover.reached
+    mixed = Coverage(*INT32)  # answers under one serial that disagree on their execution's live rows
+    mixed.ran_in(3, "a", "no flag", 0, 2)
+    mixed.ran_in(3, "b", "no flag", 2, 3)
+    mixed.ran_in(4, "a", "no flag", 0, 2)
+    mixed.ran_in(4, "b", "no flag", 0, 2)  # one row said twice
+    assert between not in mixed.reached
 
 
 def test_flags_together_are_what_one_execution_answered_for_two_sequences():

@@ -393,11 +393,12 @@ class Coverage:
         once every one of its `live` rows answered, each saying its `row`, whether a padding row
         lay between two of them."""
         rows = self.executions.setdefault(execution, [])
-        for other, their, _ in rows:
+        for other, their, _, _ in rows:
             if other != key:
                 self.hit(together_goal(shape, their))
-        rows.append((key, shape, row))
-        said = [r for _, _, r in rows if r is not None]
+        rows.append((key, shape, row, live))
+        said = {r for _, _, r, n in rows if r is not None and n == live}
+        # every row said, one each, by answers that agree on the count (not two executions' under one serial)
         if live and len(said) == len(rows) == live and max(said) - min(said) + 1 > live:
             self.situation(PAD_BETWEEN_LIVE)
         while len(self.executions) > RECENT_EXECUTIONS:

@@ -760,7 +760,9 @@ class Engine:
         id, none of them waited for: the client's HELD steps from `req` on are its sequence's (no
         other START) up to that END, then that START. Else None."""
         held = [s.request for s in self.log if s.kind is Kind.HELD and s.client == client]
-        at = next((i for i in range(len(held) - 1, -1, -1) if held[i] == req), None)
+        # the very request sent (an equal one may have gone since, in a shortened program), else an equal one
+        at = next((i for i in range(len(held) - 1, -1, -1) if held[i] is req), None)
+        at = at if at is not None else next((i for i in range(len(held) - 1, -1, -1) if held[i] == req), None)
         for i in range(at if at is not None else len(held), len(held)):
             if held[i].seq_id != req.seq_id or (i > at and held[i].start):
                 return None
