@@ -93,6 +93,9 @@ def measure_bug(server, bug) -> Row:
     except ContractError:  # its patterns need sequences of many requests
         stress = None
     first = stress.violations[0] if stress and stress.violations else None
+    if first is not None and first.invariant not in WRONG_SUMS:  # no wrong sum: what it was, to trace later
+        print(f"{bug.name}: the stress campaign broke {first.invariant} after {first.seconds:.2f} s, not a wrong "
+              f"sum:\n  {first.detail}", flush=True)
     return Row(
         bug=bug.name, summary=bug.summary,
         fuzz_caught=failure is not None and failure.invariant in WRONG_SUMS,
