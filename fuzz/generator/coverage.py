@@ -98,6 +98,7 @@ CANCELLED_BESIDE = "cancelled beside a live row"
 # one, swept up by the cancel, on each transport the witness takes (cancel_pipelined): each
 # transport carries the error of a swept request its own way.
 CANCELLED_QUEUED = "cancelled in the backlog"
+CANCELLED_ID_AGAIN = "cancelled id sent to again"
 # Under the direct strategy an execution has a row per slot up to its last live one, and a slot
 # with nothing to run (free, or its sequence silent) is a padding row (READY 0): a padding row
 # before a live row, and one between two live rows (a hole), where the model says each request's
@@ -105,7 +106,6 @@ CANCELLED_QUEUED = "cancelled in the backlog"
 # as positions, meets a padding row first there (a slot's row is not its rank among the live).
 PAD_BEFORE_LIVE = "padding row before a live row"
 PAD_BETWEEN_LIVE = "padding row between live rows"
-CANCELLED_ID_AGAIN = "cancelled id sent to again"
 
 
 def swept_goal(via: str) -> str:

@@ -335,12 +335,12 @@ class Engine:
                                   dtype_error=OLDER_DTYPE_ERROR if accepted(self.settings.accept, "older_dtype_wording")
                                   else DTYPE_ERROR)
         self.proxy = None
+        self.sharing = Sharing(self)  # requests of one sequence sent at once (share_sequence)
+        self.cancels = Cancelling(self)  # a request cancelled behind another, and its witness (cancel_pipelined)
         self.connect()
         self.pending: dict[int, Pending] = {}
         self.parked: dict[int, Parked] = {}
         self.draining = False  # the example is over: its teardown sends what is parked and ends what is live
-        self.sharing = Sharing(self)  # requests of one sequence sent at once (share_sequence)
-        self.cancels = Cancelling(self)  # a request cancelled behind another, and its witness (cancel_pipelined)
         self.held: dict = {}  # a replay's HELD requests, by client in the order sent, until their answer's step
         self.hooked = False  # a full_batch fault left the server running with its scheduler hooks
         self.silenced: set = set()  # sequences left to expire: no client sends on them
