@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from tritonclient.grpc import service_pb2
 
-from fuzz.harness.client import Box, StreamClient, decode
-from fuzz.values import Outcome
+from fuzz.harness.client import Box, StreamClient, decode, input_array
+from fuzz.values import Outcome, Request
 from modelgen.variants import LIVE_ROWS_OUTPUT
 
 
@@ -193,3 +193,15 @@ def test_an_http_call_to_a_port_nobody_listens_on_comes_back_unavailable_as_grpc
         port = s.getsockname()[1]  # closed again below: nothing listens there
     got = HttpClient(f"127.0.0.1:{port}", timeout_s=2.0).infer(Request("m", 7, 1, start=True))
     assert got.status == "UNAVAILABLE" and "no connection" in got.message, got
+
+
+def test_a_value_past_a_float_dtypes_range_goes_as_infinity_without_a_warning():
+    """The fuzzer sends a float model values past its range on purpose; the cast to the wire's
+    dtype takes them to infinity, as the reference does, and says nothing (a CI run warned)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        arr = input_array(Request("m", 7, 1e5, dtype="FP16"))
+    assert arr.dtype == np.float16 and np.isinf(arr).all()
+    assert input_array(Request("m", 7, 3, dtype="INT32")).dtype == np.int32

@@ -23,6 +23,14 @@ from ..values import Outcome, Request, SeqId  # noqa: F401 - re-exported: the cl
 NP_DTYPE = {**NUMPY_DTYPES, "BOOL": np.bool_}
 
 
+def input_array(req: Request) -> np.ndarray:
+    """INPUT as the wire carries it: the request's value in its dtype. A float model is sent values
+    past its range on purpose (machine._fit's Wide values; the reference rounds them alike), which
+    the cast takes to infinity, as meant: no RuntimeWarning for it."""
+    with np.errstate(over="ignore"):
+        return np.full(req.shape, req.value, dtype=NP_DTYPE.get(req.dtype, np.int64))
+
+
 def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest":
     """The gRPC request, built by hand: tritonclient leaves out the sequence parameters for id 0
     (which the batcher must refuse, so the fuzzer sends it) and sends uint64 ids >= 2**63 as a
@@ -30,7 +38,7 @@ def encode(req: Request, request_id: str = "") -> "service_pb2.ModelInferRequest
     from tritonclient.grpc import service_pb2
 
     msg = service_pb2.ModelInferRequest(model_name=req.model, id=request_id)
-    arr = np.full(req.shape, req.value, dtype=NP_DTYPE.get(req.dtype, np.int64))
+    arr = input_array(req)
     msg.inputs.add(name="INPUT", datatype=req.dtype, shape=list(arr.shape))
     msg.raw_input_contents.append(arr.tobytes())
     params = msg.parameters
@@ -261,7 +269,7 @@ class HttpClient:
     def infer(self, req: Request, timeout_s: float | None = None) -> Outcome:
         client = self._client if timeout_s is None else self._for(timeout_s)
         started = time.monotonic()
-        arr = np.full(req.shape, req.value, dtype=NP_DTYPE.get(req.dtype, np.int64))
+        arr = input_array(req)
         tensor = self._mod.InferInput("INPUT", list(arr.shape), req.dtype)
         tensor.set_data_from_numpy(arr)
         try:
