@@ -42,6 +42,12 @@ class Failure:
     accepted: tuple = ()  # known divergences the reference took as built when it was found (FuzzSettings.accept)
     shrink_s: float = 0.0  # from the first failure to the shrunk program: Hypothesis's shrink, then ours
 
+    @property
+    def race(self) -> bool:
+        """A known divergence that is a race of the build (KnownDivergence.race): a correct model
+        may lose it now and then, and a replay may not."""
+        return self.expected_divergence is not None and by_key(self.expected_divergence).race
+
     def to_json(self) -> dict:
         return attrs.asdict(self, filter=lambda a, _: a.name != "records")
 
@@ -101,8 +107,7 @@ class ModelResult:
     def beside_the_point(self, failure: "Failure") -> bool:
         """A known divergence this campaign took as built and fuzzed on past, or a race of the build
         a correct model may lose now and then (KnownDivergence.race), met in its last phase: no finding."""
-        key = failure.expected_divergence
-        return key is not None and (key in self.accepted or by_key(key).race)
+        return failure.expected_divergence in self.accepted or failure.race
 
     @classmethod
     def from_json(cls, d: dict) -> "ModelResult":

@@ -3,7 +3,6 @@ divergence included) is written to the corpus with its reproducer, unless the co
 holds it or --no-corpus-write is given."""
 from fuzz import corpus
 from fuzz.campaign import fuzz_model, violations_in
-from fuzz.checker.divergences import by_key
 from fuzz.plugin import _death, reproduction
 from fuzz.harness.server import stopping
 
@@ -25,7 +24,7 @@ def test_sequence_batcher(request, triton, lone_servers, fuzz_model_name, fuzz_o
     if fuzz_options.corpus_write and not stopping():  # nothing seen after a stop is a finding
         for f in result.failures:
             # (not a race of the build: its entry would be a strict xfail that a replay passes by chance)
-            if f.records and not (f.expected_divergence and by_key(f.expected_divergence).race):
+            if f.records and not f.race:
                 note = ("the server died while this program ran; not replayed (a death from outside, e.g. the "
                         "OOM killer, looks the same)" if f.invariant == "server_alive" else
                         "not replayed alone (timing, or what earlier examples left in the model): not fully shrunk" if f.flaky

@@ -5,7 +5,6 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from fuzz.campaign import fuzz_model
-from fuzz.checker.divergences import by_key
 from fuzz.checker.invariants import InvariantViolation
 from fuzz.corpus.isolate import JUDGE_REPLAYS, _program, sends_at_once
 from fuzz.corpus.replay import replay_steps
@@ -53,7 +52,7 @@ def _caught(server, bug, seed=None):
     # (a known divergence met on the way can only be a race of the build a broken CORRID model meets
     # as a correct one does, a START that overtook its id's END: fuzzed on past, or met in the phase
     # that found the bug, beside it)
-    assert all(f.expected_divergence is None or by_key(f.expected_divergence).race for f in result.failures), \
+    assert all(f.expected_divergence is None or f.race for f in result.failures), \
         [(f.expected_divergence, f.detail) for f in result.failures]
     failure = next((f for f in result.failures if f.invariant in SUM_PROMISES and f.expected_divergence is None), None)
     assert failure is not None, "\n\n".join(f"[{f.invariant}] {f.detail}\n" + "\n".join(f.program)

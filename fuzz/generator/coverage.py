@@ -213,7 +213,7 @@ def padding_goals(spec) -> list:
     each request's row and its execution's live rows, a pad before a live row (two rows or more
     to an execution) and, where it says which execution answered too, a pad between live rows
     (three or more)."""
-    if getattr(spec, "strategy", None) != "direct" or not (spec.says_row and spec.says_live_rows):
+    if spec.strategy != "direct" or not (spec.says_row and spec.says_live_rows):
         return []
     rows = live_row_goals(spec)
     return ([PAD_BEFORE_LIVE] if rows >= 2 else []) + ([PAD_BETWEEN_LIVE] if rows >= 3 and spec.says_execution else [])

@@ -763,7 +763,9 @@ class Engine:
         # the very request sent (an equal one may have gone since, in a shortened program), else an equal one
         at = next((i for i in range(len(held) - 1, -1, -1) if held[i] is req), None)
         at = at if at is not None else next((i for i in range(len(held) - 1, -1, -1) if held[i] == req), None)
-        for i in range(at if at is not None else len(held), len(held)):
+        if at is None:
+            return None
+        for i in range(at, len(held)):
             if held[i].seq_id != req.seq_id or (i > at and held[i].start):
                 return None
             if held[i].end:
