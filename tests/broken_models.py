@@ -1523,13 +1523,99 @@ THIRTIETH_BUGS = (
                          + _EXECUTE))),
 )
 
+# Thirty-first hold-out (stop 94): written and committed before any campaign met it. Kinds no earlier
+# hold-out named: rows packed longest sequence first for a kernel and put back with the sort's
+# permutation where its inverse was meant (right for every batch of two, whose permutations are their
+# own inverses; wrong for a 3-cycle, so only an execution of three or more live rows of sequences of
+# different lengths shows it), a START that resets a slot's state by multiplying it with 0 as a
+# batched RNN masks its carried state (0 * inf is NaN: a slot whose sum reached inf or NaN is never
+# reset again, the next sequence there included), a state arena compacted by the first START after an
+# END while the execution's cell table, gathered before any row ran, is still in use (a continuation
+# in a later row reads and writes the cell another sequence moved into), and a late-packet filter of
+# the ids that ENDed that a new START of the id does not clear (its sequence's continuations are
+# dropped as retransmissions).
+_PACKED = ("        lengths = self.__dict__.setdefault('lengths', {})  # a sequence's requests so far, this one too\n"
+           "        for r, on in zip(requests, ready):\n"
+           "            if on:\n"
+           "                k = _scalar(r, 'CORRID')\n"
+           "                lengths[k] = 1 if _scalar(r, 'START', 0) else lengths.get(k, 0) + 1\n"
+           "        # the packed kernel takes the rows longest sequence first (a stable sort); answers are put back\n"
+           "        order = sorted(range(len(requests)),\n"
+           "                       key=lambda p: -lengths.get(_scalar(requests[p], 'CORRID'), 0) if ready[p] else 0)\n"
+           "        packed = [self._one(p, requests[p], ready[p]) for p in order]\n"
+           "        responses = [self._answer(packed[order[i]], live) for i in range(len(requests))]  # inverse meant\n"
+           "        for r, on in zip(requests, ready):\n"
+           "            if on and _scalar(r, 'END', 0):\n"
+           "                lengths.pop(_scalar(r, 'CORRID'), None)\n")
+_ARENA_BASE = ("        if start:  # a new cell at the arena's end, the arena compacted first where ENDs left holes\n"
+               "            if key in self.cells:\n"
+               "                self.arena[self.cells.pop(key)] = None\n"
+               "            if any(v is None for v in self.arena):\n"
+               "                kept = sorted(self.cells, key=self.cells.get)\n"
+               "                self.arena = [self.arena[self.cells[k]] for k in kept]\n"
+               "                self.cells = {k: i for i, k in enumerate(kept)}\n"
+               "            self.cells[key] = len(self.arena)\n"
+               "            self.arena.append(self.dtype.type(0))\n"
+               "        cell = self.cells[key] if start else self.gathered[position]\n"
+               "        known = cell is not None and cell < len(self.arena) and self.arena[cell] is not None\n"
+               "        base = self.arena[cell] if known and not start else self.dtype.type(0)\n")
+_ARENA_STORE = ("        if cell is None or cell >= len(self.arena):  # a sequence the arena never held: a cell\n"
+                "            self.cells[key] = cell = len(self.arena)\n"
+                "            self.arena.append(self.dtype.type(0))\n"
+                "        if end:\n"
+                "            self.arena[cell] = None  # a hole, left for the next START's compaction\n"
+                "            self.cells.pop(key, None)\n"
+                "        else:\n"
+                "            self.arena[cell] = total.reshape(-1)[0]\n")
+THIRTY_FIRST_BUGS = (
+    Bug("length_sorted_rows_put_back_by_the_permutation", "oldest: an execution's rows are packed longest sequence "
+                                                          "first (a stable sort by each sequence's requests so far) "
+                                                          "and the answers put back with the sort's permutation, not "
+                                                          "its inverse: right for any two rows, wrong for a 3-cycle",
+        _EXECUTE, _PACKED, _OLDEST4, 5,
+        "START c, then a crowd of four: START d (" + FIRST_ALONE + "), then START a, START b and c's next in one "
+        "execution (rows a, b, c; packed c, a, b: a 3-cycle): a is answered b's value, b c's sum, c a's value"),
+    Bug("start_reset_by_zero_mask", "a START resets its slot's state as a batched RNN masks its carried state, by "
+                                    "multiplying it with 0: a state of inf or NaN stays NaN (0 * inf), so a slot "
+                                    "whose sum reached inf is never reset again, the next sequence there included",
+        _BASE, "        # h = h * (1 - start): the carried state masked, as a batched RNN resets its rows\n"
+               "        base = self.dtype.type(self.sums.get(key, self.dtype.type(0)) * self.dtype.type(not start))\n",
+        Variant("slot", "direct", 2, 1, "fp16", controls=("START", "END", "READY")), 2,
+        "START inf (or a sum that overflows FP16 to inf), then START 1 in that slot (a restart, or the next "
+        "sequence after its END): answered NaN"),
+    Bug("arena_compaction_moves_gathered_cells", "sums in an arena of cells (END leaves a hole; the next START "
+                                                 "compacts the arena, then takes a cell at its end) whose cells an "
+                                                 "execution gathers for all its rows before any runs: a START that "
+                                                 "compacts shifts the cells of the rows after it, which read and "
+                                                 "write the cell another sequence moved into",
+        _BASE, _ARENA_BASE, _CORRID, 5,
+        "START a, START b, then a crowd of three: END a (" + FIRST_ALONE + ", leaving a hole at a's cell), then "
+        "START c (in a's freed slot 0) and b's next in one execution: b is answered c's value plus its own input",
+        more=((_EXECUTE, "        self.arena = self.__dict__.get('arena', [])  # the sums, a cell each (None: a hole)\n"
+                         "        self.cells = self.__dict__.get('cells', {})  # id -> its cell\n"
+                         "        # the execution's cell table, gathered before any row runs (a kernel's block table)\n"
+                         "        self.gathered = [self.cells.get(_scalar(r, 'CORRID')) if on else None\n"
+                         "                         for r, on in zip(requests, ready)]\n" + _EXECUTE),
+              (_STORE_BLOCK, _ARENA_STORE))),
+    Bug("ended_ids_filter_outlives_restart", "a late-packet filter: a continuation of an id the model saw END is "
+                                             "taken for a retransmission after END and its INPUT is dropped; a new "
+                                             "START of the id does not take it off the list, so every continuation "
+                                             "of its new sequence is dropped",
+        _TOTAL, "        ended = self.__dict__.setdefault('ended', set())  # ids seen to END: a later packet is late\n"
+                "        if not start and key in ended:\n"
+                "            x = np.zeros_like(x)  # a retransmission after END: answered, not added\n"
+                "        if end:\n"
+                "            ended.add(key)\n" + _TOTAL, _DECOUPLED4, 3,
+        "START+END a, then START a of 5 and a's next of 1 (on a stream): the last is answered 5"),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
             + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS + TWENTY_SIXTH_BUGS
             + TWENTY_SEVENTH_BUGS + TWENTY_EIGHTH_BUGS + TWENTY_NINTH_BUGS + THIRTIETH_BUGS
-            + NATIVE_BUGS)
+            + THIRTY_FIRST_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
