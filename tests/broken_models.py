@@ -597,7 +597,7 @@ NINTH_BUGS = (
         "        if end:\n            total = np.concatenate([total.reshape(-1), total.reshape(-1)]).reshape(-1)\n"
         "        return [pb_utils.Tensor(\"OUTPUT\", total)]\n", _CORRID,
         1, "one START with END: OUTPUT has two elements"),
-    Bug("decoupled_end_answered_twice", "a decoupled model sends an END request's answer, then the same answer "
+    Bug("end_answer_repeated_as_final", "a decoupled model sends an END request's answer, then the same answer "
                                         "again as its final response",
         _DECOUPLED_FINAL, "            else:\n"
                           "                if _scalar(request, 'END', 0):\n"
