@@ -36,6 +36,9 @@ def measure(models=None) -> tuple[str, list]:
             result, _ = fuzz_model(server, name, FUZZ_SETTINGS)
             results.append(result)
             print(f"{name}: {result.verdict}, {result.coverage.line()}", flush=True)
+            for f in result.failures:  # a finding on a default model is news: said whole, not only counted
+                if f.expected_divergence is None:
+                    print(f"  [{f.invariant}] {f.detail}\n    " + "\n    ".join(f.program), flush=True)
         return server.version, results
     finally:
         server.stop()
