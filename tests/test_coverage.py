@@ -169,9 +169,43 @@ def test_a_spared_call_whose_execution_carried_rows_that_never_answered_ran_besi
     assert not ran_beside_given_up([answer(1, 1), answer(2, 2), answer(2, 2)], [False, False, True])
     # a call given up that ran beside others, but no spared one among them
     assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, False])
+    # two rounds of three: the first round's spared call ran beside its round's call given up; the
+    # second round's cancel, which went after it was answered, is no cancel of its round
+    later = Outcome(status="CANCELLED", message="cancelled by the client", latency_s=0.5, sent_at=0.2)
+    rounds = [answer(1, 1), gave_up, answer(2, 2), answer(3, 1), later, answer(4, 1, after_s=0.3)]
+    assert ran_beside_given_up(rounds, [False, False, True] * 2, at_once=3)
+    assert not ran_beside_given_up(rounds, [False, False, True] * 2)  # read as one round
     # a model that does not say its executions
     assert not ran_beside_given_up([Outcome(5), gave_up, Outcome(5, live_rows=2, latency_s=0.05, sent_at=0.0)],
                                    [False, False, True])
+
+
+def test_a_deadline_beside_live_rows_is_steered_to_where_strikes_gave_some_calls_up_and_others_not():
+    from fuzz.generator.steering import beside_deadline
+
+    assert beside_deadline([], 1) is None  # nothing measured: the drawn deadline
+    # (deadline us, given up, could be): a strike that gave up one of two is where to aim, by index
+    mixed = [(0, 2, 2), (1300, 1, 2), (2600, 0, 2), (900, 2, 3)]
+    assert beside_deadline(mixed, 1) == 1300 and beside_deadline(mixed, 2) == 900
+    # none mixed yet: halfway between every call given up and none
+    assert beside_deadline([(500, 2, 2), (2500, 0, 2)], 1) == 1500
+    assert beside_deadline([(2500, 0, 2)], 3) == 1250  # (and from 0 where nothing was all given up)
+    assert beside_deadline([(400, 2, 2)], 3) == 800  # no deadline late enough yet: later
+    # all given up at once, or given up later than answered elsewhere (a noisy machine): as drawn
+    assert beside_deadline([(0, 2, 2)], 1) is None
+    assert beside_deadline([(3000, 2, 2), (1000, 0, 2)], 1) is None
+
+
+def test_give_up_strikes_are_kept_for_steering_as_the_example_began():
+    c = Coverage()
+    c.gave_up(1000, 1, 2)
+    c.gave_up(0, 0, 0)  # nothing it could give up: says nothing of where a deadline lands
+    assert c.give_ups == [(1000, 1, 2)] and c.give_ups_seen == ()
+    c.new_example()
+    c.gave_up(2000, 0, 2)
+    assert c.give_ups_seen == ((1000, 1, 2),)
+    c.new_example(shrinking=True)  # a shrinking replay steers as the failing example did
+    assert c.give_ups_seen == ((1000, 1, 2),)
 
 
 def test_swings_are_neighbours_both_in_a_narrower_width_whose_difference_is_not():

@@ -306,6 +306,11 @@ class Coverage:
     # Each id's last input since its START, in this example: what a swing is measured from (and
     # what the generator's swings are drawn from: machine._fit).
     last_input: dict = attrs.Factory(dict)
+    # give_up's strikes, each (deadline in us, calls given up, calls it could give up): where on
+    # this model and machine a deadline lands among the answers (steering.beside_deadline), and
+    # those of the campaign when the example began (kept from the first failure on, as `seen`).
+    give_ups: list = attrs.Factory(list)
+    give_ups_seen: tuple = ()
 
     def new_example(self, shrinking: bool = False) -> None:
         self.here = set()
@@ -313,6 +318,7 @@ class Coverage:
         self.last_input = {}
         if not shrinking:
             self.seen = frozenset(self.reached)
+            self.give_ups_seen = tuple(self.give_ups)
 
     def new_round(self) -> None:
         self.round_seen = frozenset(self.reached)
@@ -357,6 +363,11 @@ class Coverage:
 
     def situation(self, name: str) -> None:
         self.hit(f"situation: {name}")
+
+    def gave_up(self, deadline_us: int, given_up: int, could: int) -> None:
+        """A give_up strike: of `could` calls it could give up (not spared), `given_up` were."""
+        if could:
+            self.give_ups.append((deadline_us, given_up, could))
 
     def live_rows(self, inferences: int, executions: int) -> int:
         """Over a stretch in which the model ran `executions` batches of `inferences` requests in

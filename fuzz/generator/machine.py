@@ -25,7 +25,7 @@ from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets,
 from .coverage import (CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, CANCELLED_RUNNING, EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, START_BEHIND_END, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
     sibling_family, swept_goal, together_goals, twin_goal, twin_places, twins_of)
-from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, campaign_first, choose, edge_ids, open_churn, open_depth,
+from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, beside_deadline, campaign_first, choose, edge_ids, open_churn, open_depth,
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from .swarm import keep_rules_on, needed_rules, reaches
 from ..checker.divergences import steered_around
@@ -1924,14 +1924,23 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # mostly while a round's executions queue and run (the first alone, the rest behind it)
         times = data.draw(st.sampled_from((0, 0.25, 0.5, 1, 1.25, 1.5, 2)), label="deadline (times a typical latency)")
         steer = data.draw(STEER, label="steer a cancel beside a live row")
-        # A late deadline of a campaign whose cancels have not yet met a spared call's execution
-        # (a dev campaign took 267 s to, on a model that compacts cancelled rows out of one) lands
-        # while the calls behind the first run together; the earlier ones stay as drawn.
-        if times >= 1 and steer >= STEER_GAP_FROM and self._lacks(CANCELLED_BESIDE):
-            times = choose(BESIDE_TIMES, steer)
+        # Steered while the campaign lacks a cancel beside a live row: to a deadline at which its
+        # strikes so far, on this model and machine, gave some calls up and had others answered
+        # (steering.beside_deadline), where a cancel lands while the calls run. On a model that
+        # answers in 2-3 ms every call was answered by 1 to 3 typical latencies (a probe of four
+        # calls a strike: none of 300 strikes there met a spared call's execution, 6 of 240 from 0
+        # to 0.75). Before any strike, a late deadline (a dev campaign on a model of 20 ms an
+        # execution took 267 s to reach it) lands while the calls behind the first run together.
+        # Steered, a strike has more rounds: where the deadline is right, a round meets it a few
+        # times in a hundred on a fast model (and a campaign strikes a dozen times).
         typical = max(self.engine.stats.lag.typical(), 0.0005)
-        self._give_up(data, "give_up", rounds=(1, 2), deadlines_us=(min(int(times * typical * 1e6), GIVE_UP_MAX_US),),
-                      spare=(2, 3))
+        measured, rounds = None, (1, 2)
+        if steer >= STEER_GAP_FROM and self._lacks(CANCELLED_BESIDE):
+            measured, rounds = beside_deadline(self.engine.stats.coverage.give_ups_seen, steer), (4, 8)
+            if measured is None and times >= 1:
+                times = choose(BESIDE_TIMES, steer)
+        deadline_us = measured if measured is not None else int(times * typical * 1e6)
+        self._give_up(data, "give_up", rounds=rounds, deadlines_us=(min(deadline_us, GIVE_UP_MAX_US),), spare=(2, 3))
 
     def _give_up(self, data, name: str, rounds: tuple, deadlines_us: tuple, spare: tuple):
         n_rounds = data.draw(st.sampled_from(rounds), label="rounds")

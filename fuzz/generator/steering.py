@@ -140,6 +140,24 @@ def open_start_goals(states, here, seen=frozenset(), gaps_only: bool = False) ->
     return campaign_first(aims, lambda a: [flags_goal(*a)], seen, gaps_only)
 
 
+def beside_deadline(strikes, index: int) -> int | None:
+    """A deadline (us) for calls given up beside spared ones, read off earlier strikes (deadline,
+    given up, could be given up): a cancel meets a spared call's execution only where it lands
+    while the calls are answered, so a deadline at which some calls were given up and others
+    answered (the `index`-th of them), else halfway between the latest at which all were given
+    up and the earliest at which none was (or twice the one, half the other). None before any
+    strike, or where every one gave all up at once (0 us): the drawn deadline then."""
+    mixed = sorted({d for d, given, could in strikes if 0 < given < could})
+    if mixed:
+        return choose(mixed, index)
+    every = [d for d, given, could in strikes if given == could]
+    none = [d for d, given, could in strikes if given == 0]
+    lo, hi = max(every, default=None), min(none, default=None)
+    if hi is not None:
+        return (hi + (lo or 0)) // 2 if lo is None or lo < hi else None
+    return 2 * lo if lo else None
+
+
 def campaign_first(open_items, goals, seen, gaps_only: bool = False) -> tuple:
     """The open items with a goal the campaign had not reached (not in `seen`) where there are
     any, else every open item (none, `gaps_only`): a choice among them stays a draw of the

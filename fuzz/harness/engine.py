@@ -292,12 +292,19 @@ class Setup:
 CANCEL_WIRE_S = 0.001  # a cancel's way to the server, for ran_beside_given_up
 
 
-def ran_beside_given_up(got: list, spared: list) -> bool:
-    """Whether a spared call that answered ran in an execution that carried more live rows than
-    answers came from it (the rest were calls given up in flight: nothing else is sent while calls
-    are hurried), and came after every call given up had been cancelled (a given-up call's outcome
-    is stamped once its stream's cancel went): those cancels reached the server while that
-    execution ran, not once it was over."""
+def ran_beside_given_up(got: list, spared: list, at_once: int = 0) -> bool:
+    """Whether, in some round of `at_once` calls (0: one round of them all), a spared call that
+    answered ran in an execution that carried more live rows than answers came from it (the rest
+    were calls given up in flight: nothing else is sent while calls are hurried), and came after
+    every call of its round given up had been cancelled (a given-up call's outcome is stamped
+    once its stream's cancel went): those cancels reached the server while that execution ran,
+    not once it was over. (A round runs once the one before has come back: a cancel of a later
+    round comes after every answer of an earlier one.)"""
+    size = at_once or len(got) or 1
+    return any(_ran_beside_in_round(got[i:i + size], spared[i:i + size]) for i in range(0, len(got), size))
+
+
+def _ran_beside_in_round(got: list, spared: list) -> bool:
     cancels = [o.sent_at + o.latency_s for o, keep in zip(got, spared) if not keep and not o.ok and o.sent_at is not None]
     if not cancels:
         return False
@@ -1262,8 +1269,10 @@ class Engine:
                                    + (f"; the {spared} spared answered" if spared else ""),
                           got=f"{len(got) - timed_out} answered, {timed_out} given up")
         self._check_given_up(rec, reqs, expected, got, given_up, "stream" if streams else "grpc")
-        if fault.name == "give_up" and ran_beside_given_up(got, [fault.spared(i) for i in range(len(got))]):
-            self.stats.coverage.situation(CANCELLED_BESIDE)
+        if fault.name == "give_up":
+            self.stats.coverage.gave_up(fault.deadline_us, timed_out, len(got) - spared)
+            if ran_beside_given_up(got, [fault.spared(i) for i in range(len(got))], fault.at_once):
+                self.stats.coverage.situation(CANCELLED_BESIDE)
         if fault.name == "deadlines":  # unary calls given up once stopped unary gRPC's serving (PR 7325)
             self._unary_witness(rec, self._unused_id(fault.ids))
         return True
