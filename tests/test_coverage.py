@@ -156,28 +156,28 @@ def test_the_cancels_transitions_are_goals_where_their_rules_are_drawn():
 def test_a_spared_call_whose_execution_carried_rows_that_never_answered_ran_beside_calls_given_up():
     from fuzz.harness.engine import ran_beside_given_up
 
-    def answer(execution, rows, after_s=0.05):
-        return attrs.evolve(Outcome(5, live_rows=rows, latency_s=after_s, sent_at=0.0), execution=execution)
+    def answer(execution, rows, after_s=0.05, sent_at=0.0):
+        return attrs.evolve(Outcome(5, live_rows=rows, latency_s=after_s, sent_at=sent_at), execution=execution)
 
     # calls sent at 0: the second given up, its stream's cancel gone by 30 ms (when its outcome came)
     gave_up = Outcome(status="CANCELLED", message="cancelled by the client", latency_s=0.03, sent_at=0.0)
     # the first ran alone (execution 1); a spared one, answered at 50 ms, ran beside it in execution 2
-    assert ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, True])
+    assert ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, True], 3)
     # its execution was over before the cancel went: the cancel found nothing running
-    assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2, after_s=0.02)], [False, False, True])
+    assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2, after_s=0.02)], [False, False, True], 3)
     # every row of the spared call's execution answered: nothing given up ran beside it
-    assert not ran_beside_given_up([answer(1, 1), answer(2, 2), answer(2, 2)], [False, False, True])
+    assert not ran_beside_given_up([answer(1, 1), answer(2, 2), answer(2, 2)], [False, False, True], 3)
     # a call given up that ran beside others, but no spared one among them
-    assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, False])
+    assert not ran_beside_given_up([answer(1, 1), gave_up, answer(2, 2)], [False, False, False], 3)
     # two rounds of three: the first round's spared call ran beside its round's call given up; the
     # second round's cancel, which went after it was answered, is no cancel of its round
     later = Outcome(status="CANCELLED", message="cancelled by the client", latency_s=0.5, sent_at=0.2)
-    rounds = [answer(1, 1), gave_up, answer(2, 2), answer(3, 1), later, answer(4, 1, after_s=0.3)]
+    rounds = [answer(1, 1), gave_up, answer(2, 2), answer(3, 1, sent_at=0.2), later, answer(4, 1, sent_at=0.2)]
     assert ran_beside_given_up(rounds, [False, False, True] * 2, at_once=3)
-    assert not ran_beside_given_up(rounds, [False, False, True] * 2)  # read as one round
+    assert not ran_beside_given_up(rounds, [False, False, True] * 2, at_once=6)  # read as one round
     # a model that does not say its executions
     assert not ran_beside_given_up([Outcome(5), gave_up, Outcome(5, live_rows=2, latency_s=0.05, sent_at=0.0)],
-                                   [False, False, True])
+                                   [False, False, True], 3)
 
 
 def test_a_deadline_beside_live_rows_is_steered_to_where_strikes_gave_some_calls_up_and_others_not():
@@ -191,8 +191,9 @@ def test_a_deadline_beside_live_rows_is_steered_to_where_strikes_gave_some_calls
     assert beside_deadline([(500, 2, 2), (2500, 0, 2)], 1) == 1500
     assert beside_deadline([(2500, 0, 2)], 3) == 1250  # (and from 0 where nothing was all given up)
     assert beside_deadline([(400, 2, 2)], 3) == 800  # no deadline late enough yet: later
-    # all given up at once, or given up later than answered elsewhere (a noisy machine): as drawn
-    assert beside_deadline([(0, 2, 2)], 1) is None
+    # all given up at once, none given up at once, or given up later than answered elsewhere (a
+    # stalled machine): as drawn
+    assert beside_deadline([(0, 2, 2)], 1) is None and beside_deadline([(0, 0, 2)], 1) is None
     assert beside_deadline([(3000, 2, 2), (1000, 0, 2)], 1) is None
 
 

@@ -364,10 +364,10 @@ class Coverage:
     def situation(self, name: str) -> None:
         self.hit(f"situation: {name}")
 
-    def gave_up(self, deadline_us: int, given_up: int, could: int) -> None:
-        """A give_up strike: of `could` calls it could give up (not spared), `given_up` were."""
-        if could:
-            self.give_ups.append((deadline_us, given_up, could))
+    def gave_up(self, deadline_us: int, given_up: int, could_give_up: int) -> None:
+        """A give_up strike: of `could_give_up` calls (those not spared), `given_up` were."""
+        if could_give_up:
+            self.give_ups.append((deadline_us, given_up, could_give_up))
 
     def live_rows(self, inferences: int, executions: int) -> int:
         """Over a stretch in which the model ran `executions` batches of `inferences` requests in

@@ -145,8 +145,9 @@ def beside_deadline(strikes, index: int) -> int | None:
     given up, could be given up): a cancel meets a spared call's execution only where it lands
     while the calls are answered, so a deadline at which some calls were given up and others
     answered (the `index`-th of them), else halfway between the latest at which all were given
-    up and the earliest at which none was (or twice the one, half the other). None before any
-    strike, or where every one gave all up at once (0 us): the drawn deadline then."""
+    up and the earliest at which none was (or twice the one, half the other). None where the
+    strikes say nothing of it: none yet, every one gave all up at once (0 us), none gave any up
+    at once, or all were given up later than none was (a stalled machine): the drawn deadline then."""
     mixed = sorted({d for d, given, could in strikes if 0 < given < could})
     if mixed:
         return choose(mixed, index)
@@ -154,7 +155,7 @@ def beside_deadline(strikes, index: int) -> int | None:
     none = [d for d, given, could in strikes if given == 0]
     lo, hi = max(every, default=None), min(none, default=None)
     if hi is not None:
-        return (hi + (lo or 0)) // 2 if lo is None or lo < hi else None
+        return (hi + (lo or 0)) // 2 if hi > 0 and (lo is None or lo < hi) else None
     return 2 * lo if lo else None
 
 

@@ -292,15 +292,15 @@ class Setup:
 CANCEL_WIRE_S = 0.001  # a cancel's way to the server, for ran_beside_given_up
 
 
-def ran_beside_given_up(got: list, spared: list, at_once: int = 0) -> bool:
-    """Whether, in some round of `at_once` calls (0: one round of them all), a spared call that
+def ran_beside_given_up(got: list, spared: list, at_once: int) -> bool:
+    """Whether, in some round of `at_once` calls (the fault's: nemesis.hurry's rounds), a spared call that
     answered ran in an execution that carried more live rows than answers came from it (the rest
     were calls given up in flight: nothing else is sent while calls are hurried), and came after
     every call of its round given up had been cancelled (a given-up call's outcome is stamped
     once its stream's cancel went): those cancels reached the server while that execution ran,
     not once it was over. (A round runs once the one before has come back: a cancel of a later
     round comes after every answer of an earlier one.)"""
-    size = at_once or len(got) or 1
+    size = max(1, at_once)  # (as nemesis.hurry sends them)
     return any(_ran_beside_in_round(got[i:i + size], spared[i:i + size]) for i in range(0, len(got), size))
 
 
