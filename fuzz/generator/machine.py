@@ -1933,18 +1933,17 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # calls a strike: none of 300 strikes there met a spared call's execution, 6 of 240 from 0
         # to 0.75). Before any strike, a late deadline (a dev campaign on a model of 20 ms an
         # execution took 267 s to reach it) lands while the calls behind the first run together.
-        # Steered, a strike has more rounds: where the deadline is right, a round meets it a few
-        # times in a hundred on a fast model, and a `dev` campaign struck 3 to 13 times (a round
-        # costs about 10 ms).
+        # A steered strike has more rounds, and waits for the slots it needs: where the deadline is
+        # right a round meets it a few times in a hundred on a fast model, and a `dev` campaign
+        # struck 3 to 13 times (a round costs about 10 ms).
         typical = max(self.engine.stats.lag.typical(), 0.0005)
-        measured, rounds = None, (1, 2)
-        if steer >= STEER_GAP_FROM and self._lacks(CANCELLED_BESIDE):
-            measured, rounds = beside_deadline(self.engine.stats.coverage.give_ups_seen, index), (8, 16)
-            if measured is None and times >= 1:
-                times = choose(BESIDE_TIMES, steer)
+        steered = steer >= STEER_GAP_FROM and self._lacks(CANCELLED_BESIDE)
+        measured = beside_deadline(self.engine.stats.coverage.give_ups_seen, index) if steered else None
+        if steered and measured is None and times >= 1:
+            times = choose(BESIDE_TIMES, steer)
         deadline_us = measured if measured is not None else int(times * typical * 1e6)
-        self._give_up(data, "give_up", rounds=rounds, deadlines_us=(min(deadline_us, GIVE_UP_MAX_US),), spare=(2, 3),
-                      wait=rounds == (8, 16))
+        self._give_up(data, "give_up", rounds=(8, 16) if steered else (1, 2),
+                      deadlines_us=(min(deadline_us, GIVE_UP_MAX_US),), spare=(2, 3), wait=steered)
 
     def _give_up(self, data, name: str, rounds: tuple, deadlines_us: tuple, spare: tuple, wait: bool = False):
         """`wait`: where too few slots are free, every client first waits for sequences left to
