@@ -38,7 +38,7 @@ def measure(models=None) -> tuple[str, list]:
             print(f"{name}: {result.verdict}, {result.coverage.line()}", flush=True)
             for f in result.failures:  # a finding on a default model is news: said whole, not only counted
                 if f.expected_divergence is None:
-                    print(f"  [{f.invariant}] {f.detail}\n    " + "\n    ".join(f.program), flush=True)
+                    print("  " + f.whole(indent="    "), flush=True)
         return server.version, results
     finally:
         server.stop()

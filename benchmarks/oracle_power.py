@@ -89,7 +89,7 @@ def measure_bug(server, bug) -> Row:
     found = [f for f in result.failures if f.expected_divergence is None]
     failure = next((f for f in found if f.invariant in WRONG_SUMS), found[0] if found else None)
     if failure is not None:  # the row's shrunk program, to judge its length by
-        print(f"{bug.name}: [{failure.invariant}] {failure.detail}\n  " + "\n  ".join(failure.program), flush=True)
+        print(f"{bug.name}: " + failure.whole(indent="  "), flush=True)
     try:
         stress = run_stress(server, name, STRESS)
     except ContractError:  # its patterns need sequences of many requests

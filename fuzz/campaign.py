@@ -48,6 +48,10 @@ class Failure:
         may lose it now and then, and a replay may not."""
         return self.expected_divergence is not None and by_key(self.expected_divergence).race
 
+    def whole(self, indent: str = "") -> str:
+        """The broken promise, its detail and its program, a line a step (each after `indent`)."""
+        return f"[{self.invariant}] {self.detail}\n" + "\n".join(indent + line for line in self.program)
+
     def to_json(self) -> dict:
         return attrs.asdict(self, filter=lambda a, _: a.name != "records")
 

@@ -55,8 +55,7 @@ def _caught(server, bug, seed=None):
     assert all(f.expected_divergence is None or f.race for f in result.failures), \
         [(f.expected_divergence, f.detail) for f in result.failures]
     failure = next((f for f in result.failures if f.invariant in SUM_PROMISES and f.expected_divergence is None), None)
-    assert failure is not None, "\n\n".join(f"[{f.invariant}] {f.detail}\n" + "\n".join(f.program)
-                                             for f in result.failures)
+    assert failure is not None, "\n\n".join(f.whole() for f in result.failures)
     return result, failure
 
 
@@ -98,8 +97,7 @@ def test_fuzzer_catches_the_bug_and_shrinks_it(broken_triton, bug):
         # in 1 replay of 20 (rightly reported as not replayable). One more campaign, on other
         # draws (the same ones met the same race again); its catch must replay. Not on a server
         # that died meanwhile (a clean-clone CI once lost it so): its death is the failure, said whole.
-        print(f"\n{bug.name}: the first campaign's catch did not replay: [{failure.invariant}] {failure.detail}\n"
-              + "\n".join(failure.program))
+        print(f"\n{bug.name}: the first campaign's catch did not replay: " + failure.whole())
         broken_triton.check_alive()
         result, failure = _caught(broken_triton, bug, seed=SECOND_SEED)
     # Every failure replays: its program, as the corpus would keep it, breaks the same promise
