@@ -75,6 +75,10 @@ class Outcome:
     # answer before it shaped otherwise (one wrong shape among several shows). None where unread.
     shape: tuple | None = attrs.field(default=None, converter=lambda s: None if s is None else tuple(int(d) for d in s))
     datatype: str | None = None  # and its datatype (INT32, FP32, ...), alike
+    # A decoupled model's final flag came in a response of its own, after the answer (the common
+    # send(response); send(flags=FINAL)). A reading of how the model answers, as sent_at is: no
+    # verdict reads it, and a corpus entry does not keep it (final-alone-cancel-crash's guard does).
+    final_alone: bool = attrs.field(default=False, eq=False, repr=False)
 
     @property
     def ok(self) -> bool:

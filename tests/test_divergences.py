@@ -412,3 +412,36 @@ def test_the_start_behind_an_end_is_found_from_every_request_of_its_sequence_sti
     assert Engine._start_behind(types.SimpleNamespace(log=held(x, end, other)), 0, x) is None
     assert Engine._start_behind(types.SimpleNamespace(log=held(x, end)), 0, end) is None
     assert Engine._start_behind(types.SimpleNamespace(log=held(x, Request("m", 8, 1), end, start)), 0, x) is None
+
+
+def test_a_death_after_cancelled_streams_is_final_alone_cancel_crash_only_where_the_finals_came_alone():
+    """final-alone-cancel-crash: named where the server died after streams were cancelled in
+    flight on a decoupled model whose answers came with their final flag in a response of their
+    own (what Engine._after_given_up adds), never for another death; on decoupled models that do
+    not iterate; guarded, so a campaign does not expect it."""
+    from fuzz.checker.verdicts import FINAL_ALONE, FINAL_ALONE_CRASH
+
+    crash = by_key(FINAL_ALONE_CRASH)
+    after = " (after 12 streamed calls cancelled in flight by their clients on this server process: the deadlines or give_up fault"
+    assert crash.explains("server_alive", "45 answered, 19 given up" + after + FINAL_ALONE + ")")
+    assert not crash.explains("server_alive", "45 answered, 19 given up" + after + ")")
+    assert not crash.explains("server_alive", "tritonserver died with status -11")
+    decoupled = Variant("corrid", "direct", 4, 1, "int32", "uint64", FULL, decoupled=True)
+    assert crash.applies(decoupled, "2.51.0") and not crash.applies(decoupled, "2.36.0")
+    assert not crash.applies(Variant("corrid", "direct", 4, 1, "int32", "uint64", FULL), "2.51.0")
+    assert not crash.applies(Variant("corrid", "direct", 4, 1, "int32", "uint64", FULL, decoupled=True, iterations=3), "2.51.0")
+    assert crash.guard and crash.race
+    # on 2.39-2.44 any decoupled model's: named by the streams cancelled, the final-alone one first
+    from fuzz.campaign import _known
+    from fuzz.checker.invariants import InvariantViolation
+    from fuzz.checker.verdicts import DECOUPLED_CANCEL_CRASH
+
+    def ours(version):  # (string-id-on-uint64-corrid explains any death on this model: string ids crash it)
+        return [d for d in known_for(decoupled, version) if d.key in (FINAL_ALONE_CRASH, DECOUPLED_CANCEL_CRASH)]
+
+    died = InvariantViolation("server_alive", "tritonserver died with status -11")
+    died.got = "45 answered, 19 given up" + after + ")"
+    assert _known(ours("2.41.0"), died) == DECOUPLED_CANCEL_CRASH
+    assert _known(ours("2.51.0"), died) is None
+    died.got = "45 answered, 19 given up" + after + FINAL_ALONE + ")"
+    assert _known(ours("2.41.0"), died) == _known(ours("2.51.0"), died) == FINAL_ALONE_CRASH

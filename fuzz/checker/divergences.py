@@ -11,7 +11,7 @@ from typing import Callable
 
 import attrs
 
-from .verdicts import OVERTAKES, START_RAN_FIRST
+from .verdicts import DECOUPLED_CANCEL_CRASH, FINAL_ALONE, FINAL_ALONE_CRASH, OVERTAKES, START_RAN_FIRST
 
 
 def _corrid_type(m) -> str | None:
@@ -31,6 +31,11 @@ def _python_implicit(m) -> bool:
 def _decoupled_iterative(m) -> bool:
     """An iterative model whose STARTs stream their answers (a ModelSpec of one, or a Variant)."""
     return bool(getattr(m, "iterations", 0)) and bool(getattr(m, "decoupled", True))
+
+
+def _decoupled_not_iterative(m) -> bool:
+    """A decoupled model whose requests are answered once (a ModelSpec or a Variant)."""
+    return bool(getattr(m, "decoupled", False)) and not getattr(m, "iterations", 0)
 
 
 def _dies_beside_a_backlog(m) -> bool:
@@ -362,6 +367,46 @@ KNOWN = KNOWN + (
         # the deadlines fault's step, or any later death on a server process it cancelled streams on
         signatures=("streamed calls cancelled",),
         needs_fault="deadlines"),
+)
+
+KNOWN = KNOWN + (
+    KnownDivergence(
+        FINAL_ALONE_CRASH,
+        "A decoupled model that sends its answer and then its final flag in a response of its own (the "
+        "common send(response); send(flags=FINAL)), whose gRPC streams are cancelled in flight, each a "
+        "whole sequence (START+END), kills tritonserver with SIGSEGV (2.51: in the gRPC frontend's "
+        "ModelStreamInferHandler::Process). The give_up fault's strikes alone, four streams in flight, "
+        "killed 2.51 after 53, 85 and 417 cancelled streams, 2.39, 2.41, 2.44 and 2.46 after 63, 78, 69 "
+        "and 272; 2.36 lived through 20242 in a minute. The same model sending its final flag with the "
+        "answer lived through 6858 on 2.51 and 12842 on 2.46 (on 2.39-2.44 it dies too: "
+        "decoupled-cancel-crash); one that is not decoupled lived through 10296 on 2.51. The class of "
+        "server PR 8078 (a cancellation processed after the call's state was released; fixed after every "
+        "build here). Found by give_up_beside, steered to cancel while the calls run, on the model of "
+        "tests/test_final_alone.py: a 4-example campaign killed 2.51 in 6 of 39 runs.",
+        versions=("2.39.0", "2.41.0", "2.44.0", "2.46.0", "2.51.0"),
+        symptom="the server dies (SIGSEGV) right after streams it "
+                "answered with a final flag of its own were cancelled",
+        affects=_decoupled_not_iterative, invariant="server_alive", also_under=("no_hangs",),
+        # a death after cancelled streams of a model seen to send its final flag alone (Engine._after_given_up)
+        signatures=(FINAL_ALONE,), race=True,
+        guard="give_up_beside cancels no stream of a decoupled model that sends its final flag in a "
+              "response of its own, nor of one that has answered nothing yet"),
+)
+
+KNOWN = KNOWN + (
+    KnownDivergence(
+        DECOUPLED_CANCEL_CRASH,
+        "On 2.39 to 2.44 the same crash takes a decoupled model that sends its final flag with its "
+        "answer too (final-alone-cancel-crash takes one that sends it alone, on 2.39 to 2.51): the give_up "
+        "fault's strikes alone, four streams in flight, each a whole sequence, killed 2.39 after 17, 54 "
+        "and 69 cancelled streams, 2.41 and 2.44 after 11135 and 8398 (a minute each); 2.36, 2.46 and "
+        "2.51 lived through 12894, 12842 and 6858. Found while measuring final-alone-cancel-crash.",
+        versions=("2.39.0", "2.41.0", "2.44.0"),
+        symptom="the server dies (SIGSEGV) right after streams were cancelled in flight",
+        affects=_decoupled_not_iterative, invariant="server_alive", also_under=("no_hangs",),
+        # a death on a server process the deadlines or give_up fault cancelled streams on
+        signatures=("streamed calls cancelled",), race=True,
+        guard="give_up_beside cancels no stream of a decoupled model"),
 )
 
 KNOWN = KNOWN + (

@@ -12,6 +12,13 @@ from ..spec import same_sum
 from ..values import Outcome, Request
 
 
+# What a death after cancelled streams says of a decoupled model that sends its final flag in a
+# response of its own (Engine._after_given_up), and the known divergence that names it.
+FINAL_ALONE = "; its answers came with their final flag in a response of their own"
+FINAL_ALONE_CRASH = "final-alone-cancel-crash"
+DECOUPLED_CANCEL_CRASH = "decoupled-cancel-crash"  # its older builds' wider form: any decoupled model
+
+
 def server_gone(reason: str, after: str = "", log_tail: str = "") -> InvariantViolation:
     """The server is gone (`reason`, with what the death came `after`, and its log's last lines)."""
     died = InvariantViolation("server_alive", reason)

@@ -225,6 +225,7 @@ def _outcome_to_json(o: Outcome) -> dict:
     d = attrs.asdict(o)
     del d["sent_at"]  # a clock reading of the run that saved it: the step keeps its times (`at`)
     del d["execution"]  # and a serial of that run's model
+    del d["final_alone"]  # and how the model sent its final flag
     if not o.partials:  # only an iterative START's and a split ensemble's answers have them: other entries read as before
         del d["partials"]
     for said in ("live_rows", "row", "shape", "datatype"):  # only a model that says its live rows (and rows)

@@ -29,6 +29,7 @@ from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STE
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
 from .swarm import keep_rules_on, needed_rules, reaches
 from ..checker.divergences import steered_around
+from ..checker.verdicts import DECOUPLED_CANCEL_CRASH, FINAL_ALONE_CRASH
 from ..harness.engine import FuzzSettings, RunStats, StepRecord  # noqa: F401 - re-exported for drivers and tests
 from ..harness.engine import Engine, Fault, Setup, Stale, event
 from ..harness.cancelling import LateCancel
@@ -1955,6 +1956,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # The ids from one seed: how many depends on the free slots, and a count of draws that
         # follows the server would make the same choices draw differently (see the rules' note).
         ids_seed = data.draw(st.integers(0, 2**32 - 1), label="ids seed")
+        if name == "give_up" and self._cancels_kill_the_server():
+            return self._skip(f"give_up: {self._cancels_kill_the_server()}")
         self.engine.collect()
         self.engine.model.settle(time.monotonic())
         needed = GIVE_UP_SLOTS if name == "give_up" else 1
@@ -1975,6 +1978,19 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         spared = f", one in every {spare_every} spared" if spare_every else ""
         self.engine.hurry(fault, f"{len(fault.ids)} {how}, {at_once} in flight together, each a whole "
                           f"sequence {given_up}{spared}")
+
+    def _cancels_kill_the_server(self) -> str:
+        """Why this build would die of this model's streams cancelled in flight, or "": any
+        decoupled model's (decoupled-cancel-crash), or one whose final flag comes in a response of
+        its own (final-alone-cancel-crash: which the campaign knows from its answers, none yet
+        counting as such)."""
+        setup, alone = self.plan.setup, self.engine.stats.final_alone
+        if setup.guarded(DECOUPLED_CANCEL_CRASH):
+            return f"this build dies of a decoupled model's streams cancelled in flight ({DECOUPLED_CANCEL_CRASH})"
+        if setup.guarded(FINAL_ALONE_CRASH) and alone is not False:
+            return (f"this build dies of streams cancelled in flight where a decoupled model sends its final flag "
+                    f"alone ({FINAL_ALONE_CRASH}): this one " + ("does" if alone else "has answered nothing yet"))
+        return ""
 
     @when(lambda plan: "restart" in plan.faults)
     @rule(graceful=st.booleans())

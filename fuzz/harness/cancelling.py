@@ -195,7 +195,7 @@ class Cancelling:
         ran = sum(1 for o in got if o is not None and o.ok)
         g.cancelled = ran < len(got)
         for o in got:  # one not answered OK: the server may have run it before the cancel, or not
-            self.engine.tally.saw(o) if o is not None and o.ok else self.engine.tally.cancel()
+            self.engine.saw(o) if o is not None and o.ok else self.engine.tally.cancel()
         wrong = g.queue(self.engine.model.then).wrong_behind(got)
         rec = self.engine.record(client=client, action=action, kind=Kind.CANCEL_STREAM, wait_s=wait_s, answers_behind=got,
                           expected="" if wrong is None else wrong[1],
@@ -212,7 +212,7 @@ class Cancelling:
         req, exp, call, via = g.asides[g.checked]
         g.checked += 1
         got = StreamClient.wait(call, self.engine.answer_bound())
-        self.engine.tally.saw(got)
+        self.engine.saw(got)
         check = check_prompt(req, exp, got, via)
         if g.checked == 1:
             check, indeterminate = self._first(req, exp, got, check)
@@ -329,7 +329,7 @@ class Cancelling:
         rec = self.engine.record(client=client, action=action, kind=Kind.AFTER_CANCEL, request=req, via=via,
                           expected=expected, got=got.describe(),
                           expect=EndedOr(go_on), outcome=got)
-        self.engine.tally.saw(got)
+        self.engine.saw(got)
         event("cancel pipelined: " + ("no witness" if len(g.asides) < 2 else
                                       f"witness {'failed with it' if g.ended else 'ran without it'}")
               + f", the sequence {'ended' if ended else 'went on'}")

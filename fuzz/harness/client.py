@@ -361,7 +361,7 @@ class StreamClient:
                     if last is not None and not response.infer_response.outputs:
                         # A decoupled model's final flag sent on its own, after its answers (the
                         # common send(response); send(flags=FINAL)): its last answer is the final one.
-                        got, partials = attrs.evolve(last, **_took(started)), partials[:-1]  # answered now
+                        got, partials = attrs.evolve(last, **_took(started), final_alone=True), partials[:-1]  # answered now
                     else:
                         got = decode(response.infer_response, started)
                     # of all its answers, the first shaped or typed otherwise than its INPUT is the one to tell

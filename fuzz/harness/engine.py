@@ -26,9 +26,9 @@ from ..generator.coverage import CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED
 from ..checker.history import history_of
 from .lag import Lag
 from ..checker import linearize, verdicts
-from ..checker.verdicts import OVERTAKES
+from ..checker.verdicts import FINAL_ALONE, OVERTAKES
 from ..values import Cancelled, EndedOr, Fault, Kind, Request, StepRecord  # noqa: F401 - re-exported for drivers and tests
-from ..values import LOST_CONNECTION, UNSETTLED, program_lines
+from ..values import LOST_CONNECTION, UNSETTLED, Outcome, program_lines
 from ..checker.divergences import accepted, by_key, steered_around
 from ..checker.invariants import InvariantViolation, check_prompt, check_served, describe_expectation, failure_key, \
     judged
@@ -170,6 +170,9 @@ class RunStats:
     # When the campaign's budget ends (time.monotonic()): no step starts after it, unless a
     # failure is being shrunk (fuzz/campaign.py sets it; a replay's engine has none).
     stop_at: float = float("inf")
+    # How a decoupled model sends its answers' final flag: in a response of its own (True), in the
+    # answer (False), none answered yet (None). final-alone-cancel-crash's guard reads it.
+    final_alone: bool | None = None
 
     def example_ended(self, by: BaseException | None) -> bool:
         """Counts an example ended by an error that is no broken promise (a bug of the harness):
@@ -389,7 +392,7 @@ class Engine:
         return (f" (after {given_up} unary calls given up by their clients on this server process: the "
                 f"deadlines fault)" if given_up else "") + \
             (f" (after {streamed} streamed calls cancelled in flight by their clients on this server process: "
-             f"the deadlines or give_up fault)" if streamed else "")
+             f"the deadlines or give_up fault{FINAL_ALONE if self.stats.final_alone else ''})" if streamed else "")
 
     def check_alive(self) -> None:
         """After every step: the server still runs, the run was not told to stop (a signal's
@@ -404,6 +407,12 @@ class Engine:
         self.judge_steps()
         if self.budget_spent():
             raise BudgetSpent("the campaign's budget is spent")
+
+    def saw(self, got: Outcome) -> None:
+        """One request's outcome, as the tally counts it; a decoupled model's, how its final flag came."""
+        self.tally.saw(got)
+        if got.ok and self.spec.decoupled:
+            self.stats.final_alone = bool(self.stats.final_alone) or got.final_alone
 
     def judge_steps(self) -> None:
         """The registered invariants' judges (invariants.register) over the steps recorded since
@@ -756,7 +765,7 @@ class Engine:
         rec = self.record(client=client, action=action, kind=kind,
                            request=req, via=via, wait_s=wait_s, expected=check.expected, got=check.got,
                            expect=None if indeterminate else exp, outcome=got)
-        self.tally.saw(got)
+        self.saw(got)
         if got.ok:
             self.model.answered(key_of(req.seq_id), time.monotonic())
         if check.violation:
@@ -861,7 +870,7 @@ class Engine:
             for at, client, p, got in sorted(answered, key=lambda a: a[0]):
                 problem = self.model.served(key_of(p.request.seq_id), at) if got.ok else None
                 check = check_served(p.request, p.expectation, got, problem)
-                self.tally.saw(got)
+                self.saw(got)
                 rec = self.record(client=client, action=f"answer to step {p.step}", kind=Kind.ANSWER, request=p.request,
                                    via="stream", expected=check.expected, got=check.got,
                                    expect=p.expectation, outcome=got)
@@ -907,7 +916,7 @@ class Engine:
                                         f"(indeterminate)", got=check.got, outcome=got)
             event("cancel raced with the START's admission (indeterminate)")
             self.stats.ambiguous_waits += 1
-            self.tally.saw(got)
+            self.saw(got)
             if check.violation:
                 self.fail(check.violation, rec)
             return
@@ -1286,7 +1295,7 @@ class Engine:
         if died is not None:
             self.fail(died, rec)
         for req, exp, o, gave_up in zip(reqs, expected, got, given_up):
-            self.tally.saw(o)
+            self.saw(o)
             if gave_up:
                 continue
             check = check_prompt(req, exp, o, via)
@@ -1406,7 +1415,7 @@ class Engine:
                           wait_s=waited,
                           expected=f"OUTPUT={total!r} ({ran_means}), or {refused_means}", got=got.describe(),
                           expect=EndedOr((total,)), outcome=got)
-        self.tally.saw(got)
+        self.saw(got)
         violation = verdicts.told_apart(got, total, req, ran_means, refused_means, refused_ok)
         if violation is not None:
             self.fail(violation, rec, lost=got.status in LOST_CONNECTION)

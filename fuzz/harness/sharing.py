@@ -77,7 +77,7 @@ class Sharing:
         got = [StreamClient.wait(box, self.engine.answer_bound()) for _, _, box, _ in g.sent]
         values = [req.value for _, req, _, _ in g.sent]
         for o in got:
-            self.engine.tally.saw(o)
+            self.engine.saw(o)
         key = key_of(g.sent[0][1].seq_id)
         late = self._refused_after_expiry(g, got)
         recs = []
