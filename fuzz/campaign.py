@@ -133,9 +133,22 @@ class ModelResult:
         return d
 
 
+def expected_divergences(spec: ModelSpec, version: str, fuzz_settings: FuzzSettings) -> list:
+    """The known divergences of this model and build a campaign with these settings may meet. One
+    that takes a fault the campaign lacks cannot be; a guarded one is not generated, unless it is
+    to be found unaided (find_known) or a fault of the campaign meets it past its guard."""
+    nemesis = fuzz_settings.nemesis
+    known = [d for d in known_for(spec, version) if not d.needs_fault or d.needs_fault in nemesis]
+    return [d for d in known if d.key in fuzz_settings.find_known or not d.guard
+            or (d.met_despite_guard and d.met_despite_guard in nemesis)]
+
+
 def _known(expected, v: InvariantViolation) -> str | None:
-    """The key of the known divergence of this build that explains the violation, if any."""
-    return next((d.key for d in expected if d.explains(v.invariant, getattr(v, "got", ""), getattr(v, "expected", ""), v.detail)), None)
+    """The key of the known divergence of this build that explains the violation, if any: one
+    that tells it by what came back or what the checker said first, over one that names every
+    violation of its invariant (a crash of string ids names any death of its models)."""
+    told = [d for d in expected if d.explains(v.invariant, getattr(v, "got", ""), getattr(v, "expected", ""), v.detail)]
+    return next((d.key for d in told if d.signatures or d.details or d.expected_signatures), told[0].key if told else None)
 
 
 def _cut_short(err: BaseException) -> bool:
@@ -200,9 +213,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     purpose)."""
     spec = ModelSpec.fetch(server, model)
     version = getattr(server, "version", None) or "?"
-    known = [d for d in known_for(spec, version) if not d.needs_fault or d.needs_fault in fuzz_settings.nemesis]
-    # Guarded ones are not generated, so not expected; found unaided (find_known), each is named
-    expected = [d for d in known if d.key in fuzz_settings.find_known or not d.guard]
+    expected = expected_divergences(spec, version, fuzz_settings)
     guards = tuple(d.guard for d in steered_around(spec, version, fuzz_settings.find_known))
     stats = RunStats()
     served_before, reloaded_first = _fresh_start(server, spec) if fresh_start else (0, False)

@@ -77,7 +77,7 @@ class Outcome:
     datatype: str | None = None  # and its datatype (INT32, FP32, ...), alike
     # A decoupled model's final flag came in a response of its own, after the answer (the common
     # send(response); send(flags=FINAL)). A reading of how the model answers, as sent_at is: no
-    # verdict reads it, and a corpus entry does not keep it (final-alone-cancel-crash's guard does).
+    # verdict reads it, and a corpus entry does not keep it (final-alone-cancel-crash's guard reads it).
     final_alone: bool = attrs.field(default=False, eq=False, repr=False)
 
     @property

@@ -4,6 +4,7 @@ import threading
 import time
 import types
 
+import attrs
 import pytest
 
 from fuzz.harness.client import GrpcClient, Request, StreamClient
@@ -417,31 +418,65 @@ def test_the_start_behind_an_end_is_found_from_every_request_of_its_sequence_sti
 def test_a_death_after_cancelled_streams_is_final_alone_cancel_crash_only_where_the_finals_came_alone():
     """final-alone-cancel-crash: named where the server died after streams were cancelled in
     flight on a decoupled model whose answers came with their final flag in a response of their
-    own (what Engine._after_given_up adds), never for another death; on decoupled models that do
-    not iterate; guarded, so a campaign does not expect it."""
-    from fuzz.checker.verdicts import FINAL_ALONE, FINAL_ALONE_CRASH
+    own (what Engine._after_given_up adds), never for another death, and over a crash that names
+    any death of its models (string-id-on-uint64-corrid); on decoupled models that neither iterate
+    nor are ensembles. Guarded, so a default campaign does not expect it; one with the deadlines
+    fault, which cancels such streams still, does. On 2.39-2.44 any decoupled model's death after
+    cancelled streams is decoupled-cancel-crash."""
+    from fuzz.campaign import _known, expected_divergences
+    from fuzz.checker.invariants import InvariantViolation
+    from fuzz.checker.verdicts import DECOUPLED_CANCEL_CRASH, FINAL_ALONE_CRASH
+    from fuzz.generator.machine import FuzzSettings
+    from fuzz.harness.engine import Engine, RunStats
+
+    def after(final_alone):
+        stats = RunStats()
+        stats.final_alone = final_alone
+        engine = types.SimpleNamespace(server=types.SimpleNamespace(calls_given_up=0, streams_given_up=12), stats=stats)
+        return Engine._after_given_up(engine)
 
     crash = by_key(FINAL_ALONE_CRASH)
-    after = " (after 12 streamed calls cancelled in flight by their clients on this server process: the deadlines or give_up fault"
-    assert crash.explains("server_alive", "45 answered, 19 given up" + after + FINAL_ALONE + ")")
-    assert not crash.explains("server_alive", "45 answered, 19 given up" + after + ")")
+    assert crash.explains("server_alive", "45 answered, 19 given up" + after(True))
+    assert not crash.explains("server_alive", "45 answered, 19 given up" + after(False))
     assert not crash.explains("server_alive", "tritonserver died with status -11")
     decoupled = Variant("corrid", "direct", 4, 1, "int32", "uint64", FULL, decoupled=True)
     assert crash.applies(decoupled, "2.51.0") and not crash.applies(decoupled, "2.36.0")
     assert not crash.applies(Variant("corrid", "direct", 4, 1, "int32", "uint64", FULL), "2.51.0")
     assert not crash.applies(Variant("corrid", "direct", 4, 1, "int32", "uint64", FULL, decoupled=True, iterations=3), "2.51.0")
     assert crash.guard and crash.race
-    # on 2.39-2.44 any decoupled model's: named by the streams cancelled, the final-alone one first
-    from fuzz.campaign import _known
-    from fuzz.checker.invariants import InvariantViolation
-    from fuzz.checker.verdicts import DECOUPLED_CANCEL_CRASH
 
-    def ours(version):  # (string-id-on-uint64-corrid explains any death on this model: string ids crash it)
-        return [d for d in known_for(decoupled, version) if d.key in (FINAL_ALONE_CRASH, DECOUPLED_CANCEL_CRASH)]
+    spec = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=4, instances=1, idle_s=0.5,
+                     max_batch_size=1, controls=frozenset(FULL), corrid_type="UINT64", implicit_state=False, decoupled=True)
+    assert not crash.applies(attrs.evolve(spec, step="e_step"), "2.51.0"), "no ensemble was measured"
+    keys = lambda version, **kw: [d.key for d in expected_divergences(spec, version, FuzzSettings(**kw))]
+    assert FINAL_ALONE_CRASH not in keys("2.51.0") and DECOUPLED_CANCEL_CRASH not in keys("2.41.0")
+    assert FINAL_ALONE_CRASH in keys("2.51.0", nemesis=frozenset({"deadlines"}))
+    assert DECOUPLED_CANCEL_CRASH in keys("2.41.0", nemesis=frozenset({"deadlines"}))
 
     died = InvariantViolation("server_alive", "tritonserver died with status -11")
-    died.got = "45 answered, 19 given up" + after + ")"
-    assert _known(ours("2.41.0"), died) == DECOUPLED_CANCEL_CRASH
-    assert _known(ours("2.51.0"), died) is None
-    died.got = "45 answered, 19 given up" + after + FINAL_ALONE + ")"
-    assert _known(ours("2.41.0"), died) == _known(ours("2.51.0"), died) == FINAL_ALONE_CRASH
+    died.got = "45 answered, 19 given up" + after(False)
+    every = frozenset(d.key for d in KNOWN)  # string ids' crash too, which names any death of this model
+    assert _known(expected_divergences(spec, "2.41.0", FuzzSettings(find_known=every)), died) == DECOUPLED_CANCEL_CRASH
+    assert _known([crash], died) is None
+    died.got = "45 answered, 19 given up" + after(True)
+    for version in ("2.41.0", "2.51.0"):
+        assert _known(expected_divergences(spec, version, FuzzSettings(find_known=every)), died) == FINAL_ALONE_CRASH
+
+
+def test_how_a_decoupled_model_sends_its_final_flag_is_kept_once_alone_always():
+    """RunStats.final_alone, which final-alone-cancel-crash's guard reads: None until a decoupled
+    model answers, False while its final flags came in its answers, True from the first that came
+    alone on; errors and models that are not decoupled leave it."""
+    from fuzz.harness.engine import Engine, RunStats
+    from fuzz.values import Outcome
+
+    def heard(*outcomes, decoupled=True):
+        engine = types.SimpleNamespace(spec=types.SimpleNamespace(decoupled=decoupled), stats=RunStats())
+        for o in outcomes:
+            Engine.heard(engine, o)
+        return engine.stats.final_alone
+
+    ok, alone = Outcome(value=1), Outcome(value=1, final_alone=True)
+    assert heard() is None and heard(Outcome(status="ERROR", message="x")) is None
+    assert heard(ok) is False and heard(ok, alone) is True and heard(alone, ok) is True
+    assert heard(alone, decoupled=False) is None

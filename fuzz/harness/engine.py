@@ -170,9 +170,12 @@ class RunStats:
     # When the campaign's budget ends (time.monotonic()): no step starts after it, unless a
     # failure is being shrunk (fuzz/campaign.py sets it; a replay's engine has none).
     stop_at: float = float("inf")
-    # How a decoupled model sends its answers' final flag: in a response of its own (True), in the
-    # answer (False), none answered yet (None). final-alone-cancel-crash's guard reads it.
+    # Whether a decoupled model's final flag came in a response of its own after any answer so far
+    # (True, and it stays so: one such answer shows the model may do it), only in answers (False),
+    # or none answered yet (None). final-alone-cancel-crash's guard reads it, as it was when the
+    # example began (final_alone_then, kept from the first failure on, as waits_spent is).
     final_alone: bool | None = None
+    final_alone_then: bool | None = None
 
     def example_ended(self, by: BaseException | None) -> bool:
         """Counts an example ended by an error that is no broken promise (a bug of the harness):
@@ -387,7 +390,8 @@ class Engine:
 
     def _after_given_up(self) -> str:
         """What a death came after, where the deadlines or give_up fault gave calls up on this server
-        process: the known crash (issue 7368) can show examples later, at any step."""
+        process: the known crash (issue 7368) can show examples later, at any step; and where streams
+        were cancelled on a model whose final flag came alone, that too (final-alone-cancel-crash)."""
         given_up, streamed = self.server.calls_given_up, self.server.streams_given_up
         return (f" (after {given_up} unary calls given up by their clients on this server process: the "
                 f"deadlines fault)" if given_up else "") + \
@@ -409,8 +413,12 @@ class Engine:
             raise BudgetSpent("the campaign's budget is spent")
 
     def saw(self, got: Outcome) -> None:
-        """One request's outcome, as the tally counts it; a decoupled model's, how its final flag came."""
+        """One request's outcome, as the tally counts it."""
         self.tally.saw(got)
+        self.heard(got)
+
+    def heard(self, got: Outcome) -> None:
+        """How a decoupled model's answer sent its final flag (RunStats.final_alone: once alone, always)."""
         if got.ok and self.spec.decoupled:
             self.stats.final_alone = bool(self.stats.final_alone) or got.final_alone
 
@@ -1263,7 +1271,8 @@ class Engine:
         time.sleep(self.settings.wire_s if fault.name == "deadlines"
                    else min(self.settings.wire_s, max(0.005, 3 * self.stats.lag.typical())))
         self.struck(fault.name)
-        given_up = [o.status in GIVEN_UP and not fault.spared(i) for i, o in enumerate(got)]
+        spared_ones = [fault.spared(i) for i in range(len(got))]
+        given_up = [o.status in GIVEN_UP and not keep for o, keep in zip(got, spared_ones)]
         timed_out = sum(given_up)
         self.model.given_up(timed_out)
         if streams:
@@ -1272,7 +1281,7 @@ class Engine:
             self.tally.cancel(timed_out * max(0, self.spec.iterations - 1))
         else:
             self.server.calls_given_up += timed_out
-        spared = sum(fault.spared(i) for i in range(len(got)))
+        spared = sum(spared_ones)
         rec = self.record(client=None, action=action, kind=Kind.FAULT, fault=fault,
                           expected="each answered with its value, or given up; the server lives on"
                                    + (f"; the {spared} spared answered" if spared else ""),
@@ -1280,7 +1289,7 @@ class Engine:
         self._check_given_up(rec, reqs, expected, got, given_up, "stream" if streams else "grpc")
         if fault.name == "give_up":
             self.stats.coverage.gave_up(fault.deadline_us, timed_out, len(got) - spared)
-            if ran_beside_given_up(got, [fault.spared(i) for i in range(len(got))], fault.at_once):
+            if ran_beside_given_up(got, spared_ones, fault.at_once):
                 self.stats.coverage.situation(CANCELLED_BESIDE)
         if fault.name == "deadlines":  # unary calls given up once stopped unary gRPC's serving (PR 7325)
             self._unary_witness(rec, self._unused_id(fault.ids))
@@ -1291,6 +1300,8 @@ class Engine:
         issue 7368's crash, on 2.39-2.51), then each answer that came, and each spared call's
         whatever came (a spared call cancelled is a cancel that reached it), against its
         expectation."""
+        for o in got:  # first: a death's detail says how the answers it came after sent their final flags
+            self.heard(o)
         died = self.death(DEATH_GRACE_S if any(o.status in LOST_CONNECTION for o in got) else 0.0)
         if died is not None:
             self.fail(died, rec)
