@@ -49,8 +49,10 @@ class Failure:
         return self.expected_divergence is not None and by_key(self.expected_divergence).race
 
     def whole(self, indent: str = "") -> str:
-        """The broken promise, its detail and its program, a line a step (each after `indent`)."""
-        return f"[{self.invariant}] {self.detail}\n" + "\n".join(indent + line for line in self.program)
+        """The broken promise, its detail (flaky where it could not be replayed exactly: not shrunk) and its
+        program, a line a step (each after `indent`)."""
+        return f"[{self.invariant}] {self.detail}{' (flaky)' if self.flaky else ''}\n" + \
+            "\n".join(indent + line for line in self.program)
 
     def to_json(self) -> dict:
         return attrs.asdict(self, filter=lambda a, _: a.name != "records")

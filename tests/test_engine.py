@@ -27,8 +27,7 @@ ONE_SLOT = "py_slot_direct_s1_i1_int32_csr"
 
 def _described(failures) -> str:
     """Each failure whole: its promise, detail and program (a repr is cut short in the report)."""
-    return "\n\n".join(f"[{f.invariant}] {f.detail}{' (flaky)' if f.flaky else ''}\n" + "\n".join(f.program)
-                       for f in failures)
+    return "\n\n".join(f.whole() for f in failures)
 
 
 @pytest.fixture
