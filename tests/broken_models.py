@@ -1609,13 +1609,79 @@ THIRTY_FIRST_BUGS = (
         "START+END a, then START a of 5 and a's next of 1 (on a stream): the last is answered 5"),
 )
 
+# Thirty-second hold-out (stop 96): written and committed before any campaign met it. Kinds no earlier
+# hold-out named: one scale for a whole batch's INPUTs (per-tensor dynamic int8 quantisation where a
+# scale per row was meant: a row alone is exact, a row beside one far larger in its execution is
+# coarsened; not sums_as_int8_codes_one_scale's table-wide scale for stored sums, which only grows), a
+# sum kept as streaming statistics (CMVN's running mean, by Welford's step, and count) and read back as
+# mean * count cast to the dtype (a product a hair under an integer truncates: short sums of small
+# values, no edge of the dtype), a pause that adds (packet-loss concealment: a gap of two 100 ms frame
+# periods or more is taken for lost frames, each filled with the last INPUT; earlier time bugs lose or
+# keep a sum, none adds to it), and a START that resets only part of a multi-word state (an INT64 sum
+# kept as two 32-bit words, the high one missed: only a sum outside 0..2^32 - 1, a negative one
+# included, leaks into the cell's next sequence).
+_SLOT_I64 = Variant("slot", "direct", 2, 1, "int64", controls=("START", "END", "READY"))
+THIRTY_SECOND_BUGS = (
+    Bug("batch_quantised_with_one_scale", "an execution's INPUTs are quantised to int8 with one scale for the "
+                                          "whole batch (per-tensor dynamic quantisation: its live rows' largest "
+                                          "magnitude / 127) where a scale per row was meant: alone a row is exact, "
+                                          "beside a row far larger its input is coarsened",
+        _TOTAL, "        q = np.clip(np.round(x.astype(np.float64) / self.scale), -127, 127)  # the int8 codes\n"
+                "        x = np.round(q * self.scale).astype(self.dtype)  # dequantised\n" + _TOTAL,
+        _CORRID4, 2, "START a of 1 and START b of 1000 pipelined on one stream, run in one execution: a is answered "
+                     "0 (where " + FIRST_ALONE + ", a crowd of three STARTs, the last two 1 and 1000: three lines, "
+                     "three answers)",
+        more=((_EXECUTE, "        # one scale for the batch: its live rows' largest |INPUT| / 127 (per-tensor, not per-row)\n"
+                         "        peak = max((float(np.abs(pb_utils.get_input_tensor_by_name(r, 'INPUT').as_numpy()).max())\n"
+                         "                    for r, on in zip(requests, ready) if on), default=0.0)\n"
+                         "        self.scale = peak / 127 if peak else 1.0\n" + _EXECUTE),)),
+    Bug("cmvn_stats_sum_truncated", "the state kept as CMVN-style running statistics, the mean of the sequence's "
+                                    "inputs (updated by Welford's step) and their count; each answer is mean * count "
+                                    "cast to the dtype, which truncates a product that falls a hair under an integer",
+        _BASE + _TOTAL,
+        "        stats = self.__dict__.setdefault('stats', {})  # key -> (mean of its inputs, their count)\n"
+        "        mean, count = (0.0, 0) if start else stats.get(key, (0.0, 0))\n"
+        "        count += 1\n"
+        "        mean += (float(x.reshape(-1)[0]) - mean) / count  # Welford's running mean\n"
+        "        stats[key] = (mean, count)\n"
+        "        total = np.full(x.shape, mean * count).astype(self.dtype)  # the sum the statistics stand for\n",
+        _CORRID, 3, "START 7, then 0, then 0: answered 6 (mean 7, 3.5, then 2.333...: times 3, 6.999...)",
+        more=((_POP, _POP + "            stats.pop(key, None)\n"),)),
+    Bug("pause_concealed_as_lost_frames", "packet-loss concealment for a stream of 100 ms frames: a request coming "
+                                          "0.2 s (two frame periods) or more after its sequence's previous one is "
+                                          "taken to follow int(gap / 0.1) - 1 lost frames, each filled by adding "
+                                          "the previous request's INPUT again",
+        _TOTAL, "        plc = self.__dict__.setdefault('plc', {})  # key -> (when its last request came, its INPUT)\n"
+                "        now = time.monotonic()\n"
+                "        last_at, last_x = plc.get(key, (now, x))\n"
+                "        lost = 0 if start else max(0, int((now - last_at) / 0.1) - 1)  # frames missed in the gap\n"
+                "        plc[key] = (now, x)\n"
+                "        if lost:  # concealed: the last frame repeated once per frame lost\n"
+                "            x = (x + last_x * lost).astype(self.dtype)\n" + _TOTAL,
+        _CORRID, 2, "START 5, then after a pause of 0.2-0.35 s a next of 0: answered 10 (15 past 0.3 s), where a "
+                    "next sent at once is answered 5"),
+    Bug("int64_words_start_clears_low", "an INT64 sum kept as two 32-bit words (high signed, low unsigned), as in a "
+                                        "state tensor with no 64-bit type; a START zeroes the low word and misses the "
+                                        "high one: a sum outside 0..2^32 - 1 (a negative one too) leaks its high word "
+                                        "into the next sequence of its slot, or a restart of its id",
+        _BASE, "        words = self.__dict__.setdefault('words', {})  # key -> (high word, low word)\n"
+               "        hi, lo = words.get(key, (0, 0))\n"
+               "        if start:\n"
+               "            lo = 0  # the reset (the high word missed)\n"
+               "        base = self.dtype.type(hi * 2**32 + lo)\n",
+        _SLOT_I64, 2, "START+END of -1 (slot 0), then START of 1, which takes slot 0 again: answered 1 - 2^32",
+        more=((_STORE, "            words[key] = (int(total.reshape(-1)[0]) >> 32, int(total.reshape(-1)[0]) & 0xFFFFFFFF)\n"
+                       + _STORE),
+              (_POP, _POP + "            words.pop(key, None)\n"))),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
             + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS + TWENTY_SIXTH_BUGS
             + TWENTY_SEVENTH_BUGS + TWENTY_EIGHTH_BUGS + TWENTY_NINTH_BUGS + THIRTIETH_BUGS
-            + THIRTY_FIRST_BUGS + NATIVE_BUGS)
+            + THIRTY_FIRST_BUGS + THIRTY_SECOND_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
