@@ -6,6 +6,9 @@ first example). Live: the fuzzer's stream, the standalone reproducer's, and a sh
 
 Such a model's streams, cancelled in flight, kill 2.39-2.51 (final-alone-cancel-crash): pinned
 here, and the campaign's guard keeps give_up_beside off it."""
+import re
+import shutil
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -13,7 +16,7 @@ from fuzz.campaign import fuzz_model
 from fuzz.corpus.reproducer_script import Stream
 from fuzz.harness.client import StreamClient
 from fuzz.checker.verdicts import FINAL_ALONE_CRASH
-from fuzz.harness.server import EmbeddedTriton, explicit_control
+from fuzz.harness.server import EmbeddedTriton, ServerDied, explicit_control
 from fuzz.spec import ModelSpec
 from modelgen import Variant, model_config, render
 
@@ -122,3 +125,10 @@ def test_its_streams_cancelled_in_flight_kill_the_embedded_build(tmp_path):
         time.sleep(0.5)
         assert triton.process.poll() is not None, f"{triton.version} lived through {cancelled} cancelled streams"
         assert triton.process.returncode == -11, triton.log_tail()
+        # its reason line says where (fuzz/harness/crash.py): the gRPC frontend's stream handler
+        with pytest.raises(ServerDied) as died:
+            triton.check_alive()
+        assert re.search(r"died with status -11 \(SIGSEGV in .*tritonserver\+0x[0-9a-f]+", died.value.reason), \
+            died.value.reason
+        if shutil.which("addr2line"):  # and named (seen: triton::server::grpc::ModelStreamInferHandler::Process)
+            assert re.search(r"SIGSEGV in \w[\w:]* \(tritonserver\+0x", died.value.reason), died.value.reason

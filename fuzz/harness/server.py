@@ -28,6 +28,7 @@ import attrs
 from ..checker.server_stats import Snapshot
 from ..values import CONTROL_TIMEOUT_S
 from .. import leftovers
+from . import crash
 
 LOG_TAIL_LINES = 40
 # Complaints every CPU-only start makes; they are not why anything failed.
@@ -328,6 +329,7 @@ class EmbeddedTriton(_Base):
         self.startup_timeout = startup_timeout
         self.stop_grace = stop_grace
         self.process: subprocess.Popen | None = None
+        self.load_bases: dict[str, int] = {}  # the running server's mapped files' load addresses
         self.log_path = self.workdir / "tritonserver.log"
         self.grpc_url = self.http_url = None
         self.grpc_port = self.http_port = self.metrics_port = None
@@ -439,6 +441,8 @@ class EmbeddedTriton(_Base):
         else:
             names = self.load_models
         self.wait_models_ready(names, timeout=max(1.0, deadline - time.monotonic()))
+        # where its files are mapped, to read a crash's backtrace by (crash.py)
+        self.load_bases = crash.load_bases(self.process.pid)
 
     def stop(self, graceful: bool = True) -> None:
         """SIGTERM to the server's process group, SIGKILL after the grace period; graceful=False,
@@ -577,8 +581,19 @@ class EmbeddedTriton(_Base):
         if self.process is None:
             raise ServerDied("the embedded tritonserver is not running (stopped or never started)")
         if self.process.poll() is not None:
-            raise ServerDied(f"tritonserver (pid {self.process.pid}) died with status {self.process.returncode} "
-                             f"while the fuzzer was using it", self.log_tail())
+            raise ServerDied(f"tritonserver (pid {self.process.pid}) died with status {self.process.returncode}"
+                             f"{self._crash_site()} while the fuzzer was using it", self.log_tail())
+
+    def _crash_site(self) -> str:
+        """' (SIGSEGV in f (tritonserver+0x...) <- ...)' where its log shows the crash (crash.py),
+        ' (SIGKILL)' for another signal; '' for an exit."""
+        code = self.process.returncode
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            text = ""
+        site = crash.where(text, self.load_bases)
+        return f" ({site})" if site else f" ({crash.signal_name(-code)})" if code < 0 else ""
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         try:
