@@ -59,7 +59,8 @@ def table(results) -> str:
 def _gaps(c) -> str:
     if c.stopped_at and c.unreached:
         return f"none tried past the known divergence {c.stopped_at} ({len(c.unreached)} goals not reached)"
-    return ", ".join(c.gaps) or "-"
+    guarded = "; ".join(f"left out by a guard: {goal} ({divergence})" for goal, divergence in c.guarded)
+    return "; ".join(x for x in (", ".join(c.gaps), guarded) if x) or "-"
 
 
 def goal_table(results) -> str:
@@ -70,9 +71,11 @@ def goal_table(results) -> str:
     lines = ["| goal | reached on | median seconds to reach |", "|---|---|---|"]
     for name in names:
         times = sorted(g.reached_s for r in results for g in r.coverage.goals if g.name == name and g.reached)
-        # a campaign stopped at a known divergence tried only what it reached
+        # a campaign stopped at a known divergence tried only what it reached, and a guard's rule
+        # tried nothing
         can = sum(1 for r in results for g in r.coverage.goals
-                  if g.name == name and (g.reached or not r.coverage.stopped_at))
+                  if g.name == name and (g.reached or not (r.coverage.stopped_at
+                                                           or name in dict(r.coverage.guarded))))
         median = f"{times[len(times) // 2]:.2f}" if times else "-"
         lines.append(f"| {name} | {len(times)}/{can} | {median} |")
     return "\n".join(lines)

@@ -288,6 +288,33 @@ def test_goals_a_campaign_stopped_at_a_known_divergence_never_tried_are_no_gaps(
     assert "| sum 0 | 0/1 |" in goal_table([stopped, full])  # only the campaign that tried it counts
 
 
+def test_a_goal_a_guard_kept_its_rule_from_is_left_out_and_no_gap():
+    """give_up_beside on a model whose streams, cancelled in flight, kill the build
+    (final-alone-cancel-crash): the guard skips the rule, and the goal it builds is reported as
+    left out for the divergence, not as a gap of the fuzzer; one reached before stays reached,
+    and a round counts it as seen (the swarm stops keeping its rule on for it)."""
+    beside = "situation: cancelled beside a live row"
+    cover = Coverage(*INT32)
+    cover.guard(beside, "final-alone-cancel-crash")
+    cover.guard(beside, "another")  # the first reason stays
+    cover.new_round()
+    assert beside in cover.round_seen
+    report = cover.report((beside, "sum 0"))
+    assert report.guarded == ((beside, "final-alone-cancel-crash"),)
+    assert report.gaps == ("sum 0",) and report.unreached == (beside, "sum 0")
+    assert f"left out by a guard (this build dies of or diverges on the rule that builds it): {beside} " \
+           f"(final-alone-cancel-crash)" in report.line()
+    assert CoverageReport.from_json(report.to_json()) == report
+    from benchmarks.coverage import goal_table, table
+    from fuzz.campaign import ModelResult
+    result = ModelResult(model="g", spec="g", triton_version="2.51.0", examples=1, steps=2, requests=3, wall_s=0.5,
+                         ambiguous_waits=0, failures=(), expected_divergences=(), guards=(), coverage=report)
+    assert f"sum 0; left out by a guard: {beside} (final-alone-cancel-crash)" in table([result])
+    assert f"| {beside} | 0/0 |" in goal_table([result]), "no campaign tried it"
+    cover.situation("cancelled beside a live row")
+    assert cover.report((beside,)).guarded == (), "reached: nothing left out"
+
+
 def test_a_campaigns_coverage_travels_with_its_result():
     """How an xdist worker hands its results to the controller: through JSON."""
     from fuzz.campaign import ModelResult

@@ -96,6 +96,10 @@ def test_a_campaign_on_it_passes(server, monkeypatch):
     assert any(s.startswith("skipped: give_up: this build dies") and FINAL_ALONE_CRASH in s for s in said), said
     assert "give_up" not in dict(result.faults), result.faults
     assert any("final flag in a response of its own" in g for g in result.guards), result.guards
+    # and the goal give_up_beside builds is left out for it, no gap of the fuzzer
+    assert result.coverage.guarded == (("situation: cancelled beside a live row", FINAL_ALONE_CRASH),), \
+        result.coverage.line()
+    assert "situation: cancelled beside a live row" not in result.coverage.gaps
 
 
 def test_its_streams_cancelled_in_flight_kill_the_embedded_build(tmp_path):

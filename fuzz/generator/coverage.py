@@ -163,6 +163,9 @@ class CoverageReport:
     # The known divergence the campaign stopped at (the reference has no model of it as built):
     # what it had not reached by then was never tried, which is no gap of the fuzzer.
     stopped_at: str = ""
+    # (goal, the known divergence) for each goal unreached because a guard kept the rule that builds
+    # it from this build (Coverage.guard): left out on purpose, no gap of the fuzzer either.
+    guarded: tuple = ()
 
     @property
     def unreached(self) -> tuple:
@@ -170,7 +173,8 @@ class CoverageReport:
 
     @property
     def gaps(self) -> tuple:
-        return () if self.stopped_at else self.unreached
+        left_out = {goal for goal, _ in self.guarded}
+        return () if self.stopped_at else tuple(g for g in self.unreached if g not in left_out)
 
     def line(self) -> str:
         reached = sum(g.reached for g in self.goals)
@@ -180,19 +184,22 @@ class CoverageReport:
         text += f"; most live rows in one execution {self.most_live_rows}"
         if self.stopped_at and self.unreached:
             return text + f"; {len(self.unreached)} not tried: the campaign stopped at the known divergence {self.stopped_at}"
+        if self.guarded:
+            text += "; left out by a guard (this build dies of or diverges on the rule that builds it): " + \
+                ", ".join(f"{goal} ({divergence})" for goal, divergence in self.guarded)
         return text + (f"; gaps of the fuzzer (never reached): {', '.join(self.gaps)}" if self.gaps else "")
 
     def to_json(self) -> dict:
         return {"goals": {g.name: g.reached_s for g in self.goals}, "gaps": list(self.gaps),
                 "reached": sum(g.reached for g in self.goals), "total": len(self.goals),
                 "batch_sizes": {str(b): n for b, n in self.rows}, "most_live_rows": self.most_live_rows,
-                "stopped_at": self.stopped_at}
+                "stopped_at": self.stopped_at, "guarded": dict(self.guarded)}
 
     @classmethod
     def from_json(cls, d: dict) -> "CoverageReport":
         return cls(tuple(Goal(n, s) for n, s in (d.get("goals") or {}).items()),
                    tuple((int(b), n) for b, n in (d.get("batch_sizes") or {}).items()),
-                   d.get("most_live_rows", 0), d.get("stopped_at", ""))
+                   d.get("most_live_rows", 0), d.get("stopped_at", ""), tuple((d.get("guarded") or {}).items()))
 
 
 def live_row_goals(spec) -> int:
@@ -311,6 +318,7 @@ class Coverage:
     # those of the campaign when the example began (kept from the first failure on, as `seen`).
     give_ups: list = attrs.Factory(list)
     give_ups_seen: tuple = ()
+    guarded: dict = attrs.Factory(dict)  # goal -> the known divergence whose guard kept its rule off (guard)
 
     def new_example(self, shrinking: bool = False) -> None:
         self.here = set()
@@ -321,7 +329,8 @@ class Coverage:
             self.give_ups_seen = tuple(self.give_ups)
 
     def new_round(self) -> None:
-        self.round_seen = frozenset(self.reached)
+        # (a guarded goal counts as seen: its rule, kept on for it, only ever skips)
+        self.round_seen = frozenset(self.reached) | frozenset(self.guarded)
 
     def hit(self, goal: str) -> None:
         self.here.add(goal)
@@ -436,9 +445,15 @@ class Coverage:
             if most >= c:
                 self.hit(f"churn {c}")
 
+    def guard(self, goal: str, divergence: str) -> None:
+        """A guard kept the rule that builds `goal` from running (a known divergence of the build):
+        unreached, the goal is reported as left out for it, not as a gap of the fuzzer."""
+        self.guarded.setdefault(goal, divergence)
+
     def report(self, goals: tuple, rows: tuple = (), stopped_at: str = "") -> CoverageReport:
+        guarded = tuple((g, self.guarded[g]) for g in goals if g in self.guarded and g not in self.reached)
         return CoverageReport(tuple(Goal(g, self.reached.get(g)) for g in goals), tuple(rows), self.most_live_rows,
-                              stopped_at)
+                              stopped_at, guarded)
 
 
 def twin_goal(family: str, place: str | None = None) -> str:
