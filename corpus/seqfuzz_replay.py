@@ -582,21 +582,46 @@ class Player:
                                   "batch": 1, "batch_dim": self.spec["max_batch_size"] > 0}, self.args.model, 2.0)
 
 
-# Every kind of step a program records (the fuzzer's values.Kind), and how this script plays it: the
-# core kinds here; a step family's are copied in below from where it registered them (fuzz/steps.py).
-KINDS = {
-    "request": Player.request, "refill": Player.request, "told_apart": Player.request,
-    "queued": Player.queued, "answer": Player.answer, "still_waiting": Player.answer,
-    "cancel_queued": Player.cancel_queued,
-    "go_silent": Player.silence, "leave_to_expire": Player.silence, "pause": Player.silence,
-    "close_stream": Player.close_stream,
-    "held": Player.held_request, "held_answer": Player.answer,
-    "fault": Player.fault,
-}
+# Every kind of step a program records (the fuzzer's values.Kind), and how this script plays it:
+# copied in below from where each kind registered its play (fuzz/steps.py; the core kinds' call the
+# Player's methods above, from fuzz/corpus/replay.py).
+KINDS = {}
 PREPARES = []  # (player) -> None, before the first step
 OWN_WAIT = set()  # kinds whose play waits its recorded wait_s itself, where it has to
 
 # The plays the step families registered (fuzz/steps.py copies them here from their modules)
+
+
+def play_silence(p, step):  # (the Player waited the step's wait_s)
+    p.silence(step)
+
+
+def play_close_stream(p, step):
+    p.close_stream(step)
+
+
+def play_cancel_queued(p, step):
+    p.cancel_queued(step)
+
+
+def play_held(p, step):
+    p.held_request(step)
+
+
+def play_answer(p, step):
+    p.answer(step)
+
+
+def play_fault(p, step):
+    p.fault(step)
+
+
+def play_request(p, step):
+    p.request(step)
+
+
+def play_queued(p, step):
+    p.queued(step)
 
 
 def prepare_cancel(p):
@@ -662,13 +687,27 @@ def play_shared_answer(p, step):
 
 KINDS.update({
     "after_cancel": play_after_cancel,
+    "answer": play_answer,
     "aside": play_aside,
     "aside_answer": play_aside_answer,
     "behind": play_behind,
+    "cancel_queued": play_cancel_queued,
     "cancel_stream": play_cancel_stream,
+    "close_stream": play_close_stream,
+    "fault": play_fault,
+    "go_silent": play_silence,
     "half_close": play_half_close,
+    "held": play_held,
+    "held_answer": play_answer,
+    "leave_to_expire": play_silence,
+    "pause": play_silence,
+    "queued": play_queued,
+    "refill": play_request,
+    "request": play_request,
     "shared": play_shared,
     "shared_answer": play_shared_answer,
+    "still_waiting": play_answer,
+    "told_apart": play_request,
 })
 PREPARES.extend([prepare_cancel])
 OWN_WAIT.update(['cancel_stream'])

@@ -1,7 +1,8 @@
 """Each kind of step (values.Kind) is registered once, by the module that sends and checks it:
 its replay (the fuzzer's own, through the engine) and its play in the standalone reproducer. A
 step family (fuzz/harness/cancelling.py, fuzz/harness/sharing.py) keeps all of these beside its
-send and its check; the core kinds' live in fuzz/corpus/replay.py and the reproducer's runtime.
+send and its check; the core kinds' live in fuzz/corpus/replay.py (their plays call the reproducer
+Player's methods).
 The corpus codec is one for every kind (a step's fields), so a new kind needs nothing there.
 
 A play is a function `(p, step)` of the reproducer's runtime, where `p` is its Player: its source
@@ -67,12 +68,13 @@ def play_helper(fn: Callable) -> Callable:
 
 
 def load_families() -> None:
-    """Imports every module of fuzz/harness: a step family registers its kinds as it loads, so a
-    new family's module needs no line anywhere else."""
+    """Imports every module of fuzz/harness and the core kinds' (fuzz/corpus/replay.py): a step
+    family registers its kinds as it loads, so a new family's module needs no line anywhere else."""
     from . import harness
 
     for module in pkgutil.iter_modules(harness.__path__):
         importlib.import_module(f"{harness.__name__}.{module.name}")
+    importlib.import_module(f"{__package__}.corpus.replay")
 
 
 def drift(step, why: str) -> ReplayDrift:

@@ -1,7 +1,7 @@
 """Every kind of step a program records can be replayed by the fuzzer and played by the
 standalone reproducer, and written and read back by the corpus: adding a kind to values.Kind
-without its replay (fuzz/steps.py's @replays, where its family sends it) or its play (@plays, or
-the reproducer runtime's own KINDS for the core kinds) fails here, naming what is missing."""
+without its replay (fuzz/steps.py's @replays, where its family sends it, or fuzz/corpus/replay.py for the
+core kinds) or its play (@plays, beside it) fails here, naming what is missing."""
 import ast
 import builtins
 

@@ -1,5 +1,6 @@
 """Replays a corpus entry's program with the fuzzer's own machinery: the same clients, reference
-model and checker. Expectations are re-derived by the model at replay time (so timing is judged
+model and checker. Each core kind of step registers here its replay and its play in the standalone
+reproducer (fuzz/steps.py: a method of the reproducer's Player, fuzz/corpus/reproducer_script.py). Expectations are re-derived by the model at replay time (so timing is judged
 as in fuzzing: idle-timeout windows are waited out, backlog answers checked against every legal
 schedule), recorded waits are slept again, and the engine's teardown drains and checks what is
 left (answers, inference statistics).
@@ -18,7 +19,7 @@ from ..checker.invariants import InvariantViolation
 from ..checker.model import AnswerPending, OutsideContract, key_of
 from ..harness.engine import Engine, FuzzSettings, Kind, NotPrompt, Setup, StepRecord, go_silent
 from ..spec import ModelSpec
-from ..steps import REPLAYERS, ReplayDrift, drift, load_families, recorded_via, replays
+from ..steps import REPLAYERS, ReplayDrift, drift, load_families, plays, recorded_via, replays
 from .shrink import answers_of_held
 
 
@@ -140,8 +141,9 @@ def _await_answer(engine, client: int, spec: ModelSpec, settings: FuzzSettings) 
         engine.fail(verdicts.queued_start_unanswered(p.step, deadline - p.sent_at))
 
 
-# How each core kind of step is replayed (a step family registers its own kinds' replays where it
-# sends and checks them: fuzz/harness/cancelling.py, fuzz/harness/sharing.py; see fuzz/steps.py).
+# How each core kind of step is replayed, and played by the standalone reproducer (a step family
+# registers its own kinds' where it sends and checks them: fuzz/harness/cancelling.py,
+# fuzz/harness/sharing.py; see fuzz/steps.py).
 
 load_families()
 
@@ -156,6 +158,11 @@ def _step(engine, step: StepRecord, spec: ModelSpec, settings: FuzzSettings) -> 
 @replays(Kind.PAUSE)
 def _pause(engine, step, spec, settings) -> None:
     engine.record(client=None, action=step.action, kind=step.kind, wait_s=go_silent(step.wait_s))
+
+
+@plays(Kind.PAUSE, Kind.GO_SILENT, Kind.LEAVE_TO_EXPIRE)
+def play_silence(p, step):  # (the Player waited the step's wait_s)
+    p.silence(step)
 
 
 @replays(Kind.GO_SILENT)
@@ -176,6 +183,11 @@ def _close_stream(engine, step, spec, settings) -> None:
     engine.record(client=step.client, action=step.action, kind=step.kind)
 
 
+@plays(Kind.CLOSE_STREAM)
+def play_close_stream(p, step):
+    p.close_stream(step)
+
+
 @replays(Kind.CANCEL_QUEUED)
 def _cancel_queued(engine, step, spec, settings) -> None:
     if step.client not in engine.pending:
@@ -183,9 +195,19 @@ def _cancel_queued(engine, step, spec, settings) -> None:
     engine.cancel_queued(step.client)
 
 
+@plays(Kind.CANCEL_QUEUED)
+def play_cancel_queued(p, step):
+    p.cancel_queued(step)
+
+
 @replays(Kind.HELD)
 def _held(engine, step, spec, settings) -> None:
     _send_held(engine, [step])  # (replay_steps sends every run of HELD steps itself)
+
+
+@plays(Kind.HELD)
+def play_held(p, step):
+    p.held_request(step)
 
 
 @replays(Kind.HELD_ANSWER)
@@ -201,6 +223,11 @@ def _answer(engine, step, spec, settings) -> None:
         _await_answer(engine, step.client, spec, settings)
 
 
+@plays(Kind.ANSWER, Kind.STILL_WAITING, Kind.HELD_ANSWER)
+def play_answer(p, step):
+    p.answer(step)
+
+
 @replays(Kind.FAULT)
 def _fault(engine, step, spec, settings) -> None:
     if step.fault is None or step.fault.name not in REPLAYED_FAULTS:
@@ -213,6 +240,11 @@ def _fault(engine, step, spec, settings) -> None:
         struck = engine.server_fault(step.fault, step.action)
     if not struck:
         raise drift(step, "a client still waits, the fault cannot strike")
+
+
+@plays(Kind.FAULT)
+def play_fault(p, step):
+    p.fault(step)
 
 
 @replays(Kind.REQUEST, Kind.REFILL, Kind.QUEUED)
@@ -233,6 +265,16 @@ def _request(engine, step, spec, settings) -> None:
         raise drift(step, f"{step.request.seq_id!r} still waits for an answer at replay")
     engine.send(step.client, step.request, recorded_via(engine, step), step.action,
                 context="refill" if step.kind is Kind.REFILL else "", since=since)
+
+
+@plays(Kind.REQUEST, Kind.REFILL, Kind.TOLD_APART)
+def play_request(p, step):
+    p.request(step)
+
+
+@plays(Kind.QUEUED)
+def play_queued(p, step):
+    p.queued(step)
 
 
 @replays(Kind.TOLD_APART)

@@ -582,17 +582,10 @@ class Player:
                                   "batch": 1, "batch_dim": self.spec["max_batch_size"] > 0}, self.args.model, 2.0)
 
 
-# Every kind of step a program records (the fuzzer's values.Kind), and how this script plays it: the
-# core kinds here; a step family's are copied in below from where it registered them (fuzz/steps.py).
-KINDS = {
-    "request": Player.request, "refill": Player.request, "told_apart": Player.request,
-    "queued": Player.queued, "answer": Player.answer, "still_waiting": Player.answer,
-    "cancel_queued": Player.cancel_queued,
-    "go_silent": Player.silence, "leave_to_expire": Player.silence, "pause": Player.silence,
-    "close_stream": Player.close_stream,
-    "held": Player.held_request, "held_answer": Player.answer,
-    "fault": Player.fault,
-}
+# Every kind of step a program records (the fuzzer's values.Kind), and how this script plays it:
+# copied in below from where each kind registered its play (fuzz/steps.py; the core kinds' call the
+# Player's methods above, from fuzz/corpus/replay.py).
+KINDS = {}
 PREPARES = []  # (player) -> None, before the first step
 OWN_WAIT = set()  # kinds whose play waits its recorded wait_s itself, where it has to
 
