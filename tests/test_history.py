@@ -442,20 +442,3 @@ def test_a_request_that_may_have_run_or_a_refused_one_may_have_kept_it_alive():
     assert [v.verdict for v in _idle(q)] == ["kept"], "a refused request may restart the idle timer"
     del q.steps[1]
     assert broken(_idle(q))[0].expired, "without it, the sequence had surely gone"
-
-
-def test_the_orders_of_requests_that_may_have_run_meet_in_one_state_with_idle_timeouts_too():
-    """Eleven requests of a sequence that may each have run, then an answer none of their orders
-    explains: the search must try them all. Which of them ran last does not split it (a state
-    keeps the bounds of the set's arrivals), so it still says "broken" within its budget (keeping
-    the last one's times, it said "unknown")."""
-    from fuzz.checker.history import History, Op
-    start = Op(1, req(5, 1, start=True), ok(1), 0.0, 0.1, certain=True)
-    maybe = [Op(2 + i, req(5, 1), None, 0.2 + i / 100, NEVER, certain=False) for i in range(11)]
-    for spec in (SPEC, SHORT_IDLE):
-        (v,) = judge(History((start, *maybe, Op(13, req(5, 1), ok(100), 0.5, 0.55, certain=True))), spec,
-                     idle=Idle.of(spec))
-        assert v.verdict == "broken", spec.idle_s
-        (v,) = judge(History((start, *maybe, Op(13, req(5, 1), ok(13), 0.5, 0.55, certain=True))), spec,
-                     idle=Idle.of(spec))
-        assert v.verdict == "kept", spec.idle_s

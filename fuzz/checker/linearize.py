@@ -94,24 +94,12 @@ class Contract:
         if req.start:
             sums = self.start_sums(op)
             live = not (req.end or self.spec.iterations)  # an iterative START's last release ends it
-            return ((True, sums[-1], *self.touched(state, op)) if live else DEAD), self.spec.chunk_answers(sums[-1]) + sums
+            return ((True, sums[-1], op.invoked, op.completed) if live else DEAD), self.spec.chunk_answers(sums[-1]) + sums
         live, total = state[:2]
         if not live:
             return state, None
         total = self.spec.add(total if self.carries_state else self.spec.initial_sum, req.value)
-        return (DEAD if req.end else (True, total, *self.touched(state, op))), self.spec.chunk_answers(total) + (total,)
-
-    def touched(self, state: tuple, op: Op) -> tuple:
-        """The bounds of a live sequence's last arrival once `op` has run on it: no earlier than any
-        of its requests was sent, no later than any came back (bounds of the set, not of the last op
-        in the order: orders of the same requests then meet in one state, as their sums do). None
-        where sequences do not idle out: the states of the search are then (live, sum) alone."""
-        if self.idle is None:
-            return None, None
-        live, _, lo, hi = state
-        if not live or lo is None:
-            return op.invoked, op.completed
-        return max(lo, op.invoked), max(hi, op.completed)
+        return (DEAD if req.end else (True, total, op.invoked, op.completed)), self.spec.chunk_answers(total) + (total,)
 
     def aged(self, state: tuple, op: Op, refused: tuple) -> tuple:
         """The states a live sequence may be in when `op` (of it, not a START) reaches the server:
