@@ -17,14 +17,12 @@ from .corpus import CorpusEntry, CorpusError, load
 from .checker.divergences import accepted
 from .checker.invariants import InvariantViolation, judged
 from .checker.history import History, history_of
-from .checker.linearize import Idle, Verdict, judge
+from .checker.linearize import Verdict, judge
 
 
 def verdicts(entry: CorpusEntry, history: History) -> list[Verdict]:
-    """The history checker's verdicts on an entry's history (taking as built what it took), its
-    sequences idling out within the default margins of its model's idle timeout."""
-    return judge(history, entry.spec, carries_state=not accepted(entry.accepts, "carries_no_state"),
-                 idle=Idle.of(entry.spec))
+    """The history checker's verdicts on an entry's history (taking as built what it took)."""
+    return judge(history, entry.spec, carries_state=not accepted(entry.accepts, "carries_no_state"))
 
 
 def step_findings(entry: CorpusEntry) -> list[tuple[int, InvariantViolation]]:

@@ -11,17 +11,14 @@ import pytest
 
 from fuzz import corpus
 from fuzz.checker.history import NEVER, history_of
-from fuzz.checker.linearize import Idle, judge
+from fuzz.checker.linearize import judge
 from fuzz.spec import ModelSpec
 from fuzz.values import Fault, Kind, Outcome, Request, StepRecord
 
 ROOT = Path(__file__).resolve().parent.parent
-# An idle timeout far longer than a program's steps (one second each): no sequence idles out but
-# where a test says so (SHORT_IDLE).
-SPEC = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1, idle_s=60.0,
+SPEC = ModelSpec(name="m", dtype="INT32", strategy="direct", slots_per_instance=2, instances=1, idle_s=0.5,
                  max_batch_size=2, controls=frozenset({"START", "READY"}), corrid_type=None,
                  implicit_state=False, flavour="slot", backend="python")
-SHORT_IDLE = attrs.evolve(SPEC, idle_s=0.5)  # margins 0.15 s early, 0.3 s late (model.idle_margins)
 
 
 class Program:
@@ -388,57 +385,3 @@ def test_the_corpus_keeps_what_each_request_behind_had_answered_at_the_cancel():
     back = corpus._step_from_json(json.loads(json.dumps(d)), 0)
     assert [o and o.value for o in back.answers_behind] == [7, None]
     assert "answers_behind" not in corpus._step_to_json(p.steps[0])  # other steps' JSON is as before
-
-
-
-def _idle(p, spec=SHORT_IDLE):
-    return p.verdicts(spec, idle=Idle.of(spec))
-
-
-def test_an_answer_after_the_sequence_surely_idled_out_breaks_start_is_required():
-    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))  # sent at 0.5, back at 1.0
-    p.clock = 4.0
-    p.add(request=req(5, 2), outcome=ok(3))  # sent at 4.5: 3.5 s on, past 0.5 s and the late 0.3 s
-    (v,) = broken(_idle(p))
-    assert (v.invariant, v.step, v.possible, v.expired) == ("start_is_required", 2, (None,), True)
-    assert "longer than its idle timeout" in v.describe()
-    assert [v.verdict for v in p.verdicts(SHORT_IDLE)] == ["kept"], "without an idle timeout given: none"
-    untimed = [attrs.evolve(s, sent_at=None, done_at=None, outcome=attrs.evolve(s.outcome, sent_at=None))
-               for s in p.steps]
-    assert [v.verdict for v in judge(history_of(untimed), SHORT_IDLE, idle=Idle.of(SHORT_IDLE))] == ["kept"], \
-        "a history without times cannot tell"
-    q = Program().add(request=req(5, 1, start=True), outcome=ok(1))
-    q.clock = 4.0
-    q.add(request=req(5, 2, start=True), outcome=ok(2))
-    assert [v.verdict for v in _idle(q)] == ["kept"], "a START needs no live sequence"
-
-
-def test_within_the_margins_of_the_idle_timeout_both_are_possible():
-    p = Program().add(request=req(5, 1, start=True), outcome=ok(1)).add(request=req(5, 2), outcome=ok(3))
-    assert [v.verdict for v in _idle(p)] == ["kept"], "0.5 s from one answer to the next send: it may not have gone"
-    q = Program().add(request=req(5, 1, start=True), outcome=ok(1)).add(request=req(5, 2), outcome=ok(2))
-    (v,) = broken(_idle(q))
-    assert (v.invariant, v.possible, v.expired) == ("sums_match", (None, 3), False), "or it may have"
-    r = Program().add(request=req(5, 1, start=True), outcome=ok(1), sent=0.9).add(request=req(5, 2), outcome=ok(2),
-                                                                                  sent=1.0)
-    r.steps[-1] = attrs.evolve(r.steps[-1], done_at=1.1)  # 0.2 s from the START's send to this answer
-    (v,) = broken(_idle(r))
-    assert v.possible == (3,), "too soon to have gone"
-
-
-def test_a_request_that_may_have_run_or_a_refused_one_may_have_kept_it_alive():
-    cancelled = Outcome(status="CANCELLED", message="cancelled by the client")
-    p = Program().add(request=req(5, 1, start=True), outcome=ok(1))
-    p.add(request=req(5, 2), outcome=cancelled, via="grpc")  # may have run, at any time after its send
-    p.clock = 8.0
-    p.add(request=req(5, 4), outcome=ok(7))
-    assert [v.verdict for v in _idle(p)] == ["kept"], "it ran late, and kept the sequence"
-    p.steps[-1] = attrs.evolve(p.steps[-1], outcome=attrs.evolve(p.steps[-1].outcome, value=5))
-    assert broken(_idle(p))[0].possible == (None, 7), "or it did not, and the sequence had gone"
-    refused = Outcome(status="INVALID_ARGUMENT", message="unexpected datatype")
-    q = Program().add(request=req(5, 1, start=True), outcome=ok(1)).add(request=req(5, 2), outcome=refused)
-    q.add(request=req(5, 4), outcome=ok(5), sent=2.2)  # 1.2 s after the START's answer, 0.2 s after the refusal's
-    assert [(r.key, r.invoked, r.completed) for r in history_of(q.steps).refused] == [(("u", 5), 1.5, 2.0)]
-    assert [v.verdict for v in _idle(q)] == ["kept"], "a refused request may restart the idle timer"
-    del q.steps[1]
-    assert broken(_idle(q))[0].expired, "without it, the sequence had surely gone"

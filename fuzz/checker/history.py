@@ -72,24 +72,10 @@ class Op:
 
 
 @attrs.frozen
-class Refused:
-    """A request the server refused (it did not run), which reached it within [invoked, completed]:
-    whether a refusal's arrival restarts its sequence's idle timer is not known, so the history
-    checker counts it as one that may have (fuzz/checker/linearize.py)."""
-    key: Key
-    invoked: float
-    completed: float
-
-
-@attrs.frozen
 class History:
     ops: tuple  # Op, by invocation
     unjudged: frozenset = frozenset()  # keys something unrecorded sent on (the deadlines fault)
     timed: bool = True  # from the steps' times (else from their order)
-    refused: tuple = ()  # Refused, by invocation
-
-    def refused_on(self, key: Key) -> tuple:
-        return tuple(r for r in self.refused if r.key == key)
 
 
 def _clock(steps) -> tuple[list, list, bool]:
@@ -159,10 +145,9 @@ def history_of(steps) -> History:
     for at, _, request in open_sends:  # sent, never answered: it may have run, then or later
         s = steps[at]
         ops.append(Op(s.index, request, None, group_start[at], NEVER, certain=False, sent=at, follows=follows.get(at)))
-    refused = tuple(op for op in ops if isinstance(op, Refused))
-    ops = [op for op in ops if isinstance(op, Op)]
+    ops = [op for op in ops if op is not None]
     ops.sort(key=lambda op: (op.invoked, op.sent, op.step))
-    return History(tuple(ops), frozenset(unjudged), timed, tuple(sorted(refused, key=lambda r: r.invoked)))
+    return History(tuple(ops), frozenset(unjudged), timed)
 
 
 def _answered_behind(s: StepRecord, open_sends: list, steps: list, group_start: list, done: float,
@@ -189,8 +174,8 @@ def _answered_behind(s: StepRecord, open_sends: list, steps: list, group_start: 
     return ops
 
 
-def _op(s: StepRecord, not_before: float, done: float, channel, sent: int, timed: bool) -> Op | Refused:
-    """The Op of a request whose answer step is `s` (a Refused where the server refused it)."""
+def _op(s: StepRecord, not_before: float, done: float, channel, sent: int, timed: bool) -> Op | None:
+    """The Op of a request whose answer step is `s` (None where the server refused it)."""
     # A step with an answer has its send time from its client's clock, taken just before the
     # send (requests pipelined on one stream went before the steps recorded ahead of them).
     invoked = s.sent_at if timed and s.outcome is not None and s.sent_at is not None else not_before
@@ -198,6 +183,6 @@ def _op(s: StepRecord, not_before: float, done: float, channel, sent: int, timed
         return Op(s.index, s.request, s.outcome, invoked, done, certain=True, sent=sent, swept=True)
     happened = ran(s.outcome)
     if happened is False:
-        return Refused(key_of(s.request.seq_id), invoked, done)
+        return None
     return Op(s.index, s.request, s.outcome, invoked, done if happened else NEVER, certain=bool(happened),
               channel=channel if happened else None, sent=sent)

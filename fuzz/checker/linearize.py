@@ -12,41 +12,21 @@ to one breaks start_is_required), END ends it, a fault may end every sequence, a
 failed with a cancelled one queued before it (swept: a cancel group's first or witness) ended its
 sequence as it waited (an answer after that, with no START, breaks cancel_ends_sequence).
 
-Given the idle timeout (`Idle`), a sequence also ends when no request of it reached the server for
-longer: surely where the next request was sent more than the timeout plus its late margin after the
-last one (and any refused request of the id) had come back, maybe where the two could have arrived
-more than the timeout less its early margin apart (an order branches there: it ended, or it did
-not). An answer after a sure expiry breaks start_is_required. It knows nothing of slots or the
-backlog (a backlogged sequence is not reaped, but its START comes back only once admitted: the
-bound holds), and does not judge refusals. So it is weaker than the engine's reference model on
-those: what it finds broken no order of the recorded intervals explains.
+It knows nothing of idle timeouts, slots or the backlog: an expiry only ever turns an answer into
+a refusal, which it does not judge. So it is weaker than the engine's reference model on those, and
+needs no timing margin: what it finds broken no order of the recorded intervals explains.
 """
 from __future__ import annotations
 
 import attrs
 
 from .history import History, Op
-from .model import Key, idle_margins
+from .model import Key
 from ..spec import ModelSpec, same_sums
 
 BUDGET = 50_000  # states one sequence's search may visit before its verdict is "unknown"
-# A state: (live, its running sum, and the earliest and latest moment its last request arrived: None
-# where not known, and then it does not expire).
-DEAD = (False, None, None, None)  # no live sequence
-SWEPT = (False, "swept", None, None)  # none: a cancel ended it (a request queued behind the cancelled one failed with it)
-EXPIRED = (False, "expired", None, None)  # none: it idled out
-
-
-@attrs.frozen
-class Idle:
-    """A model's idle timeout and how far from it the server may reap (model.idle_margins)."""
-    timeout_s: float
-    early_s: float
-    late_s: float
-
-    @classmethod
-    def of(cls, spec: ModelSpec, margin_s: float | None = None, late_s: float | None = None) -> "Idle":
-        return cls(spec.idle_s, *idle_margins(spec.idle_s, margin_s, late_s))
+DEAD = (False, None)  # no live sequence
+SWEPT = (False, "swept")  # none: a cancel ended it (a request queued behind the cancelled one failed with it)
 
 
 @attrs.frozen
@@ -60,7 +40,6 @@ class Verdict:
     got: str = ""
     possible: tuple = ()  # what the orders that failed at it said it should be ("no live sequence" as None)
     ops: int = 0
-    expired: bool = False  # its sequence had surely idled out before it, in every order
 
     def describe(self) -> str:
         seq = f"sequence {self.key[1]!r}"
@@ -69,8 +48,6 @@ class Verdict:
         could = " or ".join("the START-flag error" if v is None else repr(v) for v in self.possible)
         if self.invariant == "cancel_ends_sequence":
             could += " (a request queued behind a cancelled one failed with it: the sequence ended there)"
-        if self.expired:
-            could += " (no request of the sequence reached the server for longer than its idle timeout before it)"
         return f"{seq}: step {self.step} got {self.got}; in every order the history allows, it could only be {could}"
 
 
@@ -79,7 +56,6 @@ class Contract:
     """The accumulator contract of one model, as a state machine over (live, running sum)."""
     spec: ModelSpec
     carries_state: bool = True  # False: every answer is the initial sum plus its value (taken as built)
-    idle: Idle | None = None  # None: sequences do not idle out (a history without times)
 
     def start_sums(self, op: Op) -> tuple:
         return self.spec.start_sums(op.request.value, op.request.end)
@@ -94,28 +70,12 @@ class Contract:
         if req.start:
             sums = self.start_sums(op)
             live = not (req.end or self.spec.iterations)  # an iterative START's last release ends it
-            return ((True, sums[-1], op.invoked, op.completed) if live else DEAD), self.spec.chunk_answers(sums[-1]) + sums
-        live, total = state[:2]
+            return ((True, sums[-1]) if live else DEAD), self.spec.chunk_answers(sums[-1]) + sums
+        live, total = state
         if not live:
             return state, None
         total = self.spec.add(total if self.carries_state else self.spec.initial_sum, req.value)
-        return (DEAD if req.end else (True, total, op.invoked, op.completed)), self.spec.chunk_answers(total) + (total,)
-
-    def aged(self, state: tuple, op: Op, refused: tuple) -> tuple:
-        """The states a live sequence may be in when `op` (of it, not a START) reaches the server:
-        itself, or EXPIRED where it may have idled out since its last request, or only EXPIRED
-        where it surely did. `refused`: the sequence id's refused requests (each may have restarted
-        its timer)."""
-        live, _, last_lo, last_hi = state
-        if self.idle is None or not live or last_lo is None or op.request is None or op.request.start or op.swept:
-            return (state,)
-        # the latest its last touch could have been: its last request's return, or a refused one's
-        touched = max([last_hi, *(r.completed for r in refused if r.invoked < op.completed)])
-        if op.invoked - touched > self.idle.timeout_s + self.idle.late_s:
-            return (EXPIRED,)
-        if op.completed - last_lo > self.idle.timeout_s - self.idle.early_s:
-            return (state, EXPIRED)
-        return (state,)
+        return ((False, None) if req.end else (True, total)), self.spec.chunk_answers(total) + (total,)
 
 
 def answers(op: Op) -> tuple:
@@ -123,12 +83,11 @@ def answers(op: Op) -> tuple:
 
 
 def judge(history: History, spec: ModelSpec, carries_state: bool = True, budget: int = BUDGET,
-          only: Key | None = None, live_at: float | None = None, idle: Idle | None = None) -> list[Verdict]:
+          only: Key | None = None, live_at: float | None = None) -> list[Verdict]:
     """A verdict for every sequence the history sends on (`only`: for that one), broken ones first.
     `live_at`: each sequence is live at that running sum when the history begins (a part of one
-    judged on what the reference model holds); else none is. `idle`: sequences idle out so (not
-    in a history without times)."""
-    contract = Contract(spec, carries_state, idle if history.timed else None)
+    judged on what the reference model holds); else none is."""
+    contract = Contract(spec, carries_state)
     wipes = [op for op in history.ops if op.request is None]
     by_key: dict = {}
     for op in history.ops:
@@ -142,8 +101,7 @@ def judge(history: History, spec: ModelSpec, carries_state: bool = True, budget:
         if not any(op.certain for op in ops):
             continue  # nothing answered: nothing to explain
         merged = sorted(ops + wipes, key=lambda op: (op.invoked, op.sent, op.step))
-        verdicts.append(_search(key, merged, contract, budget, DEAD if live_at is None else (True, live_at, None, None),
-                                history.refused_on(key)))
+        verdicts.append(_search(key, merged, contract, budget, DEAD if live_at is None else (True, live_at)))
     return sorted(verdicts, key=lambda v: (v.verdict != "broken", v.step or 0))
 
 
@@ -188,7 +146,7 @@ def in_some_order(spec: ModelSpec, base: float, requests: list, outcomes: list, 
     return not found or found[0].verdict == "kept"
 
 
-def _search(key: Key, ops: list, contract: Contract, budget: int, start: tuple = DEAD, refused: tuple = ()) -> Verdict:
+def _search(key: Key, ops: list, contract: Contract, budget: int, start: tuple = DEAD) -> Verdict:
     n = len(ops)
     everything = (1 << n) - 1
     before_on_channel = {}  # op -> the op before it on its stream
@@ -210,7 +168,6 @@ def _search(key: Key, ops: list, contract: Contract, budget: int, start: tuple =
     # their sequence was swept: an order that sweeps the sequence before a wrong sum gets further
     # than one that runs it first, and would call the wrong sum a request that must be refused.
     could, after_sweep = {}, set()
-    why_dead: dict = {}  # op -> why the orders that found no live sequence for it did
     while stack:
         done, ran, state = stack.pop()
         if done == everything:
@@ -229,30 +186,24 @@ def _search(key: Key, ops: list, contract: Contract, budget: int, start: tuple =
             if c in follows and not done >> follows[c] & 1:
                 continue  # it may only run after that one (one stream's queue)
             op, bit = ops[c], 1 << c
-            if not op.certain:
+            after, said = contract.run(state, op)
+            if op.swept:  # its sequence surely ended as it waited, whatever came before
+                moves.append((done | bit, ran + 1, after))
+            elif not op.certain:
                 gone = bit | later_twins.get(c, 0)  # it did not run, nor did its twins after it
                 moves.append((done | gone, ran + bin(gone).count("1"), state))
-            states = contract.aged(state, op, refused)
-            for now in states:
-                after, said = contract.run(now, op)
-                if op.swept:  # its sequence surely ended as it waited, whatever came before
+                if said is not None or op.request is None:
                     moves.append((done | bit, ran + 1, after))
-                elif not op.certain:
-                    if said is not None or op.request is None:
-                        moves.append((done | bit, ran + 1, after))
-                elif said is not None and same_sums(said, answers(op)):
-                    moves.append((done | bit, ran + 1, after))
-                else:
-                    could.setdefault(c, set()).add(None if said is None else said[-1])
-                    if said is None and now == SWEPT:
-                        after_sweep.add(c)
-                    if said is None:
-                        why_dead.setdefault(c, set()).add("surely expired" if states == (EXPIRED,) else
-                                                          "maybe expired" if now == EXPIRED else "ended")
-                    if ran > furthest:
-                        furthest, misses = ran, set()
-                    if ran == furthest:
-                        misses.add(c)
+            elif said is not None and same_sums(said, answers(op)):
+                moves.append((done | bit, ran + 1, after))
+            else:
+                could.setdefault(c, set()).add(None if said is None else said[-1])
+                if said is None and state == SWEPT:
+                    after_sweep.add(c)
+                if ran > furthest:
+                    furthest, misses = ran, set()
+                if ran == furthest:
+                    misses.add(c)
         stack.extend(reversed(moves))
     first = min(misses, key=lambda c: (ops[c].invoked, ops[c].step)) if misses else None
     if first is None:  # cannot be: an order that meets no answer runs every op
@@ -261,5 +212,4 @@ def _search(key: Key, ops: list, contract: Contract, budget: int, start: tuple =
     invariant = "sums_match" if possible != {None} else \
         "cancel_ends_sequence" if first in after_sweep else "start_is_required"
     return Verdict(key, "broken", invariant, op.step, op.outcome.describe(),
-                   tuple(sorted(possible, key=lambda v: (v is not None, v or 0))), ops=n,
-                   expired=possible == {None} and why_dead.get(first) == {"surely expired"})
+                   tuple(sorted(possible, key=lambda v: (v is not None, v or 0))), ops=n)

@@ -437,16 +437,10 @@ class Engine:
         answer that no order of the recorded requests explains breaks its promise, whatever the
         reference model made of it (it took a step as indeterminate, or its bookkeeping of a
         pipelined, shared or cancelled group was wrong)."""
-        found = self.judged_history(self.log)
+        found = linearize.judge(history_of(self.log), self.spec, carries_state=self.model.carries_state)
         broken = next((v for v in found if v.verdict == "broken"), None)
         if broken is not None:
             self.fail_unexplained(broken)
-
-    def judged_history(self, steps, only=None) -> list[linearize.Verdict]:
-        """The history checker's verdicts on `steps` (`only`: that sequence's), its sequences
-        idling out as this engine's reference model lets them (its margins)."""
-        return linearize.judge(history_of(steps), self.spec, carries_state=self.model.carries_state, only=only,
-                               idle=linearize.Idle(self.spec.idle_s, self.margin, self.late))
 
     def fail_unexplained(self, broken: linearize.Verdict) -> None:
         """Fails on the step whose answer the history checker found no order explains."""

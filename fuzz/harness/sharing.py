@@ -20,6 +20,7 @@ import attrs
 from .client import StreamClient
 from ..events import event
 from ..checker import linearize, verdicts
+from ..checker.history import history_of
 from ..checker.model import Answer, key_of, refused_for_start, sums_of_some
 from ..steps import drift, plays, replays
 from ..values import AnyOrder, Kind, Outcome, Request
@@ -112,7 +113,7 @@ class Sharing:
         key, each of whose requests may have run at any later time), their answers must still be
         the running sums of one order from the sum the reference model holds."""
         first = next(i for i, s in enumerate(self.engine.log) if s.request is not None and key_of(s.request.seq_id) == key)
-        found = self.engine.judged_history(self.engine.log[first:], only=key)
+        found = linearize.judge(history_of(self.engine.log[first:]), self.engine.spec, carries_state=self.engine.model.carries_state, only=key)
         verdict = found[0] if found else None
         if verdict is None or verdict.verdict == "kept":
             return None
