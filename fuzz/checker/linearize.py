@@ -14,7 +14,10 @@ sequence as it waited (an answer after that, with no START, breaks cancel_ends_s
 
 It knows nothing of idle timeouts, slots or the backlog: an expiry only ever turns an answer into
 a refusal, which it does not judge. So it is weaker than the engine's reference model on those, and
-needs no timing margin: what it finds broken no order of the recorded intervals explains.
+needs no timing margin: what it finds broken no order of the recorded intervals explains. (An
+answer past a sequence's idle window is no verdict either: a starved machine reaps late, and the
+engine takes it as indeterminate unless the sequence's slot surely went to another, which needs
+the slots; an expiry judged here by time alone was tried, and would call it broken.)
 """
 from __future__ import annotations
 
