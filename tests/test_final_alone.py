@@ -102,10 +102,16 @@ def test_a_campaign_on_it_passes(server, monkeypatch):
     assert "situation: cancelled beside a live row" not in result.coverage.gaps
 
 
+# Cancelled streams a build lives through before the pin says it no longer dies of them: 2.51 died
+# after 53 to 417 in every try (stop 95).
+LIVED_THROUGH = 1500
+
+
 def test_its_streams_cancelled_in_flight_kill_the_embedded_build(tmp_path):
     """final-alone-cancel-crash, pinned: give_up strikes (four streams in flight, each a whole
     sequence, cancelled at once or after 0.5 to 3 ms, some spared) killed 2.51 after 53 to 417
-    cancelled streams, in a second or two. Fails when a build stops dying of them."""
+    cancelled streams, in a second or two. Fails when a build lives through LIVED_THROUGH of them;
+    a machine too slow to cancel that many in the time given says nothing (skipped)."""
     import random
     import time
 
@@ -119,14 +125,19 @@ def test_its_streams_cancelled_in_flight_kill_the_embedded_build(tmp_path):
         triton.wait_models_ready([MODEL])
         assert by_key(FINAL_ALONE_CRASH).applies(ModelSpec.fetch(triton, MODEL), triton.version)
         nemesis, rng, ids, cancelled = Nemesis(triton, MODEL), random.Random(7), iter(range(100, 10**9)), 0
-        until = time.monotonic() + 90
-        while triton.process.poll() is None and time.monotonic() < until:
+        until = time.monotonic() + 150
+        while triton.process.poll() is None and time.monotonic() < until and cancelled < LIVED_THROUGH:
             rounds = rng.choice((2, 8, 16))
             fault = Fault("give_up", ids=[next(ids) for _ in range(4 * rounds)], at_once=4,
                           deadline_us=rng.choice((0, 500, 1000, 1500, 2000, 3000)), spare_every=rng.choice((0, 2, 3)))
             got = nemesis.hurry(fault, [Request(MODEL, i, 1, start=True, end=True) for i in fault.ids], streams=True)
             cancelled += sum(o.status == "CANCELLED" for o in got)
         time.sleep(0.5)
+        if triton.process.poll() is None and cancelled < LIVED_THROUGH:
+            # (a clean-clone CI's loaded machine once cancelled 106 in 90 s, here thousands: the
+            # machine's speed says nothing of the build)
+            pytest.skip(f"inconclusive: {triton.version} lived through {cancelled} cancelled streams in the time given, "
+                        f"fewer than {LIVED_THROUGH}")
         assert triton.process.poll() is not None, f"{triton.version} lived through {cancelled} cancelled streams"
         assert triton.process.returncode == -11, triton.log_tail()
         # its reason line says where (fuzz/harness/crash.py): the gRPC frontend's stream handler
