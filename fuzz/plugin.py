@@ -532,6 +532,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line(f"      the model had run {r.served_before} inference(s) before the campaign and could not "
                           f"be reloaded (that needs the embedded server this run started, not --triton-url or an "
                           f"xdist worker's): a failure not replayable may need what they left")
+        if r.fresh_rounds:
+            tr.write_line(f"      {r.fresh_rounds} round(s) of examples after the first began on a freshly reloaded "
+                          f"copy of the model (what it kept of earlier rounds cannot hide a bug for good)")
         if r.unsteady_rounds:
             tr.write_line(f"      {r.unsteady_rounds} round(s) of examples cut short: Hypothesis saw the same choices "
                           f"draw differently (the server answered differently), no promise broken")

@@ -170,6 +170,8 @@ class RunStats:
     # When the campaign's budget ends (time.monotonic()): no step starts after it, unless a
     # failure is being shrunk (fuzz/campaign.py sets it; a replay's engine has none).
     stop_at: float = float("inf")
+    rounds: int = 0  # rounds of examples begun (campaign._rounds)
+    fresh_rounds: int = 0  # of them, those begun on a freshly reloaded model
     # Whether a decoupled model's final flag came in a response of its own after any answer so far
     # (True, and it stays so: one such answer shows the model may do it), only in answers (False),
     # or none answered yet (None). final-alone-cancel-crash's guard reads it, as it was when the
