@@ -21,7 +21,7 @@ from .corpus.isolate import (FOCUS_FIRST_STEPS, can_isolate, from_fresh_model, p
                              replays_reliably, sends_at_once, Tried)
 from .generator.machine import FuzzSettings, RunStats, make_machine, string_ids_allowed, twin_families
 from .progress import Progress, Snapshot
-from .harness.server import Terminated, stopping
+from .harness.server import ServerDied, Terminated, stopping
 from .spec import ModelSpec
 from .values import program_lines
 
@@ -269,13 +269,24 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     per_round = _round_settings(hypothesis_settings, budget_s)
     failures, unknown, accept = [], None, frozenset(fuzz_settings.accept)
 
+    loaded_at = [started]  # when the copy the campaign fuzzes was loaded (or the campaign began)
+
     def afresh() -> None:
-        """A round after the first begins on a fresh copy of the model (see _rounds)."""
-        counted.fold()
-        server.reload_model(spec.batcher)
-        counted.rebase()
+        """A round after the first begins on a fresh copy of the model, once FRESH_EVERY_S has
+        passed since the last (see _rounds). A server that died meanwhile is left for the
+        round's first check to find, as before; a copy that fails to load is the round's error."""
+        if time.monotonic() - loaded_at[0] < FRESH_EVERY_S:
+            return
+        counted.bank()
+        try:
+            server.reload_model(spec.batcher)
+        except ServerDied:
+            return
+        counted.reloaded()
+        stats.history.clear()  # (what earlier examples ran, a failure's replay tries first: another copy's)
         stats.fresh_rounds += 1
-    refresh = afresh if fresh_start and can_isolate(server) else None
+        loaded_at[0] = time.monotonic()
+    refresh = afresh if fresh_start and can_isolate(server) and not hypothesis_settings.derandomize else None
     with Progress(f"fuzz {model}", snapshot):
         while True:  # a phase: until a failure, the budget or the examples run out
             error = _rounds(machine, per_round, budget_s, started, partial, stats, refresh)
@@ -315,39 +326,49 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
 class Counted:
     """What the server counted of the campaign's model: executions at each batch size, and
     (executions, inferences), as the rise since the campaign began, carried over reloads (a reload
-    starts the server's counts again: `fold` before it, `rebase` after)."""
+    starts the server's counts again: `bank` before it, `reloaded` after)."""
     server: object
     model: str
     sizes_before: dict
-    runs_before: tuple | None
-    sizes_done: dict = attrs.Factory(dict)
+    runs_before: tuple | None  # None: the server will not say
+    sizes_done: dict = attrs.Factory(dict)  # banked before reloads
     runs_done: tuple = (0, 0)
 
     @classmethod
     def of(cls, server, model: str) -> "Counted":
-        return cls(server, model, server.batch_sizes(model) or {}, server.executions_and_inferences(model))
+        counted = cls(server, model, {}, None)
+        counted.sizes_before, counted.runs_before = counted._read()
+        return counted
 
-    def rise(self) -> tuple:
+    def _read(self) -> tuple:
+        return self.server.batch_sizes(self.model) or {}, self.server.executions_and_inferences(self.model)
+
+    def rise(self, reading: tuple | None = None) -> tuple:
         """(rows: (batch size, executions) that rose, (executions, inferences) risen or None where
-        the server will not say)."""
-        sizes = self.server.batch_sizes(self.model) or {}
+        the server will not say), at `reading` (default: read now)."""
+        sizes, runs = reading or self._read()
         grown = dict(self.sizes_done)
         for b, n in sizes.items():
             grown[b] = grown.get(b, 0) + max(0, n - self.sizes_before.get(b, 0))
         rows = tuple((b, n) for b, n in sorted(grown.items()) if n > 0)
-        runs = self.server.executions_and_inferences(self.model)
         if runs is None or self.runs_before is None:
             return rows, None
         return rows, tuple(d + max(0, now - then) for d, now, then in zip(self.runs_done, runs, self.runs_before))
 
-    def fold(self) -> None:
-        rows, runs = self.rise()
-        self.sizes_done = dict(rows)
-        self.runs_done = runs if runs is not None else self.runs_done
+    def bank(self) -> None:
+        """Before a reload: the rise so far is kept, counted from one reading."""
+        reading = self._read()
+        rows, runs = self.rise(reading)
+        self.sizes_done, self.sizes_before = dict(rows), reading[0]
+        if runs is not None:
+            self.runs_done, self.runs_before = runs, reading[1]
 
-    def rebase(self) -> None:
-        self.sizes_before = self.server.batch_sizes(self.model) or {}
-        self.runs_before = self.server.executions_and_inferences(self.model)
+    def reloaded(self) -> None:
+        """After a reload: the server counts from 0 again (taken so where it will not say now)."""
+        sizes, runs = self._read()
+        self.sizes_before = sizes
+        if self.runs_before is not None:
+            self.runs_before = runs if runs is not None else (0, 0)
 
 
 def _fresh_start(server, spec: ModelSpec) -> tuple[int, bool]:
@@ -366,12 +387,15 @@ def _fresh_start(server, spec: ModelSpec) -> tuple[int, bool]:
     return served, True
 
 
-# A round (ROUND_EXAMPLES examples: tens of seconds) after the campaign's first begins on a fresh
-# copy of the model, where the server can reload it: what the model keeps for the campaign's
-# sequences (a leaked table row, a counter, a cache that outlives its ids) can hide a bug for good
-# once it is there (seen: padding rows that gather a live sequence's table row show only until that
-# row's holder is left to idle out, as a model that frees a row on END alone never gets it back; a
-# `dev` campaign caught it in 2 of 6, one fresh start each). A reload costs ~1.4 s a round.
+# A round after the campaign's first begins on a fresh copy of the model, where the server can
+# reload it and FRESH_EVERY_S has passed since the last copy was loaded (not in a derandomized
+# campaign, whose rounds repeat): what the model keeps for the campaign's sequences (a leaked table
+# row, a counter, a cache that outlives its ids) can hide a bug for good once it is there (seen:
+# padding rows that gather a live sequence's table row show only until that row's holder is left
+# to idle out, as a model that frees a row on END alone never gets it back; a `dev` campaign caught
+# it in 2 of 6, one fresh start each). A reload costs ~1.4 s; a bug that needs more of the model's
+# state than a minute of fuzzing builds (a count since its load) has that minute.
+FRESH_EVERY_S = 60.0
 
 
 def _rounds(machine, per_round: hsettings, budget_s: float | None, started: float, partial,
@@ -379,11 +403,11 @@ def _rounds(machine, per_round: hsettings, budget_s: float | None, started: floa
     """Rounds of examples until one fails (its error), the budget is spent or the examples ran out.
     `refresh`: called before each round after the campaign's first (a reload of the model)."""
     while True:
-        if refresh is not None and stats.rounds:
-            refresh()
-        stats.rounds += 1
-        stats.coverage.new_round()
         try:
+            if refresh is not None and stats.rounds:
+                refresh()
+            stats.rounds += 1
+            stats.coverage.new_round()
             with _reports_held(stats):
                 run_state_machine_as_test(machine, settings=per_round)
         except Exception as err:  # noqa: BLE001 - classified by _judge, re-raised if not known

@@ -135,19 +135,26 @@ def test_an_invariant_a_user_registers_is_fuzzed_for_and_shrunk(triton):
         assert len(sent) <= 2 and failure.shrunk_steps <= 4, failure.program
 
 
-def test_each_round_after_the_first_begins_on_a_fresh_copy_and_the_counts_carry_over(triton):
-    """A budgeted campaign runs rounds of ROUND_EXAMPLES examples; each after the first begins on
-    a reloaded model (what it kept of earlier rounds cannot hide a bug for good). The server's
-    counts start again at a reload: the campaign's batch sizes and executions are carried over."""
-    from fuzz.campaign import ROUND_EXAMPLES
+def test_a_round_begins_on_a_fresh_copy_and_the_counts_carry_over(triton, monkeypatch):
+    """A budgeted campaign runs rounds of examples; one that begins FRESH_EVERY_S after its copy
+    was loaded begins on a reloaded model (what it kept of earlier rounds cannot hide a bug for
+    good). The server's counts start again at a reload: the campaign's batch sizes and executions
+    are carried over. (Rounds of three examples, a fresh copy at every one: a machine too slow to
+    finish one round in the budget says nothing, and is skipped.)"""
+    import fuzz.campaign as campaign
 
+    monkeypatch.setattr(campaign, "ROUND_EXAMPLES", 3)
+    monkeypatch.setattr(campaign, "FRESH_EVERY_S", 0.0)
     model = "py_slot_direct_s1_i1_int32_csr"
-    many = settings(TINY, max_examples=3 * ROUND_EXAMPLES, stateful_step_count=5)
-    result, error = fuzz_model(triton, model, many, budget_s=12.0, seed=3)
+    many = settings(TINY, max_examples=40, stateful_step_count=5)
+    result, error = fuzz_model(triton, model, many, budget_s=10.0, seed=3)
     assert error is None, str(error)
+    if result.examples <= 3:
+        pytest.skip(f"inconclusive: one round in the budget ({result.examples} examples)")
     assert result.fresh_rounds >= 1, (result.examples, result.wall_s)
     since_reload = triton.executions_and_inferences(model)
     executions = sum(n for _, n in result.coverage.rows)
-    assert executions > since_reload[0] > 0, (result.coverage.rows, since_reload)
+    assert executions > since_reload[0], ("the rounds before the last copy count too", result.coverage.rows,
+                                          since_reload)
     assert result.requests >= executions, "one request an execution, on a model of one slot"
     assert result.to_json()["fresh_rounds"] == result.fresh_rounds

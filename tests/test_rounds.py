@@ -86,3 +86,28 @@ def test_a_harness_error_whose_shrink_meets_an_unsteady_draw_is_not_passed_off_a
         UnsteadyAndErring.stats = stats = RunStats()
         error = _rounds(UnsteadyAndErring, ROUND, None, time.monotonic(), _no_partial, stats)
         assert error is not None and stats.unsteady_rounds == 0 and stats.harness_errors, (error, stats)
+
+
+class Steady(RuleBasedStateMachine):
+    @rule(x=st.integers(0, 10))
+    def step(self, x):
+        pass
+
+
+def test_a_refresh_comes_before_every_round_but_the_first_and_a_stop_in_it_keeps_what_was_done():
+    stats, calls = RunStats(), []
+    few = settings(ROUND, max_examples=3)
+    assert _rounds(Steady, few, 0.5, time.monotonic(), _no_partial, stats, refresh=lambda: calls.append(stats.rounds)) \
+        is None
+    assert stats.rounds >= 2 and calls == list(range(1, stats.rounds)), (stats.rounds, calls)
+
+    def stop():
+        raise KeyboardInterrupt("told to stop during a reload")
+
+    stats, kept = RunStats(), []
+    try:
+        _rounds(Steady, few, 30.0, time.monotonic(), lambda s: kept.append(s) or "so far", stats, refresh=stop)
+    except KeyboardInterrupt as stopped:
+        assert stopped.partial_result == "so far" and len(kept) == 1
+    else:
+        raise AssertionError("the stop was swallowed")
