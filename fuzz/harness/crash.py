@@ -119,5 +119,5 @@ def where(log_text: str, bases: dict[str, int], most: int = SHOWN) -> str:
     number, frames = crash(log_text, bases)
     if number is None:
         return ""
-    shown = named(frames[2:2 + most])
+    shown = named([f for f in frames if f.index >= 2][:most])
     return signal_name(number) + (" in " + " <- ".join(f.describe() for f in shown) if shown else "")

@@ -540,6 +540,7 @@ class EmbeddedTriton(_Base):
         except InferenceServerException as err:
             raise TritonError(f"loading model {name!r} failed: {err.message()}{self._tail_block()}") from None
         self.wait_models_ready([name], timeout=timeout)
+        self.load_bases = crash.load_bases(self.process.pid)  # (a backend's library may load again elsewhere)
         if name not in self.load_models:
             self.load_models.append(name)
 
