@@ -223,10 +223,9 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     machine = make_machine(server, spec, fuzz_settings, stats)
     left_out = machine.left_out
     counted = Counted.of(server, spec.batcher)
-    runs_before = counted.runs_before
     goals = goals_for(spec, strings=string_ids_allowed(spec, version, fuzz_settings.find_known),
                       families=twin_families(spec, version, fuzz_settings.find_known),
-                      statistics=runs_before is not None,
+                      statistics=counted.runs_before is not None,
                       expiry=machine.expiry_ok, cancels=machine.cancel_pipelined is not None,
                       witness_vias=machine.plan.witness_vias, cancels_queued=machine.cancel is not None,
                       again=not machine.plan.setup.lingering_guard,

@@ -582,26 +582,25 @@ class EmbeddedTriton(_Base):
         if self.process is None:
             raise ServerDied("the embedded tritonserver is not running (stopped or never started)")
         if self.process.poll() is not None:
+            log = self._log_text()  # read once: the crash site and the tail
             raise ServerDied(f"tritonserver (pid {self.process.pid}) died with status {self.process.returncode}"
-                             f"{self._crash_site()} while the fuzzer was using it", self.log_tail())
+                             f"{self._crash_site(log)} while the fuzzer was using it", digest_log(log, LOG_TAIL_LINES))
 
-    def _crash_site(self) -> str:
+    def _crash_site(self, log: str) -> str:
         """' (SIGSEGV in f (tritonserver+0x...) <- ...)' where its log shows the crash (crash.py),
         ' (SIGKILL)' for another signal; '' for an exit."""
         code = self.process.returncode
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            text = ""
-        site = crash.where(text, self.load_bases)
+        site = crash.where(log, self.load_bases)
         return f" ({site})" if site else f" ({crash.signal_name(-code)})" if code < 0 else ""
 
-    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+    def _log_text(self) -> str:
         try:
-            text = self.log_path.read_text(errors="replace")
+            return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
-        return digest_log(text, lines)
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return digest_log(self._log_text(), lines)
 
     def __repr__(self):
         state = f"running at {self.grpc_url}" if self.running else "stopped"
