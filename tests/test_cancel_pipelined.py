@@ -17,6 +17,7 @@ from fuzz.harness.engine import Engine, FuzzSettings, Setup
 from fuzz.checker.invariants import InvariantViolation
 from fuzz.checker.divergences import known_for
 from fuzz.generator.machine import Plan, make_machine
+from fuzz.corpus.isolate import JUDGE_REPLAYS
 from fuzz.corpus.replay import ReplayDrift, replay_steps
 from fuzz.harness.server import EmbeddedTriton
 from fuzz.spec import ModelSpec
@@ -99,13 +100,33 @@ def test_a_witness_on_a_stream_of_its_own_loses_its_error_and_the_fuzzer_says_so
     assert [d.key for d in known_for(spec, slow_triton.version) if d.invariant == raised.value.invariant] == [SWEPT]
     steps = engine.log[:7]
     assert [_step_from_json(_step_to_json(s), 0) for s in steps] == steps
-    with pytest.raises(InvariantViolation, match="no OUTPUT in response"):
-        replay_steps(slow_triton, spec, steps, FuzzSettings(find_known={SWEPT}))
+    # A replay sends the group at once, so it meets the race most times, not every time (a loaded
+    # CI machine once missed it): as the fuzzer judges such a program (isolate.JUDGE_REPLAYS), it
+    # gets several tries, and one that breaks the promise must break it as recorded.
+    assert _meets_in(JUDGE_REPLAYS, lambda: _replay_breaks(slow_triton, spec, steps))
     entry = corpus.make_entry(spec, slow_triton.version, "answers_well_formed", "test program", steps)
     script = corpus.write(tmp_path, entry).with_suffix(".py")
-    out = subprocess.run([sys.executable, str(script), "--url", slow_triton.grpc_url], capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode != 0 and "<-- DIVERGES" in out.stdout, out.stdout + out.stderr
+    outs = []
+
+    def standalone():
+        outs.append(subprocess.run([sys.executable, str(script), "--url", slow_triton.grpc_url],
+                                   capture_output=True, text=True, timeout=120))
+        return outs[-1].returncode != 0 and "<-- DIVERGES" in outs[-1].stdout
+
+    assert _meets_in(JUDGE_REPLAYS, standalone), outs[-1].stdout + outs[-1].stderr
+
+
+def _meets_in(tries, attempt):
+    return any(attempt() for _ in range(tries))
+
+
+def _replay_breaks(server, spec, steps):
+    try:
+        replay_steps(server, spec, steps, FuzzSettings(find_known={SWEPT}))
+    except InvariantViolation as err:
+        assert "no OUTPUT in response" in str(err), err
+        return True
+    return False
 
 
 def test_the_witness_goes_on_a_stream_only_where_the_build_is_not_known_to_lose_its_error(slow_triton):
