@@ -11,7 +11,7 @@ from fuzz.generator.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, Flo
     string_twin, swing_goals, swing_values, swings, value_edges)
 from fuzz.checker.model import BatcherModel, key_of
 from fuzz.spec import ModelSpec
-from fuzz.generator.steering import (TWIN_STEPS, choose, edge_ids, open_churn, open_depth, open_id_edges, open_start_goals,
+from fuzz.generator.steering import (TWIN_STEPS, choose, open_swings, edge_ids, open_churn, open_depth, open_id_edges, open_start_goals,
     open_sums, open_twins, twin_aim)
 from fuzz.values import Outcome, Request
 
@@ -227,6 +227,14 @@ def test_swings_are_neighbours_both_in_a_narrower_width_whose_difference_is_not(
     assert swing_values(3, 0, 2**16 - 1) == (255,)  # unsigned: no negation, the top of 8 bits
     for previous in (5, -5, 127, -128, 0):
         assert all(swings(previous, v, *INT32) or v == -previous for v in swing_values(previous, *INT32))
+
+
+def test_a_swing_is_steered_to_a_width_not_swung_across_yet():
+    assert open_swings(5, *INT32, here=set()) == (-128, -32768)  # the negation swings across none
+    assert open_swings(5, *INT32, here={"swing across 8 bits"}) == (-32768,)
+    assert open_swings(5, *INT32, here=set(), seen={"swing across 8 bits"}) == (-32768,)  # the campaign's gap first
+    assert open_swings(5, *INT32, here=set(swing_goals(*INT32))) == (-5, -128, -32768)  # none open: any
+    assert open_swings(40000, *INT32, here=set()) == (-40000,)  # fits no narrower width
 
 
 def test_the_tracker_counts_swings_within_a_sequence_since_its_start():

@@ -20,13 +20,12 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from .. import nemesis
 from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets, wide_values,
-    WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin,
-    swing_values)
+    WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin)
 from .coverage import (CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, CANCELLED_RUNNING, EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, START_BEHIND_END, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
     sibling_family, swept_goal, together_goals, twin_goal, twin_places, twins_of)
 from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, beside_deadline, campaign_first, choose, edge_ids, open_churn, open_depth,
-    aligned_twin, open_id_edges, open_start_goals, open_sums, open_twins, twin_aim)
+    aligned_twin, open_id_edges, open_start_goals, open_sums, open_swings, open_twins, twin_aim)
 from .swarm import keep_rules_on, needed_rules, reaches
 from ..checker.divergences import steered_around
 from ..checker.verdicts import DECOUPLED_CANCEL_CRASH, FINAL_ALONE_CRASH
@@ -479,8 +478,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         (a sum with a fraction: narrower); a drawn sum target becomes what brings total there,
         a Swing one of the swing values from `seq_id`'s last input."""
         if isinstance(value, Swing):
-            previous = self.engine.stats.coverage.last_input.get(seq_id)
-            swung = swing_values(previous, self.plan.lo_sum, self.plan.hi_sum) if previous is not None else ()
+            cov = self.engine.stats.coverage
+            previous = cov.last_input.get(seq_id)
+            swung = open_swings(previous, self.plan.lo_sum, self.plan.hi_sum, cov.here, cov.seen) \
+                if previous is not None else ()
             value = swung[value.index % len(swung)] if swung else 0
         wide = isinstance(value, (Wide, WideTarget))
         aimed = isinstance(value, (SumTarget, FloatTarget))
