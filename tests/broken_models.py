@@ -1675,13 +1675,86 @@ THIRTY_SECOND_BUGS = (
               (_POP, _POP + "            words.pop(key, None)\n"))),
 )
 
+# Thirty-third hold-out: written and committed before any campaign met it. Kinds no earlier hold-out
+# named: one cache write position for a ragged batch (a KV-cache-style state whose decode step writes
+# every row of an execution at the longest row's length, a static-batch loop's single cache_position,
+# while each row's answer reads its own span: a row shorter than the longest, a START beside a live
+# sequence included, loses its INPUT; sequences in lockstep and rows alone are right; not
+# start_from_first_live_row's flag or continuing_rows_paired's and batch_shape_replays_captured_keys'
+# borrowed sums: no row reads another's state), floating-point traps left on from debugging (an FP16 sum
+# that overflows fails its request where IEEE answers inf: earlier overflow bugs wrap, clamp or saturate
+# wrongly, nonfinite_input_zeroed and start_reset_by_zero_mask mishandle an inf already there, none
+# refuses), a session handle handed out as the count of live sessions (an END that is not the newest
+# session's shrinks the count, and the next START is handed a live session's cell: not
+# handle_wraps_at_256's counter since load, nor end_frees_page_still_named's page freed twice; any END
+# out of order shows it), and a model served without batching that keeps the active session's sum in a
+# register and writes it back under the incoming session's id where the outgoing one's was meant (two
+# sequences taking turns in the instance read each other's sums; single_row_path_caches_last_sum's
+# cache is written right and read stale, this one never reaches the right cell).
+_FP16 = Variant("corrid", "direct", 2, 1, "fp16", "uint64", _FULL)
+_NOBATCH_OLDEST = Variant("corrid", "oldest", 2, 1, "int32", "uint64", _FULL, batching=False)
+THIRTY_THIRD_BUGS = (
+    Bug("kv_write_position_shared_by_batch", "each sequence's INPUTs kept as entries of a cache of its own (a "
+                                             "KV cache), its answer the sum of the entries within its own length; "
+                                             "a decode step writes every row of an execution at one position, the "
+                                             "batch's longest length (a static-batch loop's single cache_position): "
+                                             "a row shorter than the longest writes past its span and its INPUT is "
+                                             "lost",
+        _BASE + _TOTAL,
+        "        kv = self.__dict__.setdefault('kv', {})  # key -> [its entries by position, its length]\n"
+        "        if start or key not in kv:\n"
+        "            kv[key] = [{}, 0]\n"
+        "        entries = kv[key]\n"
+        "        entries[0][self.position] = x.reshape(-1)[0]  # the batch's one write position\n"
+        "        entries[1] += 1  # its own length: the span its answer reads\n"
+        "        span = [v for p, v in entries[0].items() if p < entries[1]]\n"
+        "        total = np.full(x.shape, np.array(span, dtype=self.dtype).sum(dtype=self.dtype), self.dtype)\n",
+        _CORRID4, 3, "START a of 1, then START b of 5 and a's next of 2 sent at once, run in one execution: b is "
+                     "answered 0 (where " + FIRST_ALONE + ", a crowd of three, START c first: four lines)",
+        more=((_EXECUTE, "        # one cache position for the batch: its longest live row's length (a START's is 0)\n"
+                         "        kv = self.__dict__.setdefault('kv', {})\n"
+                         "        self.position = max((0 if _scalar(r, 'START', 0) else kv.get(_scalar(r, 'CORRID'), [{}, 0])[1]\n"
+                         "                             for r, on in zip(requests, ready) if on), default=0)\n" + _EXECUTE),
+              (_POP, _POP + "            kv.pop(key, None)\n"))),
+    Bug("fp_traps_left_on", "floating-point traps left on from debugging (np.seterr: overflow and invalid raise): "
+                            "an FP16 sum that overflows fails its request (its execution's too) where IEEE answers "
+                            "inf, and the sum stays as it was",
+        _SUMS, _SUMS + "        np.seterr(over='raise', invalid='raise')  # debugging: a diverging state raises\n",
+        _FP16, 2, "START 60000, then 10000: an error where inf is due"),
+    Bug("session_handle_is_live_count", "each session's cell is a handle handed out at START as the count of live "
+                                        "sessions (the session table's length), which END shrinks: after an END "
+                                        "that is not the newest session's, the next START is handed a live "
+                                        "session's handle and the two share a sum",
+        _CORRID_KEY, '            corrid = _scalar(request, "CORRID")\n'
+                     "            handles = self.__dict__.setdefault('handles', {})  # live session -> its handle\n"
+                     "            if start and corrid not in handles:\n"
+                     "                handles[corrid] = len(handles)  # the next handle: the count of live sessions\n"
+                     "            key = handles.get(corrid)\n",
+        _CORRID, 5, "START a of 1, START b of 10, END a, START c of 100, then b's next of 0: answered 100",
+        more=((_POP, _POP + "            handles.pop(corrid, None)\n"),)),
+    Bug("nobatch_register_written_back_under_new_id", "a model served without batching (one request an execution) "
+                                                      "keeps the active session's sum in a register, written back "
+                                                      "to the table when another session's request comes, under "
+                                                      "the incoming session's id where the outgoing one's was "
+                                                      "meant: two sequences taking turns read each other's sums",
+        _BASE, "        reg = self.__dict__.setdefault('reg', [None, self.dtype.type(0)])  # [its session, its sum]\n"
+               "        if reg[0] != key:  # another session's turn: write the register back, load this one\n"
+               "            self.sums[key] = reg[1]  # (meant: self.sums[reg[0]])\n"
+               "            reg[0], reg[1] = key, self.sums.get(key, self.dtype.type(0))\n"
+               "        base = self.dtype.type(0) if start else reg[1]\n",
+        _NOBATCH_OLDEST, 3, "START a of 5, START b of 1, then a's next of 1: answered 2",
+        more=((_STORE_BLOCK, _POP + "            reg[0], reg[1] = None, self.dtype.type(0)\n"
+                                    "        else:\n"
+                                    "            reg[1] = total.reshape(-1)[0]\n"),)),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
             + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS + TWENTY_SIXTH_BUGS
             + TWENTY_SEVENTH_BUGS + TWENTY_EIGHTH_BUGS + TWENTY_NINTH_BUGS + THIRTIETH_BUGS
-            + THIRTY_FIRST_BUGS + THIRTY_SECOND_BUGS + NATIVE_BUGS)
+            + THIRTY_FIRST_BUGS + THIRTY_SECOND_BUGS + THIRTY_THIRD_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
