@@ -73,9 +73,10 @@ def shrink_cap(seconds: float):
         engine.MAX_SHRINKING_SECONDS = before
 
 
-# Every planted bug gives wrong sums: a plain answer shows it as sums_match, the answers of one
+# Most planted bugs give wrong sums: a plain answer shows it as sums_match, the answers of one
 # sequence sent from several clients at once (share_sequence) as order_kept (the running sums of
-# no arrival order). Any other promise broken is a miss: the bug was not what the fuzzer saw.
+# no arrival order). A bug whose symptom is another (an error where an answer is due) names its
+# promise (Bug.breaks). Any other promise broken is a miss: the bug was not what the fuzzer saw.
 WRONG_SUMS = ("sums_match", "order_kept")
 
 
@@ -87,7 +88,7 @@ def measure_bug(server, bug) -> Row:
     # crash on an input its bug was not about: fp32_sum_rounded_to_half on an infinity)
     # (not a known divergence met on the way and fuzzed on past: start-overtakes-its-ids-end, a race)
     found = [f for f in result.failures if f.expected_divergence is None]
-    failure = next((f for f in found if f.invariant in WRONG_SUMS), found[0] if found else None)
+    failure = next((f for f in found if f.invariant in bug.breaks), found[0] if found else None)
     if failure is not None:  # the row's shrunk program, to judge its length by
         print(f"{bug.name}: " + failure.whole(indent="  "), flush=True)
     try:
@@ -95,12 +96,12 @@ def measure_bug(server, bug) -> Row:
     except ContractError:  # its patterns need sequences of many requests
         stress = None
     first = stress.violations[0] if stress and stress.violations else None
-    if first is not None and first.invariant not in WRONG_SUMS:  # no wrong sum: what it was, to trace later
-        print(f"{bug.name}: the stress campaign broke {first.invariant} after {first.seconds:.2f} s, not a wrong "
-              f"sum:\n  {first.detail}", flush=True)
+    if first is not None and first.invariant not in bug.breaks:  # not the bug's promise: what it was, to trace later
+        print(f"{bug.name}: the stress campaign broke {first.invariant} after {first.seconds:.2f} s, not "
+              f"{' or '.join(bug.breaks)}:\n  {first.detail}", flush=True)
     return Row(
         bug=bug.name, summary=bug.summary,
-        fuzz_caught=failure is not None and failure.invariant in WRONG_SUMS,
+        fuzz_caught=failure is not None and failure.invariant in bug.breaks,
         fuzz_invariant=failure.invariant if failure else "",
         fuzz_flaky=bool(failure and failure.flaky),
         fuzz_fresh=bool(failure and failure.records and failure.records[0].fault is not None
@@ -108,7 +109,7 @@ def measure_bug(server, bug) -> Row:
         fuzz_first_failure_s=failure.seconds_to_first_failure if failure else None,
         fuzz_shrunk_steps=failure.shrunk_steps if failure else None, minimal_steps=bug.minimal,
         fuzz_examples=result.examples, fuzz_wall_s=result.wall_s,
-        stress_caught=first is not None and first.invariant == "sums_match",
+        stress_caught=first is not None and first.invariant in bug.breaks,
         stress_invariant=first.invariant if first else "",
         stress_first_failure_s=first.seconds if first else None,
         stress_sequences=first.sequences if first else sum(n for _, n in stress.sequences) if stress else 0,

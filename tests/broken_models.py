@@ -40,6 +40,9 @@ class Bug:
     minimal: int = 2
     minimal_how: str = ""
     more: tuple = ()  # further (find, replace) patches, applied after the first
+    # The promises its symptom breaks: wrong sums (sums_match; order_kept where several clients
+    # send on one sequence at once), or for a bug that refuses or drops an answer, that promise.
+    breaks: tuple = ("sums_match", "order_kept")
 
     def source(self) -> str:
         source = NATIVE_SOURCE if self.variant.backend == "native" else TEMPLATE
@@ -1348,7 +1351,7 @@ TWENTY_SIXTH_BUGS = (
                   "                     if ready[position] and int(_scalar(request, 'CORRID', 0)) >= 2**63\n"
                   "                     else self._answer(self._one(position, request, ready[position]), live)\n"
                   "                     for position, request in enumerate(requests)]\n",
-        _CORRID, 1, "one START on id 2**63: refused"),
+        _CORRID, 1, "one START on id 2**63: refused", breaks=("valid_is_accepted",)),
     Bug("zero_end_answered_without_output", "an END whose final sum is 0 is answered with no OUTPUT tensor (a closing "
                                             "frame with nothing to say)",
         "        return [pb_utils.Tensor(\"OUTPUT\", total)]\n",
@@ -1357,7 +1360,8 @@ TWENTY_SIXTH_BUGS = (
         1, "one START with END of 0: an answer with no OUTPUT",
         more=(("        return pb_utils.InferenceResponse(outputs)\n",
                "        drop, self.drop = getattr(self, 'drop', False), False\n"
-               "        return pb_utils.InferenceResponse([o for o in outputs if not (drop and o.name() == 'OUTPUT')])\n"),)),
+               "        return pb_utils.InferenceResponse([o for o in outputs if not (drop and o.name() == 'OUTPUT')])\n"),),
+        breaks=("answers_well_formed",)),
     Bug("decoupled_final_flushed_lazily", "a decoupled model sends each answer at once but its final flag at the "
                                           "start of its instance's next execution (a sender flushed lazily): the "
                                           "last request before a lull is not completed until more traffic comes",
@@ -1369,7 +1373,8 @@ TWENTY_SIXTH_BUGS = (
                "        self.execution += 1\n"
                "        for sender in self.__dict__.setdefault('unflushed', []):\n"
                "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
-               "        self.unflushed = []\n"),)),
+               "        self.unflushed = []\n"),),
+        breaks=("no_hangs",)),
 )
 
 # Twenty-seventh hold-out (stop 86): written and committed before any campaign met it. A kind no
@@ -1720,7 +1725,7 @@ THIRTY_THIRD_BUGS = (
                             "an FP16 sum that overflows fails its request (its execution's too) where IEEE answers "
                             "inf, and the sum stays as it was",
         _SUMS, _SUMS + "        np.seterr(over='raise', invalid='raise')  # debugging: a diverging state raises\n",
-        _FP16, 2, "START 60000, then 10000: an error where inf is due"),
+        _FP16, 2, "START 60000, then 10000: an error where inf is due", breaks=("valid_is_accepted",)),
     Bug("session_handle_is_live_count", "each session's cell is a handle handed out at START as the count of live "
                                         "sessions (the session table's length), which END shrinks: after an END "
                                         "that is not the newest session's, the next START is handed a live "
