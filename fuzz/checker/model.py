@@ -236,6 +236,38 @@ class BatcherModel:
     def is_live(self, key: Key) -> bool:
         return key in self.seqs
 
+    def is_running(self, key: Key) -> bool:
+        """`key` holds a slot (not waiting in the backlog)."""
+        seq = self.seqs.get(key)
+        return seq is not None and seq.running
+
+    def expiry_of(self, key: Key) -> Window:
+        """When the server may reap running `key`: its idle timeout from its last request."""
+        return self.seqs[key].expiry
+
+    def born_at(self, key: Key) -> float:
+        """When live `key`'s START was sent."""
+        return self.seqs[key].born
+
+    def requests_of(self, key: Key) -> int:
+        """Requests live `key` has had since its START (the START included)."""
+        return self.seqs[key].requests
+
+    def soonest_expiry(self) -> float:
+        """The earliest moment a running sequence may be reaped (inf: none runs)."""
+        return min((s.expiry.lo for s in self.running), default=float("inf"))
+
+    def running_keys(self) -> list[Key]:
+        return [s.key for s in self.running]
+
+    def has_backlog(self) -> bool:
+        """A START waits for a slot (a cancelled one whose place is not dropped yet included)."""
+        return bool(self.backlog)
+
+    def is_ghost(self, key: Key) -> bool:
+        """`key`'s sequence was settled as expired and not yet seen refused: the server may hold it still."""
+        return key in self.ghosts
+
     def is_backlogged(self, key: Key) -> bool:
         return key in self.backlog and key not in self.cancelled_waiting
 

@@ -540,7 +540,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     def _live_until(self, moment: float) -> list:
         """The live sequences whose idle window cannot open before `moment`: requests sent to them
         meanwhile are never ambiguous."""
-        return [k for k in self.engine.live() if self.engine.model.seqs[k].expiry.lo > moment]
+        return [k for k in self.engine.live() if self.engine.model.expiry_of(k).lo > moment]
 
     def _group_near_edge(self, key, deep: int) -> bool:
         """A cancel group's sums could leave the exact range: its first, witness and next request
@@ -779,7 +779,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if client is None:
             return self._skip("run: no idle client")
         if deeper:  # one past a depth goal not reached (steering.open_depth), in one life: no restart
-            current = self.engine.model.seqs[key].requests if key is not None and not fresh else 0
+            current = self.engine.model.requests_of(key) if key is not None and not fresh else 0
             k = open_depth(self._deepest(), current, self.engine.stats.coverage.seen) or k
             restart_at = None
         if fresh or key is None:
@@ -924,7 +924,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 
     def _deepest(self) -> int:
         """The most requests one sequence of this example has had: ended, or live and free to send on."""
-        return max([*self.engine.model.depth.lengths, *(self.engine.model.seqs[k].requests for k in self.engine.live())], default=0)
+        return max([*self.engine.model.depth.lengths, *map(self.engine.model.requests_of, self.engine.live())], default=0)
 
     def _go_on(self, client, seq_id, total, n, values, scale, end, latency, action, numbered=(0, 0),
                restart_at: int | None = None, stop_after_s: float | None = None, start_behind: bool = False):
@@ -1174,7 +1174,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
     def _free(self, seq_id) -> bool:
         """No sequence of `seq_id` live or on its way: a START on it would begin a new one."""
         key = key_of(seq_id)
-        return not self.engine.blocked(seq_id) and not self.engine.model.is_live(key) and key not in self.engine.model.ghosts
+        return not self.engine.blocked(seq_id) and not self.engine.model.is_live(key) and not self.engine.model.is_ghost(key)
 
     def _alias_base(self, key, fresh, kind: str, band: str | None, step: int):
         """(id, its twin of `kind`): the live sequence's id where it has a free twin (and stands
@@ -1279,7 +1279,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         self.engine.collect()
         clients = self.engine.idle_clients()
         self.engine.model.settle(time.monotonic())
-        if len(clients) < 2 or self.engine.pending or self.engine.model.backlog:
+        if len(clients) < 2 or self.engine.pending or self.engine.model.has_backlog():
             return self._skip("queue behind full: fewer than two idle clients, or the backlog waits")
         new = [i for n, i in enumerate(fresh) if self._free(i) and key_of(i) not in map(key_of, fresh[:n])]
         free = self.engine.model.free_slots()
@@ -1376,8 +1376,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if client is None or self._last_idle(client) or self._unusable(seq_id) or \
                 self.plan.spec.idle_s - self.engine.margin < wire + 0.3 or not self._fill_slots(client, seq_id, value):
             return None
-        if model.free_slots() or not model.running or \
-                min(s.expiry.lo for s in model.running) < time.monotonic() + wire + 0.25:
+        if model.free_slots() or not model.running_keys() or model.soonest_expiry() < time.monotonic() + wire + 0.25:
             return None
         self.engine.send(client, self.plan.spec.request(seq_id, self._small(value), start=True), "stream",
                          "start, every slot held (to cancel)")
@@ -1394,7 +1393,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         """Every free slot taken by a fresh sequence (ids next to `seq_id`) from an idle client
         other than `starter`, one client kept idle besides. False where there are too few."""
         model = self.engine.model
-        need = 0 if model.backlog else model.free_slots()
+        need = 0 if model.has_backlog() else model.free_slots()
         others = [c for c in self.engine.idle_clients() if c != starter]
         if need > len(others) - 1:
             return False
@@ -1442,7 +1441,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # one-slot model has none a third of the time, and its dev campaign ran 3 groups in 10 examples)
         gap = (late is None and unswept) or (late is not None and self._lacks(CANCELLED_RUNNING))
         if key is None and client is not None and gap and steer >= STEER_GAP_FROM and self._free(fresh) \
-                and not (self.engine.pending or self.engine.model.backlog) and self.engine.model.free_slots():
+                and not (self.engine.pending or self.engine.model.has_backlog()) and self.engine.model.free_slots():
             start = self.plan.spec.request(fresh, self._small(values[0]), start=True)
             if isinstance(self.engine.send(client, start, "stream", "start a sequence to cancel on"), Answer):
                 key = key_of(fresh)
@@ -1453,9 +1452,9 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         while deep > 1 and self._group_near_edge(key, deep):  # each behind adds one: a narrow dtype takes fewer
             deep //= 2
         # The slot a cancel frees goes to the backlog at a moment no one sees.
-        if self.engine.pending or self.engine.model.backlog:
+        if self.engine.pending or self.engine.model.has_backlog():
             return self._skip("cancel pipelined: a START waits in the backlog")
-        if self.engine.model.seqs[key].expiry.lo < time.monotonic() + 2 * self.plan.settings.wire_s + 0.1 + \
+        if self.engine.model.expiry_of(key).lo < time.monotonic() + 2 * self.plan.settings.wire_s + 0.1 + \
                 (0 if late is None else 2 * self.engine.stats.lag.typical()):
             return self._skip("cancel pipelined: the sequence is near its idle timeout")
         if self._group_near_edge(key, deep):
@@ -1480,7 +1479,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         self.engine.collect()
         if key is None or key not in self.engine.live():
             return self._skip("share sequence: no live sequence")
-        if self.engine.model.seqs[key].expiry.lo < time.monotonic() + self.plan.settings.wire_s + 0.05:
+        if self.engine.model.expiry_of(key).lo < time.monotonic() + self.plan.settings.wire_s + 0.05:
             return self._skip("share sequence: the sequence is near its idle timeout")
         if self._near_edge(key):
             return self._skip("share sequence: the sum is near the edge of the model's dtype")
@@ -1504,11 +1503,11 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("start with timeout: no idle client or id busy")
         now, key = time.monotonic(), key_of(seq_id)
         self.engine.model.settle(now)
-        if self.engine.model.is_live(key) or key in self.engine.model.ghosts:
+        if self.engine.model.is_live(key) or self.engine.model.is_ghost(key):
             return self._skip("start with timeout: the id is live, or its sequence has just idled out")
-        if self.engine.model.free_slots() or not self.engine.model.running:
+        if self.engine.model.free_slots() or not self.engine.model.running_keys():
             return self._skip("start with timeout: a slot is free")
-        if min(s.expiry.lo for s in self.engine.model.running) < now + timeout / 1e6 + self.engine.late + self.plan.settings.wire_s:
+        if self.engine.model.soonest_expiry() < now + timeout / 1e6 + self.engine.late + self.plan.settings.wire_s:
             return self._skip("start with timeout: a slot may free before the timeout passes")
         self.engine.send(client, self.plan.spec.request(seq_id, value, start=True, timeout_us=timeout), via,
                   "start with a timeout, every slot held")
@@ -1541,14 +1540,14 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             # An idle timeout outlasts an example's steps: sequences left to expire hold their
             # slots for the rest of it. One slot stays for the other clients' work, or every
             # later step of the example would be skipped.
-            dying = sum(1 for s in self.engine.model.running if s.key in self.engine.silenced)
+            dying = sum(1 for k in self.engine.model.running_keys() if k in self.engine.silenced)
             keys = keys[:self.plan.spec.capacity - 1 - dying]
             if not keys:
                 return self._skip("let expire: the other clients would have no slot left")
         self.engine.leave_to_expire(keys)
         if client is None or self._last_idle(client):
             return  # no client comes back to it
-        until = self.engine.model.seqs[key].expiry.hi + 0.005
+        until = self.engine.model.expiry_of(key).hi + 0.005
         if new and not self.engine.blocked(new_id) and not self.engine.model.is_live(key_of(new_id)):
             req = self.plan.spec.request(new_id, value, start=True, end=end)
             self.engine.park(client, req, "start after timeout", until, context="refill")
@@ -1574,7 +1573,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if client is None or key is None or self._last_idle(client):
             return self._skip("pause: no idle client to spare or no live sequence")
         now = time.monotonic()
-        room = self.engine.model.seqs[key].expiry.lo - now - self.plan.settings.wire_s  # the server surely keeps it
+        room = self.engine.model.expiry_of(key).lo - now - self.plan.settings.wire_s  # the server surely keeps it
         if room <= 0:
             return self._skip("pause: the sequence is near its idle timeout")
         # Every client waits (steered while the campaign has had no quiet model) as long as the
@@ -1614,15 +1613,15 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         next once each is answered (Parked.then). The server must keep a sequence in use however
         old it is."""
         def follow():
-            seq = self.engine.model.seqs.get(key)
-            if seq is None or not seq.running:
+            model = self.engine.model
+            if not model.is_running(key):
                 return None
             now = time.monotonic()
-            room = seq.expiry.lo - now - self.plan.settings.wire_s
+            room = model.expiry_of(key).lo - now - self.plan.settings.wire_s
             if room <= 0:
                 return None
             until = now + fraction * room
-            last = until - seq.born >= span
+            last = until - model.born_at(key) >= span
             return self._next_of(key, value, end=end and last), until, last
         return follow
 
@@ -1641,7 +1640,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("refill: waits for long idle windows took their share of the campaign")
         keys = self.engine.live()
         self.engine.leave_to_expire(keys)
-        until = max([self.engine.model.seqs[k].expiry.hi for k in keys] + [time.monotonic()]) + 0.005
+        until = max([self.engine.model.expiry_of(k).hi for k in keys] + [time.monotonic()]) + 0.005
         for client, seq_id, value in zip(idle, fresh, values):
             if self.engine.model.is_live(key_of(seq_id)) or self.engine.blocked(seq_id):
                 continue  # refill wants fresh sequences
@@ -1888,7 +1887,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("stall: no idle proxied client or no live sequence")
         now = time.monotonic()
         arrival = now + hold * self.plan.spec.idle_s
-        window = self.engine.model.seqs[key].expiry
+        window = self.engine.model.expiry_of(key)
         if window.lo - self.plan.settings.wire_s <= arrival <= window.hi + self.plan.settings.wire_s:
             arrival = window.hi + self.plan.settings.wire_s  # never inside the idle-timeout window
         if arrival - now > self.plan.settings.max_wait_s:
