@@ -5,13 +5,13 @@ import attrs
 
 from fuzz.generator.coverage import (FLAG_SHAPES, FULL_END, FULL_START, ID_STATES, INTEGER_TWINS, Coverage,
     CoverageReport, end_in_row, flag_shape, full_rows, goals_for, live_row_goals, sibling_family, twin_goal,
-    twin_place, twin_places, twins_of)
+    twin_place, twin_places, twins_of, TOGETHER)
 from fuzz.generator.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, FloatTarget, SumTarget, band_of,
     core_targets, exact_range, id_bands, id_edges, into_band, is_fraction, power_targets, shared_low_bits,
     string_twin, swing_goals, swing_values, swings, value_edges)
 from fuzz.checker.model import BatcherModel, key_of
 from fuzz.spec import ModelSpec
-from fuzz.generator.steering import (TWIN_STEPS, choose, open_swings, edge_ids, open_churn, open_depth, open_id_edges, open_start_goals,
+from fuzz.generator.steering import (TWIN_STEPS, choose, open_swings, pair_layers, edge_ids, open_churn, open_depth, open_id_edges, open_start_goals,
     open_sums, open_twins, twin_aim)
 from fuzz.values import Outcome, Request
 
@@ -747,3 +747,23 @@ def test_live_rows_never_count_past_what_one_execution_can_carry():
     assert "live rows >= 2" not in cover.reached and cover.most_live_rows == 1
     cover.row_limit = 0  # unknown: the mean, as read
     assert cover.live_rows(inferences=3, executions=2) == 2
+
+
+def test_a_steered_pair_of_flags_runs_together_in_either_alignment_where_a_shape_can_repeat():
+    # (restart layers, end layer) of the first and second sequence; the second's layer j runs
+    # beside the first's j + 1 (its first request ran alone) or beside its j
+    def carried(plan, second_layer):
+        (starts1, end1), (starts2, end2) = plan
+        shape = {(False, False): "no flag", (True, False): "START", (True, True): "START+END", (False, True): "END"}
+        return {shape[(2 in starts1, end1 == 2)], shape[(second_layer in starts2, end2 == second_layer)]}
+    for pair, shapes in TOGETHER.items():
+        for same in (False, True):
+            plan = pair_layers(shapes, same)
+            alignments = [carried(plan, layer) for layer in (1, 2)
+                          if not any(e is not None and e < layer for _, e in plan[1:])]  # the second still goes on
+            assert set(shapes) in alignments, (pair, same, plan)
+            if any(s in ("no flag", "START") for s in shapes):
+                assert alignments == [set(shapes)] * 2, (pair, plan)  # either alignment carries it
+    assert pair_layers(("START", "START"), False) == (((2,), None), ((1, 2), None))
+    assert pair_layers(("END", "START"), True) == (((), 2), ((1, 2), None))  # the END on the first
+    assert pair_layers(("END", "END"), True) == (((), 2), ((), 2)) and pair_layers(("END", "END"), False)[1] == ((), 1)

@@ -24,7 +24,7 @@ from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets,
 from .coverage import (CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, CANCELLED_RUNNING, EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, START_BEHIND_END, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
     sibling_family, swept_goal, together_goals, twin_goal, twin_places, twins_of)
-from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, beside_deadline, campaign_first, choose, edge_ids, open_churn, open_depth,
+from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, beside_deadline, campaign_first, choose, edge_ids, open_churn, open_depth, pair_layers,
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_swings, open_twins, twin_aim)
 from .swarm import keep_rules_on, needed_rules, reaches
 from ..checker.divergences import steered_around
@@ -1750,7 +1750,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             end_at = [depth] * len(end_at)  # no other sequence leaves the crowd before its end
             if full_n and missing[0] != f"situation: {FULL_START}":  # which row the END takes is the batcher's
                 early = ends_early
-        pair = None
+        pair, restarts = None, [None] * self.plan.crowd_max  # a steered pair's restart layers (pair_layers)
         if not steering and steer >= STEER_TOP - 1:
             # A pair of flags no execution of this example carried together (a START beside an
             # END, ...), the campaign's gaps first: the first two sequences take them early in a
@@ -1765,16 +1765,15 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             # On one stream, the crowd's first request runs alone (the model is idle when it
             # comes) and the second sequence's requests then run one layer behind the first's
             # (seen: 9 of 10 steered crowds ran the pair's layer in two executions, on two
-            # streams in either order; after, 7 of 8 in one): the first sequence takes its shape
-            # a layer after the second, early, while the queues are full (past a dozen layers a
-            # fast model ran each request alone).
+            # streams in either order; after, 7 of 8 in one), or in the same layer where the
+            # second's first request comes first: the shapes go early, while the queues are full
+            # (past a dozen layers a fast model ran each request alone), where either alignment
+            # runs them together (steering.pair_layers).
             steering, layered = True, True
             depth = max(depth, 4)
-            for i, shape in enumerate(TOGETHER[pair]):
-                starts, ending = FLAGS[shape]
-                at = 2 if i == 0 else 1
-                restart_at[i] = at if starts else -1
-                ends[i], end_at[i] = ending, at if ending else depth
+            for i, (starts, ending) in enumerate(pair_layers(TOGETHER[pair], same_layer=seed % 2 == 0)):
+                restarts[i] = starts
+                ends[i], end_at[i] = ending is not None, depth if ending is None else ending
         self.engine.collect()
         now = time.monotonic()
         self.engine.model.settle(now)
@@ -1792,12 +1791,13 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if alike == "all":
             layers = layers[:1] * depth
         for i, ((client, seq_id, total, begins), at, end, stop) in enumerate(zip(plans, restart_at, ends, end_at)):
+            at = (at,) if restarts[i] is None else restarts[i]
             last = stop if end and 0 <= stop < depth else depth - 1
             if early is not None and i == early % len(plans):
                 last, end = depth // 2, True
             block = []
             for j in range(last + 1):
-                start = (j == 0 and begins) or j == at
+                start = (j == 0 and begins) or j in at
                 total = self.plan.spec.initial_sum if start else total
                 value = self._fit(layers[j] if alike else values.randint(-scale, scale), total)
                 total += value

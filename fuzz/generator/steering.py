@@ -15,7 +15,7 @@ are steered per example: they are made from the example's own (salted) ids.
 """
 from __future__ import annotations
 
-from .coverage import (ALIGNED, CAMPAIGN_CHURNS, CAMPAIGN_DEPTHS, CHURNS, DECIMAL_STEPS, DEPTHS, INTEGER_TWINS, MERSENNE,
+from .coverage import (ALIGNED, CAMPAIGN_CHURNS, CAMPAIGN_DEPTHS, CHURNS, DECIMAL_STEPS, DEPTHS, FLAGS, INTEGER_TWINS, MERSENNE,
     MERSENNE_STEPS, MODULUS_FAMILIES, NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
 from .edges import ALIGNED_BITS, fold_place, id_edges, swing_values, swings, value_edges
 
@@ -124,6 +124,30 @@ def open_swings(previous, lo: float, hi: float, here, seen=frozenset()) -> tuple
     def goals(v):
         return swings(previous, v, lo, hi)
     return campaign_first([v for v in every if any(g not in here for g in goals(v))], goals, seen) or every
+
+
+# The flag shapes a sequence can take at two layers running and go on: a restart, or nothing.
+REPEATABLE = ("no flag", "START")
+
+
+def pair_layers(shapes: tuple, same_layer: bool) -> tuple:
+    """Where a steered crowd's first two sequences take a pair of flag shapes: for each, (the
+    layers it restarts at, the layer it ends at or None). On one stream, the crowd's first request
+    mostly runs alone on an idle model and the second sequence's layer j then runs beside the
+    first's layer j + 1; where the second's first request is read before the first's next, beside
+    its layer j. The first takes its shape at layer 2; the second at layer 1 and, where its shape
+    can come twice running (REPEATABLE; the pair is unordered, so such a shape goes to the
+    second), at layer 2 too: either way the pair runs together. Where neither shape can, the
+    second takes its own at layer 1 or 2 as `same_layer` draws. (With the second's shape at layer
+    1 alone, a START beside a START ran together in 1 of 5 steered crowds of two `dev` campaigns
+    on 2-slot models.)"""
+    first, second = shapes if shapes[1] in REPEATABLE else shapes[::-1]
+    layers = (1, 2) if second in REPEATABLE else ((2,) if same_layer else (1,))
+    out = []
+    for shape, at in ((first, (2,)), (second, layers)):
+        starts, ending = FLAGS[shape]
+        out.append((at if starts else (), at[-1] if ending else None))
+    return tuple(out)
 
 
 def edge_ids(candidates, bits: int) -> dict:
