@@ -879,12 +879,13 @@ def test_a_shared_request_refused_an_idle_timeout_after_the_others_went_is_indet
     from fuzz.harness.sharing import Shared, Sharing
     from fuzz.values import Outcome
 
-    def judged(ago, first=Outcome(4), message=START_ERROR.format(id=7, model=M), latency=0.0):
+    def judged(ago, first=Outcome(4), message=START_ERROR.format(id=7, model=M), latency=0.0, went_after=None):
         model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
         sharing = SimpleNamespace(engine=SimpleNamespace(spec=model.spec, model=model))
         at = time.monotonic() - ago
         shared = Shared(3, sent=[(0, R(7, 1), None, "stream"), (1, R(7, 2), None, "stream")], times=[at, at])
-        refused = Outcome(status="INVALID_ARGUMENT", message=message, latency_s=latency)
+        refused = Outcome(status="INVALID_ARGUMENT", message=message, latency_s=latency,
+                          sent_at=None if went_after is None else at + went_after)
         return shared, Sharing._refused_after_expiry(sharing, shared, [first, refused])
     assert judged(0.05)[1] is None  # answered at once: it was refused while its sequence ran
     shared, opens = judged(IDLE)
@@ -893,6 +894,10 @@ def test_a_shared_request_refused_an_idle_timeout_after_the_others_went_is_indet
     assert judged(IDLE, message="some other error")[1] is None
     # checked late, but its own latency says the refusal came at once: it stands
     assert judged(IDLE, latency=0.01)[1] is None and judged(IDLE, latency=IDLE)[1] is not None
+    # its request went out (the client's reading) long after the group's time for it, its
+    # connection not ready (a stalled machine): refused at once, but after the window opened
+    assert judged(IDLE, latency=0.01, went_after=IDLE)[1] is not None
+    assert judged(IDLE, latency=0.01, went_after=0.01)[1] is None
 
 
 def _ghost_and_holder(holder_at: float, queued_at: float, let_in_at: float) -> BatcherModel:

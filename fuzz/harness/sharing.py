@@ -139,9 +139,13 @@ class Sharing:
             return None
         answered = [(req, o) for req, o in sent if o.ok]
         opens = g.sent_at + self.engine.spec.idle_s - self.engine.model.margin if answered else g.at_risk_from
-        # When the first refusal came: its send and its latency (a stream's is taken as it comes;
-        # a unary call's when waited for, later), else now.
-        came = min(at + o.latency_s if o.latency_s else time.monotonic()
+        # When the first refusal came: when its request went and its latency (a stream's is taken
+        # as it comes; a unary call's when waited for, later), else now. Its send is the client's
+        # own reading, taken as the request went out: the group's time for it is taken before its
+        # connection is ready, and a starved machine can stall between the two (a shared request's
+        # refusal was called broken once, on a machine loaded by another server's start, and did
+        # not recur in four loaded campaigns: such a stall would explain it).
+        came = min((o.sent_at if o.sent_at is not None else at) + o.latency_s if o.latency_s else time.monotonic()
                    for (_, o), at in zip(sent, g.times) if not o.ok)
         if came < opens:
             return None
