@@ -1753,13 +1753,96 @@ THIRTY_THIRD_BUGS = (
                                     "            reg[1] = total.reshape(-1)[0]\n"),)),
 )
 
+# Thirty-fourth hold-out: written and committed before any campaign met it, each on a model of a shape
+# no default variant and no earlier broken model has (an FP64 sum under the oldest strategy with two
+# instances, INT32 ids and BOOL controls, a UINT16 sum with INT64 ids on four direct slots, a UINT32 sum under the
+# oldest strategy with one candidate sequence on each of two instances, and a decoupled UINT64 model
+# under the oldest strategy). Kinds no earlier hold-out named: a float state recomputed from the
+# sequence's history by np.sum, whose pairwise (eight-lane) reduction adds in another order than the
+# running sum does (from the eighth request on a sum that rounds differs: no state wider or narrower
+# than the dtype, as in fp32_state_kept_in_float64 or fp64_state_stored_in_float32, and no value of a
+# dtype's edge); KV-cache blocks handed back by END (or a restart) to a free list unzeroed and summed
+# whole, relying on a fresh block's zeros (a START in a recycled block adds the ended sequence's
+# entries past its own length, an error that shrinks as the new sequence overwrites them: not the
+# final sum that freed_row_read_by_next_start or native_start_adds_last_state add, nor
+# end_frees_page_still_named's page freed twice); an event-sourced state (a snapshot and the log since)
+# whose compaction every four entries leaves the fourth in the log (from a sequence's fifth request on
+# one INPUT counts twice: not forgets_after_12's or long_sequence_kept_in_float32's loss past a length,
+# nor pow2_padding_repeats_last_row's pad of a three-row batch); and END cleanup by `del` of the
+# sequence's entry, which a sequence of one request (START and END together) never wrote: its KeyError
+# fails every request of its execution where an answer is due (end_checked_before_start takes that
+# request for an END and answers; no earlier bug fails a valid request for its flags).
+_FP64_OLDEST_I2 = Variant("corrid", "oldest", 2, 2, "fp64", "int32", _FULL, bool_controls=True)
+_UINT16_DIRECT4 = Variant("corrid", "direct", 4, 1, "uint16", "int64", _FULL)
+_UINT32_OLDEST1_I2 = Variant("corrid", "oldest", 1, 2, "uint32", "uint32", _FULL, idle_us=1_000_000)
+_UINT64_OLDEST_DEC = Variant("corrid", "oldest", 2, 1, "uint64", "uint64", _FULL, decoupled=True)
+THIRTY_FOURTH_BUGS = (
+    Bug("history_resummed_pairwise", "each sequence's INPUTs kept as a history (a cache) and every answer "
+                                     "recomputed from it with np.sum, whose pairwise reduction adds eight "
+                                     "lanes apart: from a sequence's eighth request a float sum that rounds "
+                                     "differs from the running sum",
+        _BASE + _TOTAL,
+        "        hist = self.__dict__.setdefault('hist', {})  # key -> the sequence's INPUTs so far (its cache)\n"
+        "        if start or key not in hist:\n"
+        "            hist[key] = []\n"
+        "        hist[key].append(x.reshape(-1)[0])\n"
+        "        # the state recomputed from the cache each step, as attention rereads its KV cache\n"
+        "        total = np.full(x.shape, np.array(hist[key], dtype=self.dtype).sum(), self.dtype)\n",
+        _FP64_OLDEST_I2, 8, "START 0.1, then seven requests of 0.1: the eighth is answered 0.8 where "
+                            "0.7999999999999999 is due",
+        more=((_POP, _POP + "            hist.pop(key, None)\n"),)),
+    Bug("recycled_block_not_zeroed", "each sequence's INPUTs kept in blocks of four entries (a paged KV cache) "
+                                     "and its answer the sum of its blocks, whole, the entries past its length "
+                                     "taken for 0 as in a fresh block; END (or a restart) hands its blocks back "
+                                     "to a free list unzeroed, so a START in a recycled block adds the ended "
+                                     "sequence's entries past its own length",
+        _BASE + _TOTAL,
+        "        blocks = self.__dict__.setdefault('blocks', {})  # key -> [its blocks, its length]\n"
+        "        free = self.__dict__.setdefault('free', [])  # blocks handed back, reused last in first out\n"
+        "        if start and key in blocks:  # a restart hands its blocks back\n"
+        "            free.extend(blocks.pop(key)[0])\n"
+        "        if start or key not in blocks:\n"
+        "            blocks[key] = [[], 0]\n"
+        "        seq = blocks[key]\n"
+        "        if seq[1] % 4 == 0:  # a new block: a freed one, else a fresh (zeroed) one\n"
+        "            seq[0].append(free.pop() if free else np.zeros(4, self.dtype))\n"
+        "        seq[0][-1][seq[1] % 4] = x.reshape(-1)[0]\n"
+        "        seq[1] += 1\n"
+        "        # the sum of its blocks, whole: no mask by length (a fresh block's unwritten entries are 0)\n"
+        "        total = np.full(x.shape, np.concatenate(seq[0]).sum(dtype=self.dtype), self.dtype)\n",
+        _UINT16_DIRECT4, 3, "START a of 1, END a of 2, then START b of 5 (a's freed block): answered 7",
+        more=((_POP, _POP + "            free.extend(blocks.pop(key, [[], 0])[0])  # handed back as they are\n"),)),
+    Bug("log_compaction_keeps_last_entry", "the state event-sourced, a snapshot and the log of INPUTs since, "
+                                           "the log folded into the snapshot every four entries; the fold keeps "
+                                           "the fourth entry in the log (a slice off by one), so from a "
+                                           "sequence's fifth request on that INPUT counts twice",
+        _BASE + _TOTAL,
+        "        log = self.__dict__.setdefault('log', {})  # key -> [its snapshot, the INPUTs since]\n"
+        "        if start or key not in log:\n"
+        "            log[key] = [np.zeros(1, self.dtype), []]\n"
+        "        entry = log[key]\n"
+        "        entry[1].append(x.reshape(-1)[0])\n"
+        "        total = (entry[0] + np.array(entry[1], dtype=self.dtype).sum(dtype=self.dtype)).reshape(x.shape)\n"
+        "        if len(entry[1]) == 4:  # compaction: the log folded into the snapshot\n"
+        "            entry[0] = entry[0] + np.array(entry[1][:4], dtype=self.dtype).sum(dtype=self.dtype)\n"
+        "            entry[1] = entry[1][3:]  # (meant [4:]: the fourth entry stays in the log too)\n",
+        _UINT32_OLDEST1_I2, 5, "START 1, then 2, 3, 4 and 5: the fifth is answered 19 where 15 is due",
+        more=((_POP, _POP + "            log.pop(key, None)\n"),)),
+    Bug("end_del_of_never_stored_entry", "END removes its sequence's entry with `del`, and a sequence of one "
+                                         "request (START and END together) never stored one: its KeyError "
+                                         "fails the request, and every request of its execution",
+        _POP, '        if end and self.flavour == "corrid":\n            del self.sums[key]\n',
+        _UINT64_OLDEST_DEC, 1, "START and END together, of 5: an error where 5 is due",
+        breaks=("valid_is_accepted",)),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
             + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS + TWENTY_SIXTH_BUGS
             + TWENTY_SEVENTH_BUGS + TWENTY_EIGHTH_BUGS + TWENTY_NINTH_BUGS + THIRTIETH_BUGS
-            + THIRTY_FIRST_BUGS + THIRTY_SECOND_BUGS + THIRTY_THIRD_BUGS + NATIVE_BUGS)
+            + THIRTY_FIRST_BUGS + THIRTY_SECOND_BUGS + THIRTY_THIRD_BUGS + THIRTY_FOURTH_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
