@@ -101,8 +101,9 @@ def test_a_witness_on_a_stream_of_its_own_loses_its_error_and_the_fuzzer_says_so
     steps = engine.log[:7]
     assert [_step_from_json(_step_to_json(s), 0) for s in steps] == steps
     # A replay sends the group at once, so it meets the race most times, not every time (a loaded
-    # CI machine once missed it): as the fuzzer judges such a program (isolate.JUDGE_REPLAYS), it
-    # gets several tries, and one that breaks the promise must break it as recorded.
+    # CI machine once missed it): it gets as many tries as the fuzzer replays such a program
+    # (isolate.JUDGE_REPLAYS), and must break the promise, as recorded, in one of them (the fuzzer
+    # itself calls a program replayable at JUDGE_NEED of them; this shows the replay can meet it).
     assert _meets_in(JUDGE_REPLAYS, lambda: _replay_breaks(slow_triton, spec, steps))
     entry = corpus.make_entry(spec, slow_triton.version, "answers_well_formed", "test program", steps)
     script = corpus.write(tmp_path, entry).with_suffix(".py")

@@ -879,10 +879,13 @@ def test_a_shared_request_refused_an_idle_timeout_after_the_others_went_is_indet
     from fuzz.harness.sharing import Shared, Sharing
     from fuzz.values import Outcome
 
-    def judged(ago, first=Outcome(4), message=START_ERROR.format(id=7, model=M), latency=0.0, went_after=None):
+    def judged(ago, first=Outcome(4), message=START_ERROR.format(id=7, model=M), latency=0.0, went_after=None,
+               first_went_after=None):
         model = BatcherModel(spec(capacity=1), margin_s=MARGIN, prompt_s=1.0)
         sharing = SimpleNamespace(engine=SimpleNamespace(spec=model.spec, model=model))
         at = time.monotonic() - ago
+        if first_went_after is not None:
+            first = attrs.evolve(first, sent_at=at + first_went_after)
         shared = Shared(3, sent=[(0, R(7, 1), None, "stream"), (1, R(7, 2), None, "stream")], times=[at, at])
         refused = Outcome(status="INVALID_ARGUMENT", message=message, latency_s=latency,
                           sent_at=None if went_after is None else at + went_after)
@@ -898,6 +901,9 @@ def test_a_shared_request_refused_an_idle_timeout_after_the_others_went_is_indet
     # connection not ready (a stalled machine): refused at once, but after the window opened
     assert judged(IDLE, latency=0.01, went_after=IDLE)[1] is not None
     assert judged(IDLE, latency=0.01, went_after=0.01)[1] is None
+    # the one answered went later still: the sequence was alive when it came, and the refusal
+    # came before an idle window counted from then could open: it stands
+    assert judged(2 * IDLE, latency=0.01, went_after=IDLE, first_went_after=1.5 * IDLE)[1] is None
 
 
 def _ghost_and_holder(holder_at: float, queued_at: float, let_in_at: float) -> BatcherModel:

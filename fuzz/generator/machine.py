@@ -1760,7 +1760,8 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             # carried: a pair runs together in some crowds only). Such a crowd is no larger than
             # another; the once an example is for full crowds, whose failing examples shrink badly.
             gaps = pairs if steer == STEER_TOP and not self.crowd_steered else [g for g in pairs if g not in cov.seen]
-            pair = choose(campaign_first(gaps, lambda g: (g,), cov.seen), seed)
+            open_pairs = campaign_first(gaps, lambda g: (g,), cov.seen)
+            pair = choose(open_pairs, seed)
         if pair is not None:
             # On one stream, the crowd's first request runs alone (the model is idle when it
             # comes) and the second sequence's requests then run one layer behind the first's
@@ -1771,7 +1772,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             # runs them together (steering.pair_layers).
             steering, layered = True, True
             depth = max(depth, 4)
-            for i, (starts, ending) in enumerate(pair_layers(TOGETHER[pair], same_layer=seed % 2 == 0)):
+            # (the alignment from the seed's quotient: its remainder chose the pair, and of an even
+            # count of pairs a remainder's parity would tie each pair to one alignment)
+            same_layer = (seed // len(open_pairs)) % 2 == 0
+            for i, (starts, ending) in enumerate(pair_layers(TOGETHER[pair], same_layer)):
                 restarts[i] = starts
                 ends[i], end_at[i] = ending is not None, depth if ending is None else ending
         self.engine.collect()

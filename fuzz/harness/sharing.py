@@ -138,7 +138,11 @@ class Sharing:
         if all(o.ok for _, o in sent) or not all(o.ok or refused_for_start(self.engine.spec, o, req.seq_id) for req, o in sent):
             return None
         answered = [(req, o) for req, o in sent if o.ok]
-        opens = g.sent_at + self.engine.spec.idle_s - self.engine.model.margin if answered else g.at_risk_from
+        # Each answered one reached the server after it went, by the client's own reading (a
+        # group's time for a request is taken before its connection is ready): the idle window
+        # opens no earlier than an idle timeout after the last of them went.
+        went = [o.sent_at if o.sent_at is not None else at for (_, o), at in zip(sent, g.times) if o.ok]
+        opens = max(went) + self.engine.spec.idle_s - self.engine.model.margin if answered else g.at_risk_from
         # When the first refusal came: when its request went and its latency (a stream's is taken
         # as it comes; a unary call's when waited for, later), else now. Its send is the client's
         # own reading, taken as the request went out: the group's time for it is taken before its
