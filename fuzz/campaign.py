@@ -268,13 +268,14 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
     per_round = _round_settings(hypothesis_settings, budget_s)
     failures, unknown, accept = [], None, frozenset(fuzz_settings.accept)
 
-    loaded_at = [started]  # when the copy the campaign fuzzes was loaded (or the campaign began)
+    loaded_at = started  # when the copy the campaign fuzzes was loaded (or the campaign began)
 
     def afresh() -> None:
         """A round after the first begins on a fresh copy of the model, once FRESH_EVERY_S has
         passed since the last (see _rounds). A server that died meanwhile is left for the
         round's first check to find, as before; a copy that fails to load is the round's error."""
-        if time.monotonic() - loaded_at[0] < FRESH_EVERY_S:
+        nonlocal loaded_at
+        if time.monotonic() - loaded_at < FRESH_EVERY_S:
             return
         counted.bank()
         try:
@@ -284,7 +285,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
         counted.reloaded()
         stats.history.clear()  # (what earlier examples ran, a failure's replay tries first: another copy's)
         stats.fresh_rounds += 1
-        loaded_at[0] = time.monotonic()
+        loaded_at = time.monotonic()
     refresh = afresh if fresh_start and can_isolate(server) and not hypothesis_settings.derandomize else None
     with Progress(f"fuzz {model}", snapshot):
         while True:  # a phase: until a failure, the budget or the examples run out
