@@ -138,19 +138,19 @@ class Sharing:
         if all(o.ok for _, o in sent) or not all(o.ok or refused_for_start(self.engine.spec, o, req.seq_id) for req, o in sent):
             return None
         answered = [(req, o) for req, o in sent if o.ok]
-        # Each answered one reached the server after it went, by the client's own reading (a
-        # group's time for a request is taken before its connection is ready): the idle window
-        # opens no earlier than an idle timeout after the last of them went.
-        went = [o.sent_at if o.sent_at is not None else at for (_, o), at in zip(sent, g.times) if o.ok]
-        opens = max(went) + self.engine.spec.idle_s - self.engine.model.margin if answered else g.at_risk_from
-        # When the first refusal came: when its request went and its latency (a stream's is taken
-        # as it comes; a unary call's when waited for, later), else now. Its send is the client's
-        # own reading, taken as the request went out: the group's time for it is taken before its
-        # connection is ready, and a starved machine can stall between the two (a shared request's
-        # refusal was called broken once, on a machine loaded by another server's start, and did
-        # not recur in four loaded campaigns: such a stall would explain it).
-        came = min((o.sent_at if o.sent_at is not None else at) + o.latency_s if o.latency_s else time.monotonic()
-                   for (_, o), at in zip(sent, g.times) if not o.ok)
+        # When each went, by the client's own reading, taken as the request went out: the group's
+        # time for it is taken before its connection is ready, and a starved machine can stall
+        # between the two (a shared request's refusal was called broken once, on a machine loaded
+        # by another server's start, and did not recur in four loaded campaigns: such a stall
+        # would explain it).
+        went = [o.sent_at if o.sent_at is not None else at for (_, o), at in zip(sent, g.times)]
+        # Each answered one reached the server after it went: the idle window opens no earlier
+        # than an idle timeout after the last of them went.
+        opens = max(w for (_, o), w in zip(sent, went) if o.ok) + self.engine.spec.idle_s - self.engine.model.margin \
+            if answered else g.at_risk_from
+        # When the first refusal came: when it went and its latency (a stream's is taken as it
+        # comes; a unary call's when waited for, later), else now.
+        came = min(w + o.latency_s if o.latency_s else time.monotonic() for (_, o), w in zip(sent, went) if not o.ok)
         if came < opens:
             return None
         if answered and not linearize.in_some_order(self.engine.spec, g.base, *zip(*answered), self.engine.model.carries_state):
