@@ -6,6 +6,7 @@ contract (README) can be fuzzed, including one the user wrote.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import attrs
 import numpy as np
@@ -162,6 +163,20 @@ class ModelSpec:
             with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are answers here
                 return float(kind(total) + kind(value))
         return total + value
+
+    def rounds(self, total, value) -> bool:
+        """Whether `total` + `value` rounds as the model sums it (add): a float sum that is not
+        the exact sum of its operands as sent (each in the dtype), or overflows to inf. A model
+        that keeps its state at another precision, or sums in another order (pairwise, in lanes,
+        compensated), answers a run of such sums otherwise."""
+        if not self.is_float:
+            return False
+        kind = NUMPY_DTYPES[self.dtype]
+        a, b = float(kind(total)), float(kind(value))
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return False
+        got = self.add(a, b)
+        return not math.isfinite(got) or Fraction(a) + Fraction(b) != Fraction(got)
 
     def start_sums(self, value, end: bool) -> tuple:
         """What a START of `value` answers, in order: the initial sum plus the value; an iterative

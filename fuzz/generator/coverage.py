@@ -26,6 +26,12 @@ CAMPAIGN_DEPTHS = (1024,)
 # ids coming and going cost the live one its sum. The largest steered onto once a campaign.
 CHURNS = (16, 128, 1024)
 CAMPAIGN_CHURNS = (1024,)
+# Sums that rounded one after another in one sequence of a float model (past where its dtype's
+# whole numbers are exact, or with an inexact fraction: ModelSpec.rounds): a model that keeps its
+# state at another precision drifts from the running sum by the second, one that re-sums a history
+# pairwise or in lanes (np.sum: eight) only from the eighth, wider lanes later. Goals "rounding run N".
+ROUNDING = "rounding run"
+ROUNDING_RUNS = (8, 32)
 # Ids equal modulo 2^k - 1 (a Mersenne number): what a key reduced modulo one makes one, as
 # Python's hash of an int (2^61 - 1), a Lehmer generator's modulus (2^31 - 1) or a ones'-complement
 # checksum (2^16 - 1, 2^32 - 1) does. Goals once per modulus, as ids 2^k apart are once per width.
@@ -249,6 +255,7 @@ def goals_for(spec, *, families: tuple = (), strings: bool, expiry: bool, statis
             if strings:
                 goals += ["twins live: other type"] + [f"twins live: {f}" for f in families]
         goals += [f"depth {d}" for d in DEPTHS]
+        goals += [f"{ROUNDING} {n}" for n in ROUNDING_RUNS] if spec.is_float else []
         if spec.capacity > 1:  # others come and go beside a live one
             goals += [f"churn {c}" for c in CHURNS]
     goals += [f"id~2^{k}" for k in ID_EDGES if k <= 32 or spec.id_bits == 64]
@@ -319,11 +326,19 @@ class Coverage:
     give_ups: list = attrs.Factory(list)
     give_ups_seen: tuple = ()
     guarded: dict = attrs.Factory(dict)  # goal -> the known divergence whose guard kept its rule off (guard)
+    # A float model's ModelSpec.rounds (None for any other, and an iterative one, whose sums are
+    # its START's multiples); in the example, each live id's last answered sum and how many sums
+    # in a row rounded on it, and the longest such run (what a steered run goes past).
+    rounds: object = None
+    last_sum: dict = attrs.Factory(dict)
+    rounding: dict = attrs.Factory(dict)
+    longest_rounding: int = 0
 
     def new_example(self, shrinking: bool = False) -> None:
         self.here = set()
         self.executions = {}  # (a reload in the example may count serials again)
         self.last_input = {}
+        self.last_sum, self.rounding, self.longest_rounding = {}, {}, 0
         if not shrinking:
             self.seen = frozenset(self.reached)
             self.give_ups_seen = tuple(self.give_ups)
@@ -355,6 +370,21 @@ class Coverage:
     def answered(self, value: float) -> None:
         for e in value_edges(value, self.lo, self.hi):
             self.hit(f"sum {e}")
+
+    def summed(self, req, answer: float) -> None:
+        """A plain request (one row of the model's dtype) was answered `answer`: on a float model,
+        whether its sum rounded, one more of its sequence's run of such sums (ROUNDING)."""
+        if self.rounds is None:
+            return
+        previous = None if req.start else self.last_sum.get(req.seq_id)
+        run = self.rounding.get(req.seq_id, 0) + 1 if previous is not None and self.rounds(previous, req.value) else 0
+        self.last_sum[req.seq_id], self.rounding[req.seq_id] = answer, run
+        self.longest_rounding = max(self.longest_rounding, run)
+        for n in ROUNDING_RUNS:
+            if run >= n:
+                self.hit(f"{ROUNDING} {n}")
+        if req.end:
+            del self.last_sum[req.seq_id], self.rounding[req.seq_id]
 
     def flags(self, req, state: str) -> None:
         """A request went out on an id that stood `state` (ID_STATES) just before."""

@@ -231,6 +231,7 @@ class Setup:
         stats = stats if stats is not None else RunStats()
         stats.coverage.lo, stats.coverage.hi = spec.value_range
         stats.coverage.full_rows, stats.coverage.row_limit = full_rows(spec), live_row_goals(spec)
+        stats.coverage.rounds = spec.rounds if spec.is_float and not spec.iterations else None
         proxied = range(min(settings.proxied_clients, n_clients - 1)) \
             if settings.nemesis & {"cut", "stall"} else range(0)
         return cls(server, spec, settings, stats, margin, late,
@@ -560,6 +561,9 @@ class Engine:
             if rec.kind is Kind.ANSWER:
                 cover.situation("admitted")
         req = rec.request
+        if got is not None and got.ok and got.value is not None and req is not None and rec.expect is not None \
+                and self._plain(req):
+            cover.summed(req, got.value)
         if got is not None and got.ok and req is not None and req.start and not req.end:
             cover.started_beside(req.seq_id, [s.key[1] for s in self.model.running if s.key != key_of(req.seq_id)],
                                  self.spec.id_bits)
