@@ -172,7 +172,8 @@ class ModelSpec:
         if not self.is_float:
             return False
         kind = NUMPY_DTYPES[self.dtype]
-        a, b = float(kind(total)), float(kind(value))
+        with np.errstate(over="ignore"):  # (past the dtype's largest: inf on the wire, and no rounding)
+            a, b = float(kind(total)), float(kind(value))
         if not (math.isfinite(a) and math.isfinite(b)):
             return False
         got = self.add(a, b)

@@ -11,7 +11,7 @@ from fuzz.generator.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, Flo
     string_twin, swing_goals, swing_values, swings, value_edges)
 from fuzz.checker.model import BatcherModel, key_of
 from fuzz.spec import ModelSpec
-from fuzz.generator.steering import (TWIN_STEPS, choose, open_swings, pair_layers, edge_ids, open_churn, open_depth, open_id_edges, open_start_goals,
+from fuzz.generator.steering import (TWIN_STEPS, choose, open_swings, pair_layers, edge_ids, open_churn, open_depth, open_id_edges, open_rounding, open_start_goals,
     open_sums, open_twins, twin_aim)
 from fuzz.values import Outcome, Request
 
@@ -585,6 +585,51 @@ def test_a_steered_run_goes_one_past_the_deepest_campaign_gap():
     assert open_depth(deepest=63, current=2000, seen={"depth 8"}) == 1  # already past it: one more request
     every = {"depth 8", "depth 64", "depth 256", "depth 1024"}
     assert open_depth(deepest=10, current=3, seen=every) == 62  # then the example's, shallowest first: one past 64
+
+
+def test_a_float_sum_rounds_where_it_is_not_the_exact_sum_of_what_was_sent():
+    fp32, fp16 = spec(dtype="FP32"), spec(dtype="FP16")
+    assert not fp32.rounds(2.0**24 - 2, 1) and fp32.rounds(2.0**24 + 2, 1) and fp32.rounds(2.0**24 + 2, 3)
+    assert not fp32.rounds(2.0**24 + 2, 2)  # an even step past 2**24 is exact
+    assert fp32.rounds(0.1, 0.25) and not fp32.rounds(0.5, 0.25)  # an inexact fraction's sum rounds, quarters not
+    assert fp32.rounds(3e38, 3e38) and not fp32.rounds(math.inf, 1) and not fp32.rounds(math.nan, 1)
+    assert fp16.rounds(2050.0, 1) and not fp16.rounds(2046.0, 1)  # FP16's whole numbers are exact to 2**11
+    assert not spec().rounds(2**31 - 1, 1)  # an integer sum never rounds (the generator keeps it in range)
+
+
+def test_the_tracker_counts_runs_of_sums_that_rounded_one_after_another_in_a_sequence():
+    c = Coverage(rounds=spec(dtype="FP32").rounds)
+    total = 2.0**24 + 2
+    c.summed(Request("m", 1, total, start=True), total)
+    c.summed(Request("m", 2, 5.0, start=True), 5.0)
+    for i in range(7):
+        total = float(spec(dtype="FP32").add(total, 1.0))  # an odd step: rounds every time
+        c.summed(Request("m", 1, 1.0), total)
+        c.summed(Request("m", 2, 1.0), 6.0 + i)  # exact: no run on the other sequence
+    assert c.longest_rounding == 7 and "rounding run 8" not in c.reached
+    c.summed(Request("m", 1, 1.0), float(spec(dtype="FP32").add(total, 1.0)))
+    assert c.longest_rounding == 8 and "rounding run 8" in c.here and "rounding run 32" not in c.reached
+    c.summed(Request("m", 1, 2.0), total + 2)  # an even step is exact: the run is over
+    assert c.rounding[1] == 0
+    c.summed(Request("m", 1, 1.0, end=True), total + 3)
+    assert 1 not in c.rounding and 1 not in c.last_sum  # over with its END
+    c.new_example()
+    assert c.longest_rounding == 0 and not c.rounding
+    Coverage().summed(Request("m", 1, 1.0), 1.0)  # nothing counted where the model does not round (rounds None)
+
+
+def test_goals_for_rounding_runs_are_a_float_models_whose_sums_go_on():
+    def rounding(**kw):
+        return [g for g in goals_for(spec(**kw), strings=False, expiry=True) if g.startswith("rounding run")]
+    assert rounding(dtype="FP32") == ["rounding run 8", "rounding run 32"] == rounding(dtype="FP16")
+    assert rounding() == [] and rounding(dtype="FP32", iterations=3) == []  # an iterative START's sums are its multiples
+
+
+def test_a_steered_rounding_run_goes_one_past_the_longest_open_run():
+    assert open_rounding(longest=0, current=0) == 33  # one run passes both levels
+    assert open_rounding(longest=0, current=5, seen={"rounding run 32"}) == 4  # 5 + 4 = 9 sums that round
+    assert open_rounding(longest=40, current=0, seen=set()) is None  # the example has both
+    assert open_rounding(longest=10, current=3, seen={"rounding run 8", "rounding run 32"}) == 30  # the example lacks 32
 
 
 def test_a_steered_churn_runs_one_past_the_largest_open_churn_goal():

@@ -35,6 +35,12 @@ class WideTarget(FloatTarget):
     """A sum target past where FP32 sums are exact (inf, NaN, past 2**24): brought there as it is."""
 
 
+def rounding_target(digits: int) -> float:
+    """A sum just past where a float dtype of `digits` significant bits keeps whole numbers
+    exact, from which every odd step rounds (machine._fit keeps a sum past there by such steps)."""
+    return 2.0**digits + 2
+
+
 def wide_values(digits: int, largest: float) -> tuple:
     """Values a float model gets now and then, sent as they are (Wide): the non-finite ones, the
     largest, one past 2**digits (rounded on the wire), an inexact decimal. No subnormal:
@@ -46,7 +52,7 @@ def wide_values(digits: int, largest: float) -> tuple:
 
 def wide_targets(digits: int, largest: float) -> tuple:
     """Sums a float model's steering brings a sequence to (WideTarget): from there on small values round."""
-    return (math.inf, -math.inf, math.nan, 2.0**digits + 2, -(2.0**digits) - 2, 2.0**(digits + 2), largest)
+    return (math.inf, -math.inf, math.nan, rounding_target(digits), -rounding_target(digits), 2.0**(digits + 2), largest)
 
 
 FLT_MAX = 3.4028234663852886e38

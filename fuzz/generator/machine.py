@@ -20,11 +20,11 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from .. import nemesis
 from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets, wide_values,
-    WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, stands_at, string_twin)
+    WideTarget, core_targets, exact_range, into_place, is_fraction, power_targets, rounding_target, stands_at, string_twin)
 from .coverage import (CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, CANCELLED_RUNNING, EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, START_BEHIND_END, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
     sibling_family, swept_goal, together_goals, twin_goal, twin_places, twins_of)
-from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, beside_deadline, campaign_first, choose, edge_ids, open_churn, open_depth, pair_layers,
+from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, beside_deadline, campaign_first, choose, edge_ids, open_churn, open_depth, open_rounding, pair_layers,
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_swings, open_twins, twin_aim)
 from .swarm import keep_rules_on, needed_rules, reaches
 from ..checker.divergences import steered_around
@@ -773,7 +773,10 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         # Steered only where the drawn length is past 1: the shrinker, dropping the steer, is left
         # a run that still sends a second request (a steered 1025-deep run over a drawn length of
         # 1 could not shrink, and a known divergence, which is not cut further, kept all of it).
-        deeper = data.draw(STEER_DEPTH, label="steer depth") == STEER_DEPTH_TOP and k > 1
+        steer = data.draw(STEER_DEPTH, label="steer depth")
+        deeper = steer == STEER_DEPTH_TOP and k > 1
+        # (and another 1 in 8 of a float model's runs to sums that round one after another)
+        rounding = steer == STEER_DEPTH_TOP - 1 and k > 1 and self.engine.stats.coverage.rounds is not None
         restart_at = data.draw(RESTART_AT, label="restart at (a fraction of the run)")
         again = data.draw(AGAIN, label="a new sequence on its id right behind its END")
         if client is None:
@@ -782,6 +785,21 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             current = self.engine.model.requests_of(key) if key is not None and not fresh else 0
             k = open_depth(self._deepest(), current, self.engine.stats.coverage.seen) or k
             restart_at = None
+        aim = None
+        if rounding:  # past a rounding-run goal not reached (steering.open_rounding), in one life
+            cov, plan = self.engine.stats.coverage, self.plan
+            total = self.engine.model.total(key) if key is not None and not fresh else plan.spec.initial_sum
+            fresh = fresh or not math.isfinite(total)  # (nothing rounds on from inf or NaN)
+            past = not fresh and not plan.lo_sum <= total <= plan.hi_sum
+            more = open_rounding(cov.longest_rounding, cov.rounding.get(key[1], 0) if past else 0, cov.seen)
+            rounding = more is not None
+            if rounding:
+                k, restart_at = max(k, more + 1), None
+                # its first request brings the sum past where its dtype is exact (unless it is
+                # there already), from where _fit keeps it there by odd steps that each round
+                if not past:
+                    aim = WideTarget(math.copysign(rounding_target(plan.spec.digits), seed % 2 - 0.5)
+                                     - plan.spec.initial_sum)
         if fresh or key is None:
             if self.engine.blocked(seq_id):
                 return self._skip("run: id busy")
@@ -791,20 +809,20 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         else:
             seq_id, total, start = key[1], self.engine.model.total(key), False
         values = random.Random(seed)
-        first = self.plan.spec.request(seq_id, self._fit(values.randint(-scale, scale), total), start=start,
-                             end=end and k == 1)
+        first = self.plan.spec.request(seq_id, self._fit(values.randint(-scale, scale) if aim is None else aim, total),
+                                       start=start, end=end and k == 1)
         # Its id again: where the run ENDs a sequence of several, a START right behind that END (a
         # client that keeps one correlation id; steered once an example, ending the run for it; not
         # on an iterative model, whose sequence is its START); else, of a fresh one, one START+END
         # and a START.
-        behind_ok = k > 1 and not deeper and not self.plan.spec.iterations and self.plan.spec.capacity > 1 and \
+        behind_ok = k > 1 and not (deeper or rounding) and not self.plan.spec.iterations and self.plan.spec.capacity > 1 and \
             self.engine.setup.start_behind_its_end_ok
         if behind_ok and not self.behind_end_steered:
             self.behind_end_steered = again = end = True
         behind_end = again and end and behind_ok
         if behind_end:
             restart_at = None  # (its END must not be a START+END)
-        if again and start and not behind_end and not deeper and not self.engine.start_end_guard \
+        if again and start and not behind_end and not (deeper or rounding) and not self.engine.start_end_guard \
                 and not self.engine.start_behind_end_guard:  # one START+END, and its id again
             return self._again_behind_end(client, attrs.evolve(first, end=True), values)
         began = time.monotonic()
@@ -812,7 +830,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         if isinstance(exp, Answer):  # else queued in the backlog, parked, or refused: it stops here
             self._go_on(client, seq_id, exp.value, k - 1, values, scale, end, time.monotonic() - began,
                         action="run", numbered=(1, k), restart_at=None if restart_at is None else int(restart_at * (k - 1)),
-                        stop_after_s=LEVEL_JUMP_S if deeper else None, start_behind=behind_end)
+                        stop_after_s=LEVEL_JUMP_S if deeper or rounding else None, start_behind=behind_end)
 
     @when(lambda plan: not plan.spec.iterations and plan.spec.capacity > 1)
     @reaches("churn ")

@@ -16,7 +16,7 @@ are steered per example: they are made from the example's own (salted) ids.
 from __future__ import annotations
 
 from .coverage import (ALIGNED, CAMPAIGN_CHURNS, CAMPAIGN_DEPTHS, CHURNS, DECIMAL_STEPS, DEPTHS, FLAGS, INTEGER_TWINS, MERSENNE,
-    MERSENNE_STEPS, MODULUS_FAMILIES, NEIGHBOUR_STEPS, flags_goal, twin_goal, twin_place)
+    MERSENNE_STEPS, MODULUS_FAMILIES, NEIGHBOUR_STEPS, ROUNDING, ROUNDING_RUNS, flags_goal, twin_goal, twin_place)
 from .edges import ALIGNED_BITS, fold_place, id_edges, swing_values, swings, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
@@ -244,3 +244,10 @@ def open_depth(deepest: int, current: int, seen=frozenset()) -> int | None:
     through the example's shallower goals first, a 1024-deep run needed four steered runs in one
     example, and a campaign seldom had one.)"""
     return _open_level(DEPTHS, CAMPAIGN_DEPTHS, "depth", deepest, current, seen)
+
+
+def open_rounding(longest: int, current: int, seen=frozenset()) -> int | None:
+    """How many more sums that round a run on a sequence whose last `current` sums rounded must
+    send to pass the longest rounding-run goal the campaign (`seen`) lacks, or else the shortest
+    the example (its longest run `longest`) has not reached; None when none is open."""
+    return _open_level(ROUNDING_RUNS, (), ROUNDING, longest, current, seen)
