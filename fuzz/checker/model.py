@@ -264,6 +264,20 @@ class BatcherModel:
         """A START waits for a slot (a cancelled one whose place is not dropped yet included)."""
         return bool(self.backlog)
 
+    def keys(self) -> set[Key]:
+        """Every live sequence's key, running or waiting in the backlog."""
+        return set(self.seqs)
+
+    def surely_idle_at(self, among=None) -> list[float]:
+        """When each running sequence with no request unanswered surely idles out (its window's
+        late edge), soonest first; of the keys `among` only, where given."""
+        return sorted(s.expiry.hi for s in self.running
+                      if s.key not in self.awaiting and (among is None or s.key in among))
+
+    def ghost_keys(self) -> list[Key]:
+        """The sequences settled as expired and not yet seen refused (is_ghost)."""
+        return list(self.ghosts)
+
     def is_ghost(self, key: Key) -> bool:
         """`key`'s sequence was settled as expired and not yet seen refused: the server may hold it still."""
         return key in self.ghosts

@@ -299,8 +299,8 @@ def _refill_room(engine, step: StepRecord) -> None:
         engine.model.settle(now)
         if engine.model.free_slots():
             return
-        ends = sorted(s.expiry.hi for s in engine.model.running if not engine.model.waits_for_an_answer(s.key))
-        if engine.model.backlog or not ends or ends[0] + 0.005 < now:  # none, or one past its window stays
+        ends = engine.model.surely_idle_at()
+        if engine.model.has_backlog() or not ends or ends[0] + 0.005 < now:  # none, or one past its window stays
             raise drift(step, "no slot can free for it by an idle timeout at replay")
         go_silent(max(0.0, ends[0] + 0.005 - now))
         engine.collect()

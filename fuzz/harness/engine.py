@@ -565,7 +565,7 @@ class Engine:
                 and self._plain(req):
             cover.summed(req, got.value)
         if got is not None and got.ok and req is not None and req.start and not req.end:
-            cover.started_beside(req.seq_id, [s.key[1] for s in self.model.running if s.key != key_of(req.seq_id)],
+            cover.started_beside(req.seq_id, [k[1] for k in self.model.running_keys() if k != key_of(req.seq_id)],
                                  self.spec.id_bits)
         if got is not None and got.ok and got.execution is not None and req is not None:
             cover.ran_in(got.execution, key_of(req.seq_id), flag_shape(req.start, req.end), got.row, got.live_rows)
@@ -908,7 +908,7 @@ class Engine:
     def live(self):
         """Running sequences a client may send on: not waiting for an answer, not left to
         expire, no request parked on them."""
-        self.silenced &= set(self.model.seqs)
+        self.silenced &= self.model.keys()
         held = self.parked_keys()
         return [k for k in self.model.live_keys() if k not in self.silenced and k not in held]
 
@@ -949,8 +949,7 @@ class Engine:
         """Every client goes silent until every running sequence has certainly timed out (a
         wait for every client: the nemesis's full batch, and replays of old programs)."""
         now = time.monotonic()
-        ends = [s.expiry.hi for s in self.model.running if s.key not in self.model.awaiting]
-        seconds = max([e - now for e in ends] + [0]) + 0.01
+        seconds = max([e - now for e in self.model.surely_idle_at()] + [0]) + 0.01
         waited = go_silent(seconds)
         self.record(client=None, action="go silent past the idle timeout", kind=Kind.GO_SILENT, wait_s=waited)
         self.collect()
@@ -965,8 +964,7 @@ class Engine:
         self.model.settle(now)
         if self.live() or self.model.free_slots():
             return 0.0
-        ends = [s.expiry.hi for s in self.model.running if s.key not in self.model.awaiting]
-        ends += [p.until for p in self.parked.values()]
+        ends = self.model.surely_idle_at() + [p.until for p in self.parked.values()]
         return self._wait_until(min(ends, default=now) + 0.005, "no slot and no live sequence until a window passes")
 
     def wait_for_slots(self, needed: int, keep=None) -> float:
@@ -978,15 +976,14 @@ class Engine:
         now = time.monotonic()
         self.model.settle(now)
         short = needed - self.model.free_slots()
-        if short <= 0 or self.model.backlog or now < self.backlog_settled_at or \
+        if short <= 0 or self.model.has_backlog() or now < self.backlog_settled_at or \
                 any(k != keep for k in self.live()):
             return 0.0
-        ends = sorted(s.expiry.hi for s in self.model.running
-                      if s.key in self.silenced and s.key not in self.model.awaiting)
+        ends = self.model.surely_idle_at(among=self.silenced)
         if len(ends) < short:
             return 0.0
         until = ends[short - 1] + 0.005
-        if keep in self.model.seqs and until >= self.model.seqs[keep].expiry.lo - self.settings.wire_s:
+        if self.model.is_live(keep) and until >= self.model.expiry_of(keep).lo - self.settings.wire_s:
             return 0.0
         return self._wait_until(until, f"{needed} slot(s) free once sequences left to expire have")
 
@@ -1420,9 +1417,9 @@ class Engine:
         # An answer that came before this END is the model's to see first (as in dispatch): a
         # backlogged START let in by an expiry, answered, must not be let in by this END instead.
         self._collect_answers(before=time.monotonic())
-        if key not in self.model.seqs:  # that answer's schedule had the reaper free its slot for it
+        if not self.model.is_live(key):  # that answer's schedule had the reaper free its slot for it
             return
-        total = self.model.then(self.model.seqs[key].total, req.value)  # the initial sum's, where no state is carried
+        total = self.model.then(self.model.total(key), req.value)  # the initial sum's, where no state is carried
         self.going_out(req)
         sent = time.monotonic()
         waited = sent - self.last_step_at  # the silence before it, which a replay keeps
@@ -1473,7 +1470,7 @@ class Engine:
             if not (self.pending or self.refusals_lost or any(not p.early for p in self.parked.values())):
                 for key in self.model.settled_maybe_ran(time.monotonic()):
                     self._end_maybe_ran(key)
-            if not (self.model.seqs or self.pending or self.parked):
+            if not (self.model.keys() or self.pending or self.parked):
                 break
             next_parked = min((p.until for p in self.parked.values()), default=float("inf"))
             time.sleep(max(0.0, min(0.01, next_parked - time.monotonic())))
@@ -1518,7 +1515,7 @@ class Engine:
         if self.failed and not server_module.stopping():  # a stopped server needs no clean-up
             # not an id a cancelled START holds: its END would wait behind its dead backlog place
             unanswered = self._end_each([i for i in self.touched if not self.model.lingering(key_of(i))])
-            if self.model.backlog or self.pending or unanswered:
+            if self.model.has_backlog() or self.pending or unanswered:
                 # Let what was queued run or idle out: the next example may send to the same
                 # boundary ids (sent unsalted), and must find none of them live.
                 time.sleep(self.spec.idle_s + self.margin + self.late)
@@ -1528,7 +1525,7 @@ class Engine:
             # example, a shrink's replay above all, sends to the same ids: a request without
             # START to one must be refused there. An END frees whichever is still held; one left
             # unanswered may still be queued, to end the next example's sequence: let it run first.
-            if self._end_each([key[1] for key in self.model.ghosts]):
+            if self._end_each([key[1] for key in self.model.ghost_keys()]):
                 time.sleep(self.spec.idle_s + self.margin + self.late)
         self._disconnect()
 
