@@ -222,10 +222,11 @@ def test_a_start_waiting_past_its_timeout_fails_then_and_its_id_is_forgotten(tri
 
 def test_a_dev_campaign_steers_onto_every_request_shape_on_live_ids_and_twins_past_2_53(triton):
     """Steering's sometimes-goals on a four-slot corrid model: each of START, START and END, a
-    plain request and END sent on a live sequence, and neighbouring ids past 2**53 (where a float64
-    makes them one key) live at once. Goals of randomized campaigns: reached within three dev campaigns."""
+    plain request and END sent on a live sequence, neighbouring ids past 2**53 (where a float64
+    makes them one key) live at once, and 32 sums in a row of one sequence that each rounded (a
+    steered run past 2**24). Goals of randomized campaigns: reached within three dev campaigns."""
     dev = settings(settings.get_profile("dev"), derandomize=False, database=None)
-    missed = {flags_goal(f, "live") for f in FLAG_SHAPES} | {"twins live: neighbours, past 2^53"}
+    missed = {flags_goal(f, "live") for f in FLAG_SHAPES} | {"twins live: neighbours, past 2^53", "rounding run 32"}
     for _ in range(3):
         result, error = fuzz_model(triton, "py_corrid_direct_s4_i2_fp32_csec_u64", dev)
         assert passed(result, error), _described(result.failures)
