@@ -1836,13 +1836,126 @@ THIRTY_FOURTH_BUGS = (
         breaks=("valid_is_accepted",)),
 )
 
+# Thirty-fifth hold-out: written and committed before any campaign met it, each on a model of a shape no earlier
+# broken model has (a slot model of INT16 sums on two direct slots of each of two instances, a corrid model of
+# INT64 sums with UINT32 ids on four direct slots, an FP32 model with INT64 ids on two direct slots whose
+# executions take 20 ms, and a decoupled INT32 model with INT32 ids under the oldest strategy). Kinds no earlier
+# hold-out named: a prefix cache whose blocks are named by their own inputs alone, not chained to the prefix
+# before them (a block of four inputs equal to one cached earlier, of any sequence or of its own, takes that
+# block's cached state: a value pattern, a repeated aligned block; not prefix_blocks_freed_without_refcount's
+# shared blocks freed by an END, nor equal_inputs_memoised's rows of one execution or
+# repeated_input_deduplicated's request equal to the one before); sessions in a ring indexed by session number
+# minus the head's, whose head, when it ends, is retired with the ended sessions queued behind it while the head
+# number advances by one (a session that ends while an older one is live, by its END, a restart or a START+END,
+# then the older one's END: the sessions started after the first are shifted onto later ones or past the ring's
+# end; ENDs in START order are right, so unlike session_handle_is_live_count, whose count any END but the
+# newest's shrinks, it takes three sessions and two ends); an END's row of a state table freed at once while its
+# answer is still a zero-copy view of that row (a START later in the same execution takes the row, last freed
+# first, and its value is what the END answers: not answers_share_one_output_buffer's one buffer for every row,
+# nor start_beside_end_clears_sums' clearing); and a two-tier store (an int16 tier for small sums, a wide tier
+# looked up first) whose demotion of a sum back into the int16 range leaves the wide copy behind (a sum that
+# goes out past int16 and comes back is read stale: not idle_offload_in_int16's wrap, nor
+# wide_input_restarts_sum's slow path by input).
+_SLOT_I16_I2 = Variant("slot", "direct", 2, 2, "int16", controls=("START", "END", "READY"))
+_INT64_U32_DIRECT4 = Variant("corrid", "direct", 4, 1, "int64", "uint32", _FULL)
+_FP32_I64_SLOW = Variant("corrid", "direct", 2, 1, "fp32", "int64", _FULL, delay_ms=20)
+_INT32_OLDEST_DEC = Variant("corrid", "oldest", 2, 1, "int32", "int32", _FULL, decoupled=True)
+THIRTY_FIFTH_BUGS = (
+    Bug("prefix_block_named_without_parent", "a prefix cache keeps the state at the end of each full block of four "
+                                             "inputs, named by the block's own inputs where its name was meant to "
+                                             "chain the prefix before it: a block equal to one cached earlier (its "
+                                             "own sequence's or another's) takes that block's state",
+        _TOTAL, _TOTAL +
+        "        cache = self.__dict__.setdefault('prefix', {})  # a full block's name -> the state at its end\n"
+        "        filling = self.__dict__.setdefault('filling', {})  # key -> the inputs of its block being filled\n"
+        "        block = ([] if start else filling.get(key, [])) + [int(x.reshape(-1)[0])]\n"
+        "        if len(block) == 4:  # a full block: its state taken from the cache (prefill skipped), else cached\n"
+        "            name = tuple(block)  # (meant: the name of the block before it, then these inputs)\n"
+        "            if name in cache:\n"
+        "                total = np.full(x.shape, cache[name], self.dtype)\n"
+        "            else:\n"
+        "                cache[name] = total.reshape(-1)[0]\n"
+        "            block = []\n"
+        "        filling[key] = block\n",
+        _SLOT_I16_I2, 8, "START 1, then 2, 3, 4, 1, 2, 3, 4: the eighth is answered 10 where 20 is due (its second "
+                         "block is named as its first)"),
+    Bug("session_ring_head_advanced_once", "sessions kept in a ring in START order, each at its session number minus "
+                                           "the head's; when the head ends it is retired with the ended sessions "
+                                           "queued behind it, but the head number advances by one: after ENDs out "
+                                           "of START order a live session reads a later one's entry, or none",
+        _BASE, "        ring = self.__dict__.setdefault('ring', [])  # sums in START order (None: ended)\n"
+               "        number = self.__dict__.setdefault('number', {})  # id -> its session number\n"
+               "        self.head = getattr(self, 'head', 0)  # the session number of ring[0]\n"
+               "        if start:  # a new session at the tail (a restart's old one ends)\n"
+               "            if key in number and 0 <= number[key] - self.head < len(ring):\n"
+               "                ring[number[key] - self.head] = None\n"
+               "            number[key] = self.head + len(ring)\n"
+               "            ring.append(self.dtype.type(0))\n"
+               "        at = number.get(key, -1) - self.head\n"
+               "        held = 0 <= at < len(ring) and ring[at] is not None\n"
+               "        base = ring[at] if held and not start else self.dtype.type(0)\n",
+        _INT64_U32_DIRECT4, 5, "START a of 1, START+END b of 10 (an ended entry behind a), START c of 100, END a (the "
+                               "head, retired with b's entry: the head number one short), then c's next of 0: "
+                               "answered 0 where 100 is due (a restart or an END of b in place of its START+END: six)",
+        more=((_STORE_BLOCK, "        if held or start:\n"
+                             "            ring[at] = None if end else total.reshape(-1)[0]\n"
+                             "        if end:\n"
+                             "            number.pop(key, None)\n"
+                             "        if ring and ring[0] is None:  # the head ended: it and the ended behind it go\n"
+                             "            while ring and ring[0] is None:\n"
+                             "                ring.pop(0)\n"
+                             "            self.head += 1  # (meant: one for each session retired)\n"),)),
+    Bug("freed_row_still_backs_end_answer", "sums kept in rows of a table, rows reused last freed first, each answer "
+                                            "a zero-copy view of its row (the backend copies it out after execute "
+                                            "returns); END frees its row at once, so a START later in the same "
+                                            "execution takes it and the END is answered the START's value",
+        _BASE, "        if key not in self.row_of:  # a START (a continuation has its row)\n"
+               "            if not self.free:  # grown (views already answered stay on the old table)\n"
+               "                self.table = np.concatenate([self.table, np.zeros(len(self.table), self.dtype)])\n"
+               "                self.free.extend(range(len(self.table) - 1, len(self.table) // 2 - 1, -1))\n"
+               "            self.row_of[key] = self.free.pop()\n"
+               "        row = self.row_of[key]\n"
+               "        base = self.dtype.type(0) if start else self.table[row]\n",
+        _FP32_I64_SLOW, 3, "START a of 5, END a of 1 and START b of 3 pipelined on one stream: START a runs alone "
+                           "(20 ms), the END and b's START in one execution (a's slot first): a's END is answered 3 "
+                           "where 6 is due",
+        more=((_STORE_BLOCK, "        self.table[row] = total.reshape(-1)[0]\n"
+                             "        total = self.table[row:row + 1].reshape(x.shape)  # answered as a view of its row\n"
+                             "        if end:  # its row freed at once (meant: once the answers are copied out)\n"
+                             "            self.free.append(self.row_of.pop(key))\n"),
+              (_SUMS, _SUMS + "        self.table = np.zeros(64, self.dtype)  # a row per live sequence\n"
+                              "        self.free = list(range(63, -1, -1))  # rows free, the last freed reused first\n"
+                              "        self.row_of = {}  # id -> its row\n"))),
+    Bug("demoted_sum_leaves_stale_wide_copy", "sums kept in two tiers, an int16 one for sums that fit it and a wide "
+                                              "one, looked up first, for sums past it; a sum that comes back into "
+                                              "int16 range is written to the int16 tier and its wide copy left "
+                                              "behind, so the next request reads the stale wide sum",
+        _BASE, "        compact = self.__dict__.setdefault('compact', {})  # sums that fit int16 (most do)\n"
+               "        wide = self.__dict__.setdefault('wide', {})  # sums past int16 (taken to only grow)\n"
+               "        if start:\n"
+               "            wide.pop(key, None)\n"
+               "        base = self.dtype.type(0) if start else self.dtype.type(wide[key] if key in wide else "
+               "compact.get(key, 0))\n",
+        _INT32_OLDEST_DEC, 3, "START 40000, then -39990 (answered 10, stored in the int16 tier), then 0: answered "
+                              "40000 where 10 is due",
+        more=((_STORE_BLOCK, "        v = int(total.reshape(-1)[0])\n"
+                             "        if end:\n"
+                             "            compact.pop(key, None)\n"
+                             "            wide.pop(key, None)\n"
+                             "        elif -2**15 <= v < 2**15:\n"
+                             "            compact[key] = np.int16(v)  # (its wide copy, if any, left behind)\n"
+                             "        else:\n"
+                             "            wide[key] = v\n"),)),
+)
+
 ALL_BUGS = (BUGS + HARD_BUGS + EXPLORE_BUGS + HOLDOUT_BUGS + UNSEEN_BUGS + FIFTH_BUGS + SIXTH_BUGS + SEVENTH_BUGS
             + EIGHTH_BUGS + NINTH_BUGS + TENTH_BUGS + ELEVENTH_BUGS + TWELFTH_BUGS + THIRTEENTH_BUGS
             + FOURTEENTH_BUGS + FIFTEENTH_BUGS + SIXTEENTH_BUGS + SEVENTEENTH_BUGS
             + EIGHTEENTH_BUGS + NINETEENTH_BUGS + TWENTIETH_BUGS + TWENTY_FIRST_BUGS
             + TWENTY_SECOND_BUGS + TWENTY_THIRD_BUGS + TWENTY_FOURTH_BUGS + TWENTY_FIFTH_BUGS + TWENTY_SIXTH_BUGS
             + TWENTY_SEVENTH_BUGS + TWENTY_EIGHTH_BUGS + TWENTY_NINTH_BUGS + THIRTIETH_BUGS
-            + THIRTY_FIRST_BUGS + THIRTY_SECOND_BUGS + THIRTY_THIRD_BUGS + THIRTY_FOURTH_BUGS + NATIVE_BUGS)
+            + THIRTY_FIRST_BUGS + THIRTY_SECOND_BUGS + THIRTY_THIRD_BUGS + THIRTY_FOURTH_BUGS
+            + THIRTY_FIFTH_BUGS + NATIVE_BUGS)
 
 # Shows only after a restart or a reload (the model is warmed before fuzzing): the nemesis's own
 # oracle, kept apart (tests/test_fault_replay.py).
