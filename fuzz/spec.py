@@ -166,9 +166,11 @@ class ModelSpec:
 
     def rounds(self, total, value) -> bool:
         """Whether `total` + `value` rounds as the model sums it (add): a float sum that is not
-        the exact sum of its operands as sent (each in the dtype), or overflows to inf. A model
-        that keeps its state at another precision, or sums in another order (pairwise, in lanes,
-        compensated), answers a run of such sums otherwise."""
+        the exact sum of its operands as sent (each in the dtype), or overflows to inf, where the
+        value is at least half the sum's spacing (it could move the sum: far past the exact range
+        a small value is absorbed whole, at any precision alike). A model that keeps its state at
+        another precision, or sums in another order (pairwise, in lanes, compensated), answers a
+        run of such sums otherwise."""
         if not self.is_float:
             return False
         kind = NUMPY_DTYPES[self.dtype]
@@ -177,7 +179,10 @@ class ModelSpec:
         if not (math.isfinite(a) and math.isfinite(b)):
             return False
         got = self.add(a, b)
-        return not math.isfinite(got) or Fraction(a) + Fraction(b) != Fraction(got)
+        if not math.isfinite(got):
+            return True
+        spacing = 2.0 ** (math.frexp(a)[1] - self.digits)  # between neighbouring floats of the dtype at `a`
+        return Fraction(a) + Fraction(b) != Fraction(got) and 2 * abs(b) >= spacing
 
     def start_sums(self, value, end: bool) -> tuple:
         """What a START of `value` answers, in order: the initial sum plus the value; an iterative

@@ -11,7 +11,7 @@ from fuzz.generator.edges import (FRACTION_LIMIT, ID_BANDS, STRING_FAMILIES, Flo
     string_twin, swing_goals, swing_values, swings, value_edges)
 from fuzz.checker.model import BatcherModel, key_of
 from fuzz.spec import ModelSpec
-from fuzz.generator.steering import (TWIN_STEPS, choose, open_swings, pair_layers, edge_ids, open_churn, open_depth, open_id_edges, open_rounding, open_start_goals,
+from fuzz.generator.steering import (TWIN_STEPS, choose, open_swings, pair_layers, edge_ids, open_churn, open_depth, open_id_edges, open_rounding, open_start_goals, rounding_aim,
     open_sums, open_twins, twin_aim)
 from fuzz.values import Outcome, Request
 
@@ -594,6 +594,8 @@ def test_a_float_sum_rounds_where_it_is_not_the_exact_sum_of_what_was_sent():
     assert fp32.rounds(0.1, 0.25) and not fp32.rounds(0.5, 0.25)  # an inexact fraction's sum rounds, quarters not
     assert fp32.rounds(3e38, 3e38) and not fp32.rounds(math.inf, 1) and not fp32.rounds(math.nan, 1)
     assert fp16.rounds(2050.0, 1) and not fp16.rounds(2046.0, 1)  # FP16's whole numbers are exact to 2**11
+    assert fp32.rounds(2.0**24 + 4, 1)  # a tie (spacing 2) rounds to even: counted, the value could move it
+    assert not fp32.rounds(3.4e38, 15) and not spec(dtype="FP64").rounds(1.7e308, 15)  # absorbed at any precision
     assert not spec().rounds(2**31 - 1, 1)  # an integer sum never rounds (the generator keeps it in range)
 
 
@@ -615,7 +617,9 @@ def test_the_tracker_counts_runs_of_sums_that_rounded_one_after_another_in_a_seq
     assert 1 not in c.rounding and 1 not in c.last_sum  # over with its END
     c.new_example()
     assert c.longest_rounding == 0 and not c.rounding
-    Coverage().summed(Request("m", 1, 1.0), 1.0)  # nothing counted where the model does not round (rounds None)
+    plain = Coverage()
+    plain.summed(Request("m", 1, 1.0), 1.0)  # nothing counted where the model does not round (rounds None)
+    assert not plain.rounding and not plain.last_sum and plain.longest_rounding == 0
 
 
 def test_goals_for_rounding_runs_are_a_float_models_whose_sums_go_on():
@@ -623,6 +627,19 @@ def test_goals_for_rounding_runs_are_a_float_models_whose_sums_go_on():
         return [g for g in goals_for(spec(**kw), strings=False, expiry=True) if g.startswith("rounding run")]
     assert rounding(dtype="FP32") == ["rounding run 8", "rounding run 32"] == rounding(dtype="FP16")
     assert rounding() == [] and rounding(dtype="FP32", iterations=3) == []  # an iterative START's sums are its multiples
+
+
+def test_a_steered_rounding_runs_first_request_lands_past_the_exact_range_from_any_sum():
+    for dtype in ("FP16", "FP32", "FP64"):
+        m = spec(dtype=dtype)
+        lo, hi = m.value_range
+        bases = [0, 1, -1, 3, -3, 0.25, -13.5, 1001, -1001, lo, hi, lo + 1, hi - 1, hi // 2 + 1, -(hi // 2) - 1]
+        for base in bases:
+            for sign in (0.5, -0.5):
+                target = rounding_aim(m, float(base), sign)
+                landed = m.add(float(base), target - float(base))
+                assert not lo <= landed <= hi and abs(landed) < 4 * hi, (dtype, base, sign, target, landed)
+                assert m.rounds(landed, 1) or m.rounds(landed, 3)  # and odd steps from there round
 
 
 def test_a_steered_rounding_run_goes_one_past_the_longest_open_run():

@@ -264,13 +264,18 @@ class BatcherModel:
         """A START waits for a slot (a cancelled one whose place is not dropped yet included)."""
         return bool(self.backlog)
 
+    def is_awaited(self, key: Key) -> bool:
+        """`key`'s START was let in from the backlog and its answer has not come yet."""
+        return key in self.awaiting
+
     def keys(self) -> set[Key]:
         """Every live sequence's key, running or waiting in the backlog."""
         return set(self.seqs)
 
     def surely_idle_at(self, among=None) -> list[float]:
-        """When each running sequence with no request unanswered surely idles out (its window's
-        late edge), soonest first; of the keys `among` only, where given."""
+        """When each running sequence surely idles out (its window's late edge), soonest first,
+        but one let in from the backlog whose answer has not come (is_awaited); of the keys
+        `among` only, where given."""
         return sorted(s.expiry.hi for s in self.running
                       if s.key not in self.awaiting and (among is None or s.key in among))
 

@@ -24,7 +24,7 @@ from .edges import (STRING_FAMILIES, FloatTarget, SumTarget, Wide, wide_targets,
 from .coverage import (CANCELLED_BESIDE, CANCELLED_ID_AGAIN, CANCELLED_QUEUED, CANCELLED_RUNNING, EXPIRY_REUSE, FLAG_SHAPES, FLAGS, FULL_END, FULL_START, ID_STATES, KEPT_ALIVE, LONG_LIFE, MERSENNE_STEPS,
     MODULUS_FAMILIES, NEGATIVES, PIPELINED_RESTART, SCALE_FACTORS, SCALED, QUIET, REUSED_AT_ONCE, START_BEHIND_END, TOGETHER, end_in_row, flags_goal, full_rows, live_row_goals,
     sibling_family, swept_goal, together_goals, twin_goal, twin_places, twins_of)
-from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, beside_deadline, campaign_first, choose, edge_ids, open_churn, open_depth, open_rounding, pair_layers,
+from .steering import (LEVEL_JUMP_S, STEERED_RANGE, TWIN_STEP_FAMILIES, TWIN_STEPS, beside_deadline, campaign_first, choose, edge_ids, open_churn, open_depth, open_rounding, pair_layers, rounding_aim,
     aligned_twin, open_id_edges, open_start_goals, open_sums, open_swings, open_twins, twin_aim)
 from .swarm import keep_rules_on, needed_rules, reaches
 from ..checker.divergences import steered_around
@@ -756,7 +756,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         end = data.draw(st.sampled_from([False, False, False, True]), label="restart-and-end")
         self._next_of_live(data, end=end, start=True, action=LIVE_ACTIONS["START+END" if end else "START"])
 
-    @reaches("depth ", f"situation: {PIPELINED_RESTART}", f"situation: {START_BEHIND_END}")
+    @reaches("depth ", "rounding run ", f"situation: {PIPELINED_RESTART}", f"situation: {START_BEHIND_END}")
     @rule(data=st.data())
     def run(self, data):
         """A client runs one sequence for k requests back to back on its stream: a fresh START
@@ -788,18 +788,23 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         aim = None
         if rounding:  # past a rounding-run goal not reached (steering.open_rounding), in one life
             cov, plan = self.engine.stats.coverage, self.plan
-            total = self.engine.model.total(key) if key is not None and not fresh else plan.spec.initial_sum
-            fresh = fresh or not math.isfinite(total)  # (nothing rounds on from inf or NaN)
-            past = not fresh and not plan.lo_sum <= total <= plan.hi_sum
+            live = key is not None and not fresh
+            total = self.engine.model.total(key) if live else plan.spec.initial_sum
+            # (a sum at inf or NaN, or far past the exact range, where an odd step no longer moves
+            # it, rounds nothing more: the run starts a fresh sequence instead)
+            far = not math.isfinite(total) or abs(total) > 2 * rounding_target(plan.spec.digits)
+            past = live and not far and not plan.lo_sum <= total <= plan.hi_sum
             more = open_rounding(cov.longest_rounding, cov.rounding.get(key[1], 0) if past else 0, cov.seen)
             rounding = more is not None
             if rounding:
+                fresh = fresh or (live and far)
                 k, restart_at = max(k, more + 1), None
                 # its first request brings the sum past where its dtype is exact (unless it is
                 # there already), from where _fit keeps it there by odd steps that each round
                 if not past:
-                    aim = WideTarget(math.copysign(rounding_target(plan.spec.digits), seed % 2 - 0.5)
-                                     - plan.spec.initial_sum)
+                    base = total if live and not fresh else plan.spec.initial_sum
+                    target = rounding_aim(plan.spec, base, seed % 2 - 0.5)
+                    aim = None if target is None else WideTarget(target - plan.spec.initial_sum)
         if fresh or key is None:
             if self.engine.blocked(seq_id):
                 return self._skip("run: id busy")

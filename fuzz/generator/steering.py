@@ -15,9 +15,11 @@ are steered per example: they are made from the example's own (salted) ids.
 """
 from __future__ import annotations
 
+import math
+
 from .coverage import (ALIGNED, CAMPAIGN_CHURNS, CAMPAIGN_DEPTHS, CHURNS, DECIMAL_STEPS, DEPTHS, FLAGS, INTEGER_TWINS, MERSENNE,
     MERSENNE_STEPS, MODULUS_FAMILIES, NEIGHBOUR_STEPS, ROUNDING, ROUNDING_RUNS, flags_goal, twin_goal, twin_place)
-from .edges import ALIGNED_BITS, fold_place, id_edges, swing_values, swings, value_edges
+from .edges import ALIGNED_BITS, fold_place, id_edges, rounding_target, swing_values, swings, value_edges
 
 # The integer twin families (coverage.sibling_family names them) and the steps that make them.
 TWIN_STEPS = {
@@ -251,3 +253,19 @@ def open_rounding(longest: int, current: int, seen=frozenset()) -> int | None:
     send to pass the longest rounding-run goal the campaign (`seen`) lacks, or else the shortest
     the example (its longest run `longest`) has not reached; None when none is open."""
     return _open_level(ROUNDING_RUNS, (), ROUNDING, longest, current, seen)
+
+
+def rounding_aim(spec, base: float, sign: float) -> float | None:
+    """The sum a steered rounding run's first request aims at from `base`: just past where `spec`'s
+    float dtype keeps whole numbers exact, of `sign` where it can be, where that request surely
+    lands (the value it takes, rounded on the wire, and its sum, rounded, can land on 2**digits
+    itself from an odd base of the other sign: still exact); None where no aim does."""
+    lo, hi = spec.value_range
+    edge = rounding_target(spec.digits)
+    for magnitude in (edge, edge + 2, 2 * edge):
+        for s in (sign, -sign):
+            target = math.copysign(magnitude, s)
+            landed = spec.add(base, target - base)
+            if math.isfinite(landed) and not lo <= landed <= hi:
+                return target
+    return None

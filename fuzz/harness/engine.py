@@ -561,9 +561,8 @@ class Engine:
             if rec.kind is Kind.ANSWER:
                 cover.situation("admitted")
         req = rec.request
-        if got is not None and got.ok and got.value is not None and req is not None and rec.expect is not None \
-                and self._plain(req):
-            cover.summed(req, got.value)
+        if got is not None and got.ok and got.value is not None and req is not None and self._plain(req):
+            cover.summed(req, got.value)  # (an indeterminate one's too: the next sum goes on from it)
         if got is not None and got.ok and req is not None and req.start and not req.end:
             cover.started_beside(req.seq_id, [k[1] for k in self.model.running_keys() if k != key_of(req.seq_id)],
                                  self.spec.id_bits)
@@ -897,7 +896,7 @@ class Engine:
 
     def blocked(self, seq_id) -> bool:
         key = key_of(seq_id)
-        if self.model.is_backlogged(key) or key in self.model.awaiting or key in self.parked_keys():
+        if self.model.is_backlogged(key) or self.model.is_awaited(key) or key in self.parked_keys():
             return True
         if key in self.model.spent or (self.start_end_guard and key in self.model.started_and_ended):
             return True
