@@ -535,6 +535,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if r.fresh_rounds:
             tr.write_line(f"      {r.fresh_rounds} round(s) of examples after the first began on a freshly reloaded "
                           f"copy of the model (what it kept of earlier rounds cannot hide a bug for good)")
+        if r.clean_examples_idled:  # a clean round's point missed: said, as a gap is
+            tr.write_line(f"      {r.clean_examples_idled} of {r.clean_examples} clean example(s) had a sequence end "
+                          f"with no END all the same (a client idle past its window): what the model keeps for it "
+                          f"may hide a bug for the rest of the copy's life")
         if r.unsteady_rounds:
             tr.write_line(f"      {r.unsteady_rounds} round(s) of examples cut short: Hypothesis saw the same choices "
                           f"draw differently (the server answered differently), no promise broken")

@@ -135,6 +135,31 @@ def test_an_invariant_a_user_registers_is_fuzzed_for_and_shrunk(triton):
         assert len(sent) <= 2 and failure.shrunk_steps <= 4, failure.program
 
 
+def test_a_campaign_begins_with_a_clean_round(triton):
+    """A campaign of a `dev` campaign's size begins with a clean round: CLEAN_EXAMPLES examples of a
+    machine without the rules that leave a sequence to idle out (machine.lets_idle_out), of its
+    planned examples; then the rest, with every rule. A tiny one (a test's, a seed's) has none."""
+    import fuzz.campaign as campaign
+    from fuzz.generator.machine import SequenceBatcherMachine, make_machine
+    from fuzz.spec import ModelSpec
+
+    model = "py_slot_direct_s2_i2_fp32_cser"
+    spec = ModelSpec.fetch(triton, model)
+    every = {r.function.__name__ for r in make_machine(triton, spec).rules()}
+    kept = {r.function.__name__ for r in make_machine(triton, spec, clean=True).rules()}
+    leaving = {n for n in every if getattr(vars(SequenceBatcherMachine)[n], "lets_idle_out", False)}
+    assert {"let_expire", "abandon_stream"} <= leaving and kept == every - leaving, (every, kept)
+    planned = settings(max_examples=6, stateful_step_count=100, derandomize=False, database=None, deadline=None,
+                       suppress_health_check=list(HealthCheck))
+    result, error = fuzz_model(triton, model, planned, seed=5)
+    assert error is None, str(error)
+    assert result.clean_examples >= campaign.CLEAN_EXAMPLES, result
+    assert result.examples > result.clean_examples, (result.examples, result.clean_examples)  # then the rest
+    assert result.to_json()["clean_examples"] == result.clean_examples
+    tiny, _ = fuzz_model(triton, model, TINY, seed=1)
+    assert tiny.clean_examples == 0 and tiny.examples >= 2
+
+
 def test_a_round_begins_on_a_fresh_copy_and_the_counts_carry_over(triton, monkeypatch):
     """A budgeted campaign runs rounds of examples; one that begins FRESH_EVERY_S after its copy
     was loaded begins on a reloaded model (what it kept of earlier rounds cannot hide a bug for

@@ -12,6 +12,7 @@ from fuzz.campaign import UNSTEADY_STEPS, _rounds
 from fuzz.harness.engine import RunStats
 
 ROUND = settings(max_examples=50, database=None, deadline=None)
+NO_CLEAN = (None, None)  # no clean round's machine (a campaign too small for one)
 draws = itertools.count()
 
 
@@ -51,7 +52,7 @@ def _no_partial(stop):
 def test_a_round_ended_by_an_unsteady_draw_is_no_finding_and_the_next_round_goes_on(capsys):
     stats = RunStats()
     started = time.monotonic()
-    assert _rounds(Unsteady, ROUND, 3.0, started, _no_partial, stats) is None
+    assert _rounds((Unsteady, ROUND), NO_CLEAN, 3.0, started, _no_partial, stats) is None
     assert stats.unsteady_rounds >= 1
     assert time.monotonic() - started >= 3.0  # rounds went on until the budget, not one past the draw
     assert UNSTEADY_STEPS not in capsys.readouterr().out  # Hypothesis's report of an "error" held back
@@ -60,7 +61,7 @@ def test_a_round_ended_by_an_unsteady_draw_is_no_finding_and_the_next_round_goes
 def test_without_a_budget_an_unsteady_draw_ends_the_campaign_without_a_finding():
     stats = RunStats()
     for _ in range(20):  # each run of 50 examples is one chance for the draws to disagree
-        assert _rounds(Unsteady, ROUND, None, time.monotonic(), _no_partial, stats) is None
+        assert _rounds((Unsteady, ROUND), NO_CLEAN, None, time.monotonic(), _no_partial, stats) is None
         if stats.unsteady_rounds:
             break
     assert stats.unsteady_rounds == 1
@@ -69,7 +70,7 @@ def test_without_a_budget_an_unsteady_draw_ends_the_campaign_without_a_finding()
 def test_an_unsteady_draw_after_a_violation_is_judged_not_swallowed():
     stats = RunStats(shortest={"sums_match": object()})  # a promise broke earlier in the round
     for _ in range(20):
-        error = _rounds(Unsteady, ROUND, None, time.monotonic(), _no_partial, stats)
+        error = _rounds((Unsteady, ROUND), NO_CLEAN, None, time.monotonic(), _no_partial, stats)
         if error is not None:
             break
     assert isinstance(error, FlakyStrategyDefinition) and stats.unsteady_rounds == 0
@@ -77,14 +78,14 @@ def test_an_unsteady_draw_after_a_violation_is_judged_not_swallowed():
 
 def test_a_real_failure_ends_the_rounds_with_its_error():
     stats = RunStats()
-    error = _rounds(Failing, ROUND, 30.0, time.monotonic(), _no_partial, stats)
+    error = _rounds((Failing, ROUND), NO_CLEAN, 30.0, time.monotonic(), _no_partial, stats)
     assert isinstance(error, ValueError) and stats.unsteady_rounds == 0
 
 
 def test_a_harness_error_whose_shrink_meets_an_unsteady_draw_is_not_passed_off_as_one():
     for _ in range(5):
         UnsteadyAndErring.stats = stats = RunStats()
-        error = _rounds(UnsteadyAndErring, ROUND, None, time.monotonic(), _no_partial, stats)
+        error = _rounds((UnsteadyAndErring, ROUND), NO_CLEAN, None, time.monotonic(), _no_partial, stats)
         assert error is not None and stats.unsteady_rounds == 0 and stats.harness_errors, (error, stats)
 
 
@@ -97,8 +98,8 @@ class Steady(RuleBasedStateMachine):
 def test_a_refresh_comes_before_every_round_but_the_first_and_a_stop_in_it_keeps_what_was_done():
     stats, calls = RunStats(), []
     few = settings(ROUND, max_examples=3)
-    assert _rounds(Steady, few, 0.5, time.monotonic(), _no_partial, stats, refresh=lambda: calls.append(stats.rounds)) \
-        is None
+    assert _rounds((Steady, few), NO_CLEAN, 0.5, time.monotonic(), _no_partial, stats,
+                   refresh=lambda: calls.append(stats.rounds)) is None
     assert stats.rounds >= 2 and calls == list(range(1, stats.rounds)), (stats.rounds, calls)
 
     def stop():
@@ -106,8 +107,51 @@ def test_a_refresh_comes_before_every_round_but_the_first_and_a_stop_in_it_keeps
 
     stats, kept = RunStats(), []
     try:
-        _rounds(Steady, few, 30.0, time.monotonic(), lambda s: kept.append(s) or "so far", stats, refresh=stop)
+        _rounds((Steady, few), NO_CLEAN, 30.0, time.monotonic(), lambda s: kept.append(s) or "so far", stats,
+                refresh=stop)
     except KeyboardInterrupt as stopped:
         assert stopped.partial_result == "so far" and len(kept) == 1
     else:
         raise AssertionError("the stop was swallowed")
+
+
+class Counting(Steady):
+    """Says which machine each example was of."""
+    stats, ran = RunStats(), []
+
+    def __init__(self):
+        super().__init__()
+        self.stats.examples += 1
+        self.ran.append(type(self).__name__)
+
+
+class CleanCounting(Counting):
+    pass
+
+
+def test_a_clean_round_comes_first_where_one_is_due_then_the_planned_rest():
+    Counting.stats, Counting.ran = stats, ran = RunStats(clean_due=True), []
+    plain, clean = (Counting, settings(ROUND, max_examples=4)), (CleanCounting, settings(ROUND, max_examples=2))
+    assert _rounds(plain, clean, None, time.monotonic(), _no_partial, stats) is None
+    assert ran[:2] == ["CleanCounting"] * 2 and set(ran[2:]) == {"Counting"} and len(ran) >= 6, ran
+    assert (stats.rounds, stats.clean_rounds, stats.clean_examples, stats.clean_due) == (2, 1, 2, False)
+    # Where none is due (no fresh copy), or there is no clean machine, the round is plain.
+    Counting.stats, Counting.ran = stats, ran = RunStats(), []
+    assert _rounds(plain, clean, None, time.monotonic(), _no_partial, stats) is None
+    assert set(ran) == {"Counting"} and stats.rounds == 1
+    Counting.stats, Counting.ran = stats, ran = RunStats(clean_due=True), []
+    assert _rounds(plain, NO_CLEAN, None, time.monotonic(), _no_partial, stats) is None
+    assert set(ran) == {"Counting"} and stats.clean_examples == 0
+
+
+def test_with_a_budget_a_refresh_makes_the_next_round_clean():
+    Counting.stats, Counting.ran = stats, ran = RunStats(clean_due=True), []
+    few = settings(ROUND, max_examples=3)
+
+    def refresh():
+        stats.clean_due = stats.rounds % 2 == 0  # a fresh copy before every other round
+
+    assert _rounds((Counting, few), (CleanCounting, settings(ROUND, max_examples=1)), 1.0, time.monotonic(),
+                   _no_partial, stats, refresh=refresh) is None
+    assert stats.rounds >= 3 and ran[0] == "CleanCounting" and ran[1:4] == ["Counting"] * 3, ran
+    assert stats.clean_rounds == (stats.rounds + 1) // 2, (stats.rounds, stats.clean_rounds)

@@ -23,11 +23,13 @@ class Depth:
     lengths: list = attrs.Factory(list)
     reuse_cycles: int = 0
     expired_free: int = 0  # slots freed by expiry, not yet taken by a new sequence
+    expired: int = 0  # sequences that ended by expiry (or a cancel), with no END the model heard
 
     def ended(self, seq, expired: bool = False) -> None:
         self.lengths.append(seq.requests)
         if expired:
             self.expired_free += 1
+            self.expired += 1
 
     def slot_taken(self) -> None:
         if self.expired_free:

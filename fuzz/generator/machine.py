@@ -294,6 +294,15 @@ def string_ids_allowed(spec: ModelSpec, version: str | None, find=frozenset()) -
     return not any(d.no_string_ids for d in steered_around(spec, version, find))
 
 
+def lets_idle_out(rule_function):
+    """Marks a rule that leaves a sequence to idle out, or gone without its END (a cancel that
+    ends it): the model never hears of its end, so what it keeps for it (a table row, a ring
+    entry, a cache line) it may keep for good, and a bug of that bookkeeping hides from then on.
+    A clean round's machine leaves such rules out (make_machine; fuzz/campaign.py)."""
+    rule_function.lets_idle_out = True
+    return rule_function
+
+
 def when(enabled):
     """Defines a rule only on the machines whose plan satisfies `enabled` (a fault the campaign
     asked for, a model the rule fits). A rule whose precondition is always false would still take
@@ -1325,6 +1334,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         self.engine.send(clients[0], self._next_of(key, values[-1], end=True),
                   "stream", "end a sequence (its slot goes to the backlog)")
 
+    @lets_idle_out
     @rule(data=st.data())
     def abandon_stream(self, data):
         """A client closes its stream and goes away; its sequences stay live until they time out."""
@@ -1430,6 +1440,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 
     @when(lambda plan: not plan.setup.cancel_pipelined_guard)
     @reaches("situation: cancelled while running", "situation: witness swept")
+    @lets_idle_out
     @rule(data=st.data())
     def cancel_pipelined(self, data):
         """A client sends the next request of a live sequence (on unary gRPC), one more behind
@@ -1537,6 +1548,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 
     @when(lambda plan: plan.setup.expiry_ok)
     @reaches("situation: expiry reuse")
+    @lets_idle_out
     @rule(data=st.data())
     def let_expire(self, data):
         """Clients stop sending on a running sequence (or on every one) and leave it to the idle
@@ -1649,6 +1661,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
         return follow
 
     @when(lambda plan: plan.setup.expiry_ok)
+    @lets_idle_out
     @rule(data=st.data())
     def refill_after_timeout(self, data):
         """After every running sequence times out, as many new sequences as there are slots
@@ -1890,6 +1903,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 
     # -- nemesis rules: faults, drawn only when FuzzSettings.nemesis names them ------------
     @when(lambda plan: "cut" in plan.faults and bool(plan.proxied))
+    @lets_idle_out
     @rule()
     def cut_connection(self):
         """The network drops the proxied clients' connections (RST both ways) mid-sequence.
@@ -1899,6 +1913,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             return self._skip("cut: a proxied client waits on the backlog")
 
     @when(lambda plan: "stall" in plan.faults and bool(plan.proxied))
+    @lets_idle_out
     @rule(data=st.data())
     def stall_connection(self, data):
         """The network holds a proxied client's bytes while it sends the next request of a live
@@ -2090,17 +2105,21 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
 REACHING = tuple(f for f in vars(SequenceBatcherMachine).values() if getattr(f, "reaches", None))
 
 
-def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(), stats: RunStats | None = None):
+def make_machine(server, spec: ModelSpec, settings: FuzzSettings = FuzzSettings(), stats: RunStats | None = None,
+                 clean: bool = False):
     """The machine's class for one model on one server: SequenceBatcherMachine with its plan, and
-    without the rules the plan leaves out (when)."""
+    without the rules the plan leaves out (when). `clean`: without the rules that leave a sequence
+    to idle out too (lets_idle_out), for a clean round (fuzz/campaign.py)."""
     plan = Plan.of(server, spec, settings, stats)
     left_out_rules = {name: None for name, f in vars(SequenceBatcherMachine).items()
-                      if getattr(f, "enabled_when", None) is not None and not f.enabled_when(plan)}
-    return type(f"Machine_{spec.name}", (SequenceBatcherMachine,), {
+                      if getattr(f, "enabled_when", None) is not None and not f.enabled_when(plan)
+                      or clean and getattr(f, "lets_idle_out", False)}
+    return type(f"Machine_{spec.name}{'_clean' if clean else ''}", (SequenceBatcherMachine,), {
         "plan": plan, **left_out_rules,
         "left_out": plan.setup.left_out(),  # for the summary
         "expiry_ok": plan.setup.expiry_ok,  # for the coverage goals
         # Every model's machine has the same source, so Hypothesis would file all their examples
         # under one database key; this keeps each model's saved failures apart (a shared --fuzz-db).
-        "_hypothesis_internal_add_digest": spec.name.encode(),
+        # (a clean round's machine has other rules: its examples are kept apart from the rest)
+        "_hypothesis_internal_add_digest": spec.name.encode() + (b" clean" if clean else b""),
     })

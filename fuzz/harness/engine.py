@@ -172,6 +172,14 @@ class RunStats:
     stop_at: float = float("inf")
     rounds: int = 0  # rounds of examples begun (campaign._rounds)
     fresh_rounds: int = 0  # of them, those begun on a freshly reloaded model
+    # A clean round (campaign.CLEAN_EXAMPLES) is due: the next round begins on a fresh copy.
+    clean_due: bool = False
+    clean_rounds: int = 0  # rounds of examples begun that were clean rounds
+    in_clean_round: bool = False  # the round running now is one
+    clean_examples: int = 0  # examples of those
+    # of them, those where a sequence ended with no END all the same (a client left idle past its
+    # window while the others ran): from then on the copy is no longer clean
+    clean_examples_idled: int = 0
     # Whether a decoupled model's final flag came in a response of its own after any answer so far
     # (True, and it stays so: one such answer shows the model may do it), only in answers (False),
     # or none answered yet (None). final-alone-cancel-crash's guard reads it, as it was when the
@@ -471,6 +479,7 @@ class Engine:
             if self.log:
                 self.stats.history.append(tuple(self.log))
             self.stats.reuse_cycles += self.model.depth.reuse_cycles
+            self.stats.clean_examples_idled += self.stats.in_clean_round and self.model.depth.expired > 0
             if self.model.restarts:
                 self.stats.coverage.situation("restart")
             if self.model.depth.reuse_cycles:
