@@ -386,10 +386,10 @@ def test_a_start_that_may_have_run_is_ended_once_its_cancel_surely_came():
     m.expect(R(2, 2, start=True), 0.1)
     m.cancelled(key_of(2), settles_at=1.3)
     m.expect(R(1, 0, end=True), 0.4)  # the slot frees before the cancel surely came: 2 may have run
-    assert key_of(2) in m.maybe_ran and not m.free_slots()
+    assert m.maybe_ran_until(key_of(2)) == 1.3 and m.is_spent(key_of(2)) and not m.free_slots()
     assert m.settled_maybe_ran(1.0) == [] and m.settled_maybe_ran(1.3) == [key_of(2)]
     m.end_maybe_ran(key_of(2), Window(1.4, 1.45))
-    assert key_of(2) not in m.maybe_ran and key_of(2) not in m.seqs and m.free_slots() == 1
+    assert m.maybe_ran_until(key_of(2)) is None and key_of(2) not in m.seqs and m.free_slots() == 1
     assert m.settled_maybe_ran(2.0) == []
 
 
@@ -821,6 +821,9 @@ def test_an_iterative_start_answers_each_execution_and_ends_its_sequence():
     # with END: its id is free again, but marked, for the builds that stall a START on it soon
     # after (iterative-start-after-start-end-stalls, the engine's guard)
     assert key_of(2) not in m.spent and key_of(2) in m.started_and_ended
+    # (the views the engine asks: spent, and with the guard spent or started and ended)
+    assert m.is_spent(key_of(1)) and not m.is_spent(key_of(2)) and m.is_spent(key_of(2), start_end_too=True)
+    assert not m.is_spent(key_of(3), start_end_too=True) and m.maybe_ran_until(key_of(1)) is None
     assert m.expect(R(3, 1), 0.2) == Refusal("INVALID_ARGUMENT", START_ERROR.format(id=3, model=s.name),
                                              "start_is_required")
     # An iterative START's sum is its value `iterations` times: values are kept to a third.

@@ -268,6 +268,17 @@ class BatcherModel:
         """`key`'s START was let in from the backlog and its answer has not come yet."""
         return key in self.awaiting
 
+    def is_spent(self, key: Key, start_end_too: bool = False) -> bool:
+        """No request goes to `key` again (spent): an iterative START's id, or a cancelled START's
+        that may have run; with `start_end_too`, an iterative START+END's id too (the guard of
+        iterative-start-after-start-end-stalls keeps off them)."""
+        return key in self.spent or (start_end_too and key in self.started_and_ended)
+
+    def maybe_ran_until(self, key: Key) -> float | None:
+        """When the cancel of `key`'s START, let into a slot before it surely came, surely came
+        (maybe_ran); None where `key` has no such START."""
+        return self.maybe_ran.get(key)
+
     def keys(self) -> set[Key]:
         """Every live sequence's key, running or waiting in the backlog."""
         return set(self.seqs)

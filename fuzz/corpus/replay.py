@@ -283,7 +283,7 @@ def _told_apart(engine, step, spec, settings) -> None:
         go_silent(step.wait_s)
     engine.collect()
     key = key_of(step.request.seq_id)
-    if key not in engine.model.live_keys() and key not in engine.model.maybe_ran:
+    if key not in engine.model.live_keys() and engine.model.maybe_ran_until(key) is None:
         raise drift(step, f"{step.request.seq_id!r} is not live at replay: nothing to end")
     engine.end_told_apart(key)
 

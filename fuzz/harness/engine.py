@@ -907,7 +907,7 @@ class Engine:
         key = key_of(seq_id)
         if self.model.is_backlogged(key) or self.model.is_awaited(key) or key in self.parked_keys():
             return True
-        if key in self.model.spent or (self.start_end_guard and key in self.model.started_and_ended):
+        if self.model.is_spent(key, start_end_too=self.start_end_guard):
             return True
         if key in self.silenced and self.model.is_live(key):
             return True
@@ -1401,9 +1401,9 @@ class Engine:
         """A replay's TOLD_APART step: the END goes as the teardown sent it, where the model is
         as it was then (a cancelled START that may have run, once its cancel has surely come; a
         live sequence as the teardown ends one: told apart inside its idle window)."""
-        model = self.model
-        if key in model.maybe_ran:
-            go_silent(max(0.0, model.maybe_ran[key] - time.monotonic()))
+        until = self.model.maybe_ran_until(key)
+        if until is not None:
+            go_silent(max(0.0, until - time.monotonic()))
             self._end_maybe_ran(key)
         else:
             self._end_at_teardown(key)
