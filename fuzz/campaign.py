@@ -440,10 +440,14 @@ def _rounds(plain: tuple, clean: tuple, budget_s: float | None, started: float, 
     `plain` and `clean`: (machine, settings) of a round, and of a clean round (CLEAN_EXAMPLES; no
     machine: none), which runs where stats.clean_due. `refresh`: called before each round after
     the campaign's first (a reload of the model, after which a clean round is due)."""
+    is_clean = False
     while True:
-        is_clean = False
+        was_clean, is_clean = is_clean, False
         try:
-            if refresh is not None and stats.rounds:
+            # (not right after a clean round: a slow model's can outlast FRESH_EVERY_S, and a copy
+            # reloaded before every round would then run clean rounds alone, and without a budget
+            # for good)
+            if refresh is not None and stats.rounds and not was_clean:
                 refresh()
             is_clean = stats.clean_due and clean[0] is not None
             machine, per_round = clean if is_clean else plain

@@ -155,3 +155,19 @@ def test_with_a_budget_a_refresh_makes_the_next_round_clean():
                    _no_partial, stats, refresh=refresh) is None
     assert stats.rounds >= 3 and ran[0] == "CleanCounting" and ran[1:4] == ["Counting"] * 3, ran
     assert stats.clean_rounds == (stats.rounds + 1) // 2, (stats.rounds, stats.clean_rounds)
+
+
+def test_no_refresh_right_after_a_clean_round():
+    """A slow model's clean round can outlast FRESH_EVERY_S: a refresh right after it would make the
+    next round clean again, and without a budget the rounds would never end (seen: a campaign of
+    15 examples and counting where 10 were planned)."""
+    def reload_every_time():
+        stats.clean_due = True
+
+    Counting.stats, Counting.ran = stats, ran = RunStats(clean_due=True), []
+    plain, clean = (Counting, settings(ROUND, max_examples=4)), (CleanCounting, settings(ROUND, max_examples=2))
+    assert _rounds(plain, clean, None, time.monotonic(), _no_partial, stats, refresh=reload_every_time) is None
+    assert ran[:2] == ["CleanCounting"] * 2 and set(ran[2:]) == {"Counting"}, ran
+    Counting.stats, Counting.ran = stats, ran = RunStats(clean_due=True), []
+    assert _rounds(plain, clean, 1.0, time.monotonic(), _no_partial, stats, refresh=reload_every_time) is None
+    assert stats.rounds >= 3 and stats.clean_rounds == (stats.rounds + 1) // 2, (stats.rounds, stats.clean_rounds)
