@@ -16,7 +16,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from .generator.coverage import CoverageReport, goals_for
 from .generator.depth import DepthSummary
 from .checker.divergences import by_key, known_for, steered_around
-from .harness.engine import BudgetSpent
+from .harness.engine import BudgetSpent, RoundSpent
 from .checker.invariants import InvariantViolation, failure_key
 from .corpus.isolate import (FOCUS_FIRST_STEPS, can_isolate, from_fresh_model, polish, replays_only_on_history,
                              replays_reliably, sends_at_once, Tried)
@@ -208,6 +208,9 @@ KEEP_RULES_STEPS = 500
 # derandomized one: their examples stay what they were. Without a budget the clean examples are
 # part of the planned ones, not added to them.
 CLEAN_EXAMPLES = 3
+# ... or as many as begin within this many seconds: a slow model's example takes a minute (seen: a
+# cancel bug first failed after 3 minutes, where `cancel_pipelined` had found it in 0.6-29 s).
+CLEAN_ROUND_S = 10.0
 
 
 def keeps_rules(hypothesis_settings: hsettings) -> bool:
@@ -455,6 +458,7 @@ def _rounds(plain: tuple, clean: tuple, budget_s: float | None, started: float, 
             stats.rounds += 1
             stats.clean_rounds += is_clean
             stats.in_clean_round = is_clean
+            stats.round_stop_at = time.monotonic() + CLEAN_ROUND_S if is_clean else float("inf")
             stats.coverage.new_round()
             examples = stats.examples
             try:
@@ -462,7 +466,9 @@ def _rounds(plain: tuple, clean: tuple, budget_s: float | None, started: float, 
                     run_state_machine_as_test(machine, settings=per_round)
             finally:
                 stats.clean_examples += (stats.examples - examples) * is_clean
-                stats.in_clean_round = False
+                stats.in_clean_round, stats.round_stop_at = False, float("inf")
+        except RoundSpent:  # the clean round's time: the plain round goes on
+            pass
         except Exception as err:  # noqa: BLE001 - classified by _judge, re-raised if not known
             if not _unsteady(err, stats):
                 return err

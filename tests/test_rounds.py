@@ -9,7 +9,7 @@ from hypothesis.errors import FlakyStrategyDefinition
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from fuzz.campaign import UNSTEADY_STEPS, _rounds
-from fuzz.harness.engine import RunStats
+from fuzz.harness.engine import RoundSpent, RunStats
 
 ROUND = settings(max_examples=50, database=None, deadline=None)
 NO_CLEAN = (None, None)  # no clean round's machine (a campaign too small for one)
@@ -171,3 +171,31 @@ def test_no_refresh_right_after_a_clean_round():
     Counting.stats, Counting.ran = stats, ran = RunStats(clean_due=True), []
     assert _rounds(plain, clean, 1.0, time.monotonic(), _no_partial, stats, refresh=reload_every_time) is None
     assert stats.rounds >= 3 and stats.clean_rounds == (stats.rounds + 1) // 2, (stats.rounds, stats.clean_rounds)
+
+
+class TimedCounting(Counting):
+    """Checks the clean round's time after each step, as the engine does."""
+
+    @rule()
+    def tick(self):
+        time.sleep(0.01)
+        if time.monotonic() >= self.stats.round_stop_at:
+            raise RoundSpent("the clean round's time is spent")
+
+
+class CleanTimedCounting(TimedCounting):
+    pass
+
+
+def test_a_clean_round_ends_at_its_time_and_the_plain_round_goes_on(monkeypatch):
+    import fuzz.campaign as campaign
+
+    monkeypatch.setattr(campaign, "CLEAN_ROUND_S", 0.3)
+    Counting.stats, Counting.ran = stats, ran = RunStats(clean_due=True), []
+    plain = (TimedCounting, settings(ROUND, max_examples=3, stateful_step_count=5))
+    clean = (CleanTimedCounting, settings(ROUND, max_examples=1000, stateful_step_count=5))
+    began = time.monotonic()
+    assert _rounds(plain, clean, None, began, _no_partial, stats) is None
+    assert time.monotonic() - began < 30 and ran.count("TimedCounting") >= 3, ran
+    assert 1 <= ran.count("CleanTimedCounting") < 1000 and ran[0] == "CleanTimedCounting", ran
+    assert stats.round_stop_at == float("inf") and stats.clean_rounds == 1

@@ -175,6 +175,7 @@ class RunStats:
     # When the campaign's budget ends (time.monotonic()): no step starts after it, unless a
     # failure is being shrunk (fuzz/campaign.py sets it; a replay's engine has none).
     stop_at: float = float("inf")
+    round_stop_at: float = float("inf")  # when the clean round running now ends (fuzz/campaign.py)
     rounds: int = 0  # rounds of examples begun (campaign._rounds)
     fresh_rounds: int = 0  # of them, those begun on a freshly reloaded model
     # A clean round (campaign.CLEAN_EXAMPLES) is due: the next round begins on a fresh copy.
@@ -210,6 +211,11 @@ class BudgetSpent(KeyboardInterrupt):
     """The campaign's budget is spent: the example ends after the step that ran past it (its
     teardown drains and checks as usual) and no new one starts. A KeyboardInterrupt, so that
     Hypothesis stops on it instead of taking it for a failure to shrink."""
+
+
+class RoundSpent(BudgetSpent):
+    """A clean round's time is spent (campaign.CLEAN_ROUND_S): its example ends after the step
+    that ran past it, as at the budget's end, and the campaign goes on with a plain round."""
 
 
 def go_silent(seconds: float) -> float:
@@ -427,6 +433,8 @@ class Engine:
         self.judge_steps()
         if self.budget_spent():
             raise BudgetSpent("the campaign's budget is spent")
+        if self.stats.first_failure_s is None and time.monotonic() >= self.stats.round_stop_at:
+            raise RoundSpent("the clean round's time is spent")
 
     def saw(self, got: Outcome) -> None:
         """One request's outcome, as the tally counts it."""
