@@ -299,13 +299,15 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
 
     loaded_at = started  # when the copy the campaign fuzzes was loaded (or the campaign began)
 
-    def afresh(now: bool = False) -> None:
+    def afresh() -> None:
         """A round after the first begins on a fresh copy of the model, once FRESH_EVERY_S has
-        passed since the last (see _rounds), or `now`. A server that died meanwhile is left for
-        the round's first check to find, as before; a copy that fails to load is the round's error."""
+        passed since the last (see _rounds), or where one is due (stats.reload_due). A server that
+        died meanwhile is left for the round's first check to find, as before; a copy that fails
+        to load is the round's error."""
         nonlocal loaded_at
-        if time.monotonic() - loaded_at < FRESH_EVERY_S and not now:
+        if time.monotonic() - loaded_at < FRESH_EVERY_S and not stats.reload_due:
             return
+        stats.reload_due = False
         counted.bank()
         try:
             server.reload_model(spec.batcher)
@@ -336,8 +338,7 @@ def fuzz_model(server, model: str, hypothesis_settings: hsettings, budget_s: flo
             # END with the sum of the START pipelined behind it, start-overtakes-its-ids-end's).
             accept |= more
             stats.forget_failures()
-            if refresh is not None:
-                refresh(now=True)
+            stats.reload_due = refresh is not None  # (by the next round's refresh, which handles a stop in it)
             machine = make_machine(server, spec, attrs.evolve(fuzz_settings, accept=accept), stats)
             clean_machine = clean_machine and make_machine(server, spec, attrs.evolve(fuzz_settings, accept=accept),
                                                            stats, clean=True)
@@ -457,11 +458,11 @@ def _rounds(plain: tuple, clean: tuple, budget_s: float | None, started: float, 
             stats.clean_due = False
             stats.rounds += 1
             stats.clean_rounds += is_clean
-            stats.in_clean_round = is_clean
-            stats.round_stop_at = time.monotonic() + CLEAN_ROUND_S if is_clean else float("inf")
             stats.coverage.new_round()
             examples = stats.examples
             try:
+                stats.in_clean_round = is_clean
+                stats.round_stop_at = time.monotonic() + CLEAN_ROUND_S if is_clean else float("inf")
                 with _reports_held(stats):
                     run_state_machine_as_test(machine, settings=per_round)
             finally:

@@ -590,7 +590,7 @@ NINTH_BUGS = (
         _BASE, "        if start and key not in self.sums and len(self.sums) >= 6:\n"
                "            raise pb_utils.TritonModelException(f'no room for sequence {key}: 6 sums held')\n" + _BASE,
         _CORRID, 10, "START a, START b, both left to expire; c and d, e and f the same; then START g: refused",
-        breaks=("valid_is_accepted",)),
+        breaks=("valid_is_accepted", "slots_reused")),
     Bug("batched_rows_via_float32", "an execution with several live rows takes a vectorised path that sums in "
                                     "float32 (alone, a row sums exactly)",
         _TOTAL, "        wide = len(self.live) > 1\n"

@@ -136,7 +136,7 @@ def test_an_invariant_a_user_registers_is_fuzzed_for_and_shrunk(triton):
         assert len(sent) <= 2 and failure.shrunk_steps <= 4, failure.program
 
 
-def test_a_campaign_begins_with_a_clean_round(triton):
+def test_a_campaign_begins_with_a_clean_round(triton, monkeypatch):
     """A campaign of a `dev` campaign's size begins with a clean round: CLEAN_EXAMPLES examples of a
     machine without the rules that leave a sequence to idle out (machine.lets_idle_out), of its
     planned examples; then the rest, with every rule. A tiny one (a test's, a seed's) has none."""
@@ -146,8 +146,10 @@ def test_a_campaign_begins_with_a_clean_round(triton):
     from fuzz.generator.machine import SequenceBatcherMachine, make_machine
     from fuzz.spec import ModelSpec
 
+    monkeypatch.setattr(campaign, "CLEAN_ROUND_S", 1e9)  # (a loaded machine's examples may take 10 s)
     model = "py_slot_direct_s2_i2_fp32_cser"
     spec = ModelSpec.fetch(triton, model)
+
     def rules(machine) -> set:
         return {n for n, f in inspect.getmembers(machine) if getattr(f, RULE_MARKER, None) is not None}
 

@@ -180,6 +180,7 @@ class RunStats:
     fresh_rounds: int = 0  # of them, those begun on a freshly reloaded model
     # A clean round (campaign.CLEAN_EXAMPLES) is due: the next round begins on a fresh copy.
     clean_due: bool = False
+    reload_due: bool = False  # the next round begins on a fresh copy whatever the time (a phase past a divergence)
     clean_rounds: int = 0  # rounds of examples begun that were clean rounds
     in_clean_round: bool = False  # the round running now is one
     clean_examples: int = 0  # examples of those
@@ -433,7 +434,8 @@ class Engine:
         self.judge_steps()
         if self.budget_spent():
             raise BudgetSpent("the campaign's budget is spent")
-        if self.stats.first_failure_s is None and time.monotonic() >= self.stats.round_stop_at:
+        if self.stats.first_failure_s is None and not self.stats.harness_errors \
+                and time.monotonic() >= self.stats.round_stop_at:  # (not while a failure shrinks)
             raise RoundSpent("the clean round's time is spent")
 
     def saw(self, got: Outcome) -> None:
