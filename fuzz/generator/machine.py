@@ -909,6 +909,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             if steered and time.monotonic() - began > LEVEL_JUMP_S:
                 return event(f"churn: a steered churn stopped after {i} of {len(reqs)}, at {LEVEL_JUMP_S:g} s")
             self.engine.collect()
+            self.engine.end_aging(keep=key)  # (every chunk before was answered)
             sent = []
             for j in range(i, min(len(reqs), i + chunk)):
                 item = self.engine.send_nowait(client, reqs[j], f"churn {j + 1}/{len(reqs)}")
@@ -988,6 +989,7 @@ class SequenceBatcherMachine(RuleBasedStateMachine):
             if i and stop_after_s is not None and time.monotonic() - began > stop_after_s:
                 return event(f"{action}: a steered run stopped after {i} of {n}, at {stop_after_s:g} s")
             self.engine.collect()
+            self.engine.end_aging(keep=key_of(seq_id))  # (every chunk before was answered)
             sent = []
             # Where a START follows the END, the END and the request before it go in a chunk of
             # their own: that one runs while the END and the START wait, and the next execution

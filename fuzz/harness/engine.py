@@ -1431,14 +1431,16 @@ class Engine:
         else:
             self.send(self.teardown_client, self.spec.request(key[1], self.as_value(0), end=True), "grpc", action)
 
-    def end_aging(self) -> None:
-        """Between the steps of a clean round: every live sequence a client may send on whose idle
-        window opens within AGING_SHARE of the idle timeout is ended now, on the teardown client
-        as the teardown ends one, so that none idles out."""
+    def end_aging(self, keep=None) -> None:
+        """Between the steps of a clean round, and between the answered chunks of a long one
+        (`keep`: the sequence it goes on with): every other live sequence a client may send on
+        whose idle window opens within AGING_SHARE of the idle timeout is ended now, on the
+        teardown client as the teardown ends one, so that none idles out."""
         if not self.stats.in_clean_round or self.failed:
             return
         now = time.monotonic()
-        for key in [k for k in self.live() if self.model.expiry_of(k).lo - now < AGING_SHARE * self.spec.idle_s]:
+        for key in [k for k in self.live()
+                    if k != keep and self.model.expiry_of(k).lo - now < AGING_SHARE * self.spec.idle_s]:
             if self.teardown_client in self.parked:
                 break
             if self.model.is_live(key):
