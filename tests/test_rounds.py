@@ -199,3 +199,20 @@ def test_a_clean_round_ends_at_its_time_and_the_plain_round_goes_on(monkeypatch)
     assert time.monotonic() - began < 30 and ran.count("TimedCounting") >= 3, ran
     assert 1 <= ran.count("CleanTimedCounting") < 1000 and ran[0] == "CleanTimedCounting", ran
     assert stats.round_stop_at == float("inf") and stats.clean_rounds == 1
+
+
+def test_a_round_told_to_run_nothing_ends_the_rounds_without_an_error_where_a_clean_round_ran():
+    """A campaign that only replays a database runs nothing where none of its failures was saved
+    for a round's machine (a clean round's are filed apart): Hypothesis says so with SkipTest."""
+    from unittest import SkipTest
+
+    from hypothesis import Phase
+
+    nothing = settings(ROUND, phases=[Phase.reuse])
+    Counting.stats, Counting.ran = stats, ran = RunStats(clean_due=True), []
+    assert _rounds((Counting, nothing), (CleanCounting, settings(ROUND, max_examples=2)), None, time.monotonic(),
+                   _no_partial, stats) is None
+    assert ran == ["CleanCounting"] * 2, ran
+    Counting.stats, Counting.ran = stats, ran = RunStats(clean_due=True), []
+    error = _rounds((Counting, nothing), (CleanCounting, nothing), None, time.monotonic(), _no_partial, stats)
+    assert isinstance(error, SkipTest) and ran == [], (error, ran)
