@@ -198,8 +198,8 @@ ROUND_EXAMPLES = 50
 # larger budget and a pinned seed (test_broken_models', the deadlines nemesis test's) still has
 # draws that move with the kept set.
 KEEP_RULES_STEPS = 500
-# The round that begins on a freshly loaded copy of the model (the campaign's first, and each one
-# `afresh` reloads for) is a clean round of this many examples: its machine has no rule that
+# The campaign's first round, each one `afresh` reloads for, and the first of a phase past a known
+# divergence begin with a clean round of this many examples: its machine has no rule that
 # leaves a sequence to idle out (machine.lets_idle_out). The model never hears of such a
 # sequence's end, so what it keeps for it (a ring entry, a table row) it may keep for good, and a
 # bug of that bookkeeping shows only before the first idle-out (seen: a session ring whose head
@@ -209,8 +209,9 @@ KEEP_RULES_STEPS = 500
 # derandomized one: their examples stay what they were. Without a budget the clean examples are
 # part of the planned ones, not added to them.
 CLEAN_EXAMPLES = 3
-# ... or as many as begin within this many seconds: a slow model's example takes a minute (seen: a
-# cancel bug first failed after 3 minutes, where `cancel_pipelined` had found it in 0.6-29 s).
+# ... or fewer, where this many seconds pass first (RoundSpent: the example running then ends after
+# its step): a slow model's example takes a minute (seen: a cancel bug first failed after 3
+# minutes, where `cancel_pipelined` had found it in 0.6-29 s).
 CLEAN_ROUND_S = 10.0
 
 
